@@ -1,0 +1,48 @@
+# groupcoord: every target documents itself with `## ...`; `make` alone prints them.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: help install run test test-fast lint bench bench-full conf clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,plot]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install groupcoord with its dev extras (once)
+
+run: install ## run the main job on the embedded defaults
+	$(PY) -m groupcoord demo
+
+test: install ## run every test (all markers); "no tests collected" counts as a failure
+	@$(PY) -m pytest --durations=15; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+test-fast: install ## run the tests not marked slow
+	$(PY) -m pytest -m "not slow" --durations=15
+
+lint: install ## ruff and mypy
+	$(VENV)/bin/ruff check groupcoord tests bench jobs
+	$(VENV)/bin/mypy
+
+conf: install ## regenerate conf/groupcoord-defaults.conf from the key registry
+	$(PY) -m groupcoord.config.generate conf/groupcoord-defaults.conf
+
+bench: install ## run the benchmarks and regenerate docs/benchmarks.md
+	$(PY) -m bench.run
+
+bench-full: install ## the long and large benchmark cases
+	$(PY) -m bench.run --full
+
+clean: ## remove the venv, caches and ./var
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache build dist

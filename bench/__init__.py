@@ -1,0 +1,1 @@
+"""Benchmarks: each writes ``bench/results/<name>.json``; :mod:`bench.report` renders ``docs/benchmarks.md``."""

@@ -1,0 +1,37 @@
+"""Run the benchmarks and regenerate the report: ``python -m bench.run [--full] [NAME ...]``.
+
+Each benchmark module in :data:`BENCHMARKS` exposes ``main(full: bool) -> None`` and writes its results with
+:func:`bench.results_io.write_result`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+
+from bench import report
+
+BENCHMARKS: tuple[str, ...] = ()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the named benchmarks (all by default), then render ``docs/benchmarks.md``."""
+    parser = argparse.ArgumentParser(prog="bench.run")
+    parser.add_argument("--full", action="store_true", help="the long and large cases (make bench-full)")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"one of: {', '.join(BENCHMARKS)}")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+    for name in args.names or BENCHMARKS:
+        started = time.perf_counter()
+        print(f"== bench {name} ({'full' if args.full else 'quick'})", flush=True)
+        importlib.import_module(f"bench.{name}").main(full=args.full)
+        print(f"== bench {name} took {time.perf_counter() - started:.1f} s", flush=True)
+    return report.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

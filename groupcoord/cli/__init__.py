@@ -1,0 +1,1 @@
+"""The ``groupcoord`` command, following ``kafka-consumer-groups.sh`` conventions."""

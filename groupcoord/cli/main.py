@@ -1,0 +1,74 @@
+"""``groupcoord`` entry point: builds the argparse tree and maps every error to one line and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from groupcoord import __version__
+from groupcoord.cli.common import common_parser
+from groupcoord.cli.errors import EXIT_USAGE, exit_code_for, one_line
+
+# Each module has ``register(subparsers, parent)`` adding its subcommand(s); a handler is stored as ``func``.
+# Heavy imports (Spark, deltalake) happen inside handlers, so ``groupcoord --help`` stays fast.
+COMMAND_MODULES: tuple[str, ...] = ()
+
+log = logging.getLogger("groupcoord")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one ``groupcoord: error:`` line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"groupcoord: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser tree."""
+    parser = _Parser(prog="groupcoord", description="Kafka consumer groups for Spark, with state in Delta tables.")
+    parser.add_argument("--version", action="version", version=f"groupcoord {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parent = common_parser()
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers, parent)
+    return parser
+
+
+def _configure_logging(debug: bool) -> None:
+    # Only the CLI configures logging, and only the groupcoord logger: stderr, so stdout stays parseable.
+    logger = logging.getLogger("groupcoord")
+    if not any(getattr(h, "_groupcoord_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler._groupcoord_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.propagate = False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` and return the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    debug = bool(getattr(args, "debug", False))
+    _configure_logging(debug)
+    try:
+        return int(args.func(args) or 0)
+    except Exception as exc:  # the single mapper from errors to exit codes
+        if debug:
+            raise
+        sys.stderr.write(f"groupcoord: error: {one_line(exc)}\n")
+        return exit_code_for(exc)
+    except KeyboardInterrupt as exc:
+        return exit_code_for(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Every ``spark.groupcoord.*`` key, with its type, default and documentation.
+
+Each layer has its own section. ``conf/groupcoord-defaults.conf`` is generated from this file
+(``python -m groupcoord.config.generate``) and a test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from groupcoord.config.registry import REGISTRY
+
+
+def _host_port(value: str) -> str | None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        return "expected HOST:PORT"
+    return None
+
+
+INT32_MAX = 2**31 - 1
+
+# --- Coordinator -----------------------------------------------------------------------------------------------------
+REGISTRY.define("state.root", str, None, "Directory holding the coordinator's Delta tables (the state root).")
+REGISTRY.define("listen", str, "127.0.0.1:9092", "HOST:PORT the coordinator endpoint binds; port 0 picks one.",
+                check=_host_port)
+REGISTRY.define("advertised.listener", str, None,
+                "HOST:PORT advertised to clients in Metadata and FindCoordinator; defaults to the bound address.",
+                check=_host_port)
+REGISTRY.define("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for.",
+                minimum=0, maximum=INT32_MAX)
+REGISTRY.define("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for.",
+                minimum=0, maximum=INT32_MAX)
+REGISTRY.define("group.initial.rebalance.delay.ms", int, 3000,
+                "How long the first rebalance of an empty group waits for more members to join.",
+                minimum=0, maximum=INT32_MAX)
+REGISTRY.define("group.max.size", int, INT32_MAX, "Most members a group may have.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("offsets.retention.minutes", int, 10080,
+                "How long committed offsets of an empty group (or of an unsubscribed topic) are kept.", minimum=1)
+REGISTRY.define("offset.metadata.max.bytes", int, 4096, "Largest metadata string accepted with an offset commit.",
+                minimum=0, maximum=INT32_MAX)
+REGISTRY.define("socket.request.max.bytes", int, 104857600, "Largest request frame the endpoint accepts.",
+                minimum=1024, maximum=INT32_MAX)
