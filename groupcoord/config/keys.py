@@ -39,3 +39,17 @@ REGISTRY.define("offset.metadata.max.bytes", int, 4096, "Largest metadata string
                 minimum=0, maximum=INT32_MAX)
 REGISTRY.define("socket.request.max.bytes", int, 104857600, "Largest request frame the endpoint accepts.",
                 minimum=1024, maximum=INT32_MAX)
+
+# --- Topic catalog and topic log --------------------------------------------------------------------------------------
+REGISTRY.define("metadata.refresh.ms", int, 1000,
+                "How often the running coordinator re-reads the topic catalog to see new topics and partitions.",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("topics.commit.backoff.ms", int, 5,
+                "First backoff after a topic catalog or topic log commit lost to a concurrent writer; it doubles "
+                "(with jitter) up to 50 times this value.", minimum=1, maximum=60000)
+REGISTRY.define("topics.commit.timeout.ms", int, 60000,
+                "How long a topic catalog or topic log writer keeps re-reading and retrying a lost conditional "
+                "commit before it gives up with REQUEST_TIMED_OUT.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("topics.produce.batch.records", int, 50000,
+                "Most records `groupcoord topics produce` writes in one conditional commit.", minimum=1,
+                maximum=INT32_MAX)
