@@ -53,3 +53,30 @@ REGISTRY.define("topics.commit.timeout.ms", int, 60000,
 REGISTRY.define("topics.produce.batch.records", int, 50000,
                 "Most records `groupcoord topics produce` writes in one conditional commit.", minimum=1,
                 maximum=INT32_MAX)
+
+# --- Record log, lease and commit batcher -----------------------------------------------------------------------------
+REGISTRY.define("log.linger.ms", int, 5,
+                "How long the commit batcher waits after the first write of a batch for more writes to join it.",
+                minimum=0, maximum=60000)
+REGISTRY.define("log.min.commit.interval.ms", int, 50,
+                "Least time between the starts of two record-log commits; caps the Delta commit rate.",
+                minimum=0, maximum=60000)
+REGISTRY.define("log.checkpoint.interval", int, 10,
+                "Delta checkpoint interval of the record log (delta.checkpointInterval), in commits.",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("log.snapshot.interval", int, 100000,
+                "Records appended after the latest snapshot that make the coordinator write a new snapshot, so a "
+                "load replays at most about this many records after the snapshot.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("history.retention.hours", int, 168,
+                "How long history is kept: record-log segments superseded by a newer snapshot, Delta log entries "
+                "(delta.logRetentionDuration) and unreferenced data files (vacuum).", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("log.maintenance.interval.ms", int, 60000,
+                "How often the lease holder runs record-log and lease-table maintenance (compaction, retention, "
+                "vacuum, checkpoint, metadata clean-up).", minimum=1000, maximum=INT32_MAX)
+REGISTRY.define("lease.renew.interval.ms", int, 2000, "How often the lease holder renews the coordinator lease.",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("lease.timeout.ms", int, 10000, "How long a lease lasts after it was taken or last renewed.",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("lease.safety.ms", int, 2000,
+                "Safety margin: a holder stops serving this long before its lease expires unless it renewed, and "
+                "a taker waits this long after expiry before taking the lease.", minimum=0, maximum=INT32_MAX)
