@@ -1,0 +1,106 @@
+"""Conditional (compare-and-set) Delta commits with a re-read-and-retry loop, shared by the catalog and topic logs.
+
+Every write here is a commit at the version the writer last read (``max_commit_retries=0``): delta-rs must never
+retry blindly on our behalf, because the data of a retried commit (the offsets of a produce, the whole catalog) was
+computed from the state at that version. When the commit loses (``CommitFailedError``: the version exists), the
+writer re-reads the table and recomputes its commit from the new state.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable
+from deltalake.exceptions import CommitFailedError, DeltaError
+
+from groupcoord.topics.errors import RequestTimedOutError
+
+log = logging.getLogger("groupcoord.topics.delta_cas")
+
+T = TypeVar("T")
+
+_MAX_BACKOFF_FACTOR = 50
+
+
+def cas_commit_properties(**metadata: str) -> CommitProperties:
+    """Commit properties for one conditional commit: no blind retries, and ``metadata`` in the commit info."""
+    return CommitProperties(max_commit_retries=0, custom_metadata=metadata or None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How a writer retries a lost conditional commit: exponential backoff with jitter, until a deadline."""
+
+    backoff_ms: int = 5
+    timeout_ms: int = 60000
+
+    def delay_s(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based): full jitter over a doubling cap."""
+        cap = self.backoff_ms * min(2 ** (attempt - 1), _MAX_BACKOFF_FACTOR)
+        return random.uniform(self.backoff_ms, max(cap, self.backoff_ms)) / 1000.0
+
+
+@dataclass(frozen=True)
+class CasOutcome(Generic[T]):
+    """What a successful conditional commit returned, with the version it created and the attempts it took."""
+
+    value: T
+    version: int
+    attempts: int
+
+
+def commit_with_retry(
+    table: DeltaTable, attempt: Callable[[DeltaTable], T], *, policy: RetryPolicy, what: str
+) -> CasOutcome[T]:
+    """Run ``attempt(table)`` until its conditional commit wins; return its value and the new table version.
+
+    ``attempt`` must read everything it needs from ``table`` at its current version and commit with
+    :func:`cas_commit_properties`. It may raise a domain error (duplicate topic...) after a re-read; that error
+    propagates unchanged. After each lost commit the table is re-read (``update_incremental``) before the retry.
+    """
+    deadline = time.monotonic() + policy.timeout_ms / 1000.0
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            value = attempt(table)
+            return CasOutcome(value, table.version(), attempts)
+        except CommitFailedError:
+            if time.monotonic() >= deadline:
+                raise RequestTimedOutError(
+                    f"Gave up {what} after {attempts} conditional commits lost to concurrent writers."
+                ) from None
+            delay = policy.delay_s(attempts)
+            log.debug("%s: commit at version %d lost, retrying in %.1f ms", what, table.version(), delay * 1000)
+            time.sleep(delay)
+            table.update_incremental()
+
+
+def open_or_create(path: Path, schema: pa.Schema, *, partition_by: list[str] | None = None,
+                   name: str | None = None, description: str | None = None) -> DeltaTable:
+    """Open the Delta table at ``path``, creating it empty with ``schema`` first if it does not exist yet.
+
+    Two processes may race to create it: the loser's create fails because version 0 exists, and it opens the
+    winner's table instead. Tables are created on protocol (1,2) (no deletion vectors, no column mapping).
+    """
+    if not DeltaTable.is_deltatable(str(path)):
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            DeltaTable.create(str(path), schema, mode="ignore", partition_by=partition_by, name=name,
+                              description=description)
+        except (CommitFailedError, DeltaError):
+            if not DeltaTable.is_deltatable(str(path)):
+                raise
+    return DeltaTable(str(path))
+
+
+def open_if_exists(path: Path) -> DeltaTable | None:
+    """The Delta table at ``path``, or ``None`` when there is none yet."""
+    return DeltaTable(str(path)) if DeltaTable.is_deltatable(str(path)) else None

@@ -1,0 +1,267 @@
+"""The embedded topic log: one Delta table per topic, with dense per-partition offsets.
+
+Producing is a conditional commit: read the current end offset of every partition at table version V, number the new
+records from there, and commit at V+1 with ``max_commit_retries=0``. If another producer got V+1 first, re-read and
+renumber (see :mod:`groupcoord.topics.delta_cas`). Offsets are therefore dense from 0 with no duplicates, whatever
+the number of concurrent producers.
+
+Reads never scan the whole table. The table is partitioned by ``partition``, and each data file carries min/max
+``offset`` statistics in its Delta add action: the start and end offsets of every partition come from those
+statistics alone, and a read opens only the files of its partition whose offset range overlaps the requested one.
+
+A produce call writes one file per touched partition in one commit, so large producers should pass large batches.
+Files of lost commits are left unreferenced (Delta's ``vacuum`` removes them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
+
+from groupcoord.state_root import StateRoot
+from groupcoord.topics.catalog import TopicCatalog
+from groupcoord.topics.config import TopicsConfig
+from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
+from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from groupcoord.topics.log_table import PARTITION_COLUMNS, TOPIC_LOG_SCHEMA, create_topic_log
+from groupcoord.topics.partitioner import KeyPartitioner
+
+DEFAULT_MAX_RECORDS = 500
+
+
+@dataclass(frozen=True)
+class ProducerRecord:
+    """A record to produce. ``partition`` forces a partition; else the key (murmur2) or round-robin decides."""
+
+    value: bytes | None
+    key: bytes | None = None
+    partition: int | None = None
+    timestamp: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TopicRecord:
+    """A record read back from the log."""
+
+    partition: int
+    offset: int
+    timestamp: datetime
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    """Where a produce call put its records: ``(partition, offset)`` per record in input order."""
+
+    assigned: tuple[tuple[int, int], ...]
+    version: int
+    attempts: int
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """The log-start offset (first readable) and log-end offset (next to be written) of one partition."""
+
+    start: int
+    end: int
+
+
+_EMPTY = PartitionOffsets(0, 0)
+
+
+class TopicLog:
+    """Produce to and read from the log of one topic in a state root. Safe to share between threads."""
+
+    def __init__(self, root: StateRoot, topic: str, *, catalog: TopicCatalog | None = None,
+                 config: TopicsConfig | None = None, partitioner: KeyPartitioner | None = None) -> None:
+        self._root = root
+        self._topic = topic
+        self._config = config or (catalog.config if catalog is not None else TopicsConfig())
+        self._catalog = catalog or TopicCatalog(root, config=self._config)
+        self._partitioner = partitioner or KeyPartitioner()
+        self._policy = RetryPolicy(backoff_ms=self._config.commit_backoff_ms,
+                                   timeout_ms=self._config.commit_timeout_ms)
+        self._lock = threading.Lock()
+        self._table: DeltaTable | None = None
+        self._cached: tuple[int, dict[int, PartitionOffsets]] = (-1, {})
+
+    @property
+    def topic(self) -> str:
+        """The topic name."""
+        return self._topic
+
+    def partitions(self) -> int:
+        """The topic's current partition count, from the catalog (raises if the topic does not exist)."""
+        return self._catalog.describe(self._topic).partitions
+
+    # --- producing ----------------------------------------------------------------------------------------------------
+
+    def produce(self, records: Iterable[ProducerRecord]) -> ProduceResult:
+        """Append ``records`` in one conditional commit and return the offsets they got.
+
+        Records of one partition keep their input order. On a lost commit the offsets are recomputed from the
+        re-read table and the commit is retried, until ``topics.commit.timeout.ms``.
+        """
+        batch = list(records)
+        count = self.partitions()
+        targets = [self._partitioner.partition(self._topic, r.key, count, r.partition) for r in batch]
+        with self._lock:
+            table = self._open()
+            if not batch:
+                return ProduceResult((), table.version(), 0)
+
+            def attempt(current: DeltaTable) -> tuple[tuple[int, int], ...]:
+                offsets = self._number(targets, self._offsets_at(current))
+                write_deltalake(current, self._arrow_batch(batch, targets, offsets), mode="append",
+                                partition_by=PARTITION_COLUMNS,
+                                commit_properties=cas_commit_properties(groupcoord_operation="produce"))
+                return tuple(zip(targets, offsets, strict=True))
+
+            outcome = commit_with_retry(table, attempt, policy=self._policy,
+                                        what=f"producing {len(batch)} records to '{self._topic}'")
+            return ProduceResult(outcome.value, outcome.version, outcome.attempts)
+
+    @staticmethod
+    def _number(targets: list[int], offsets: dict[int, PartitionOffsets]) -> list[int]:
+        next_offset = {partition: bounds.end for partition, bounds in offsets.items()}
+        numbered = []
+        for partition in targets:
+            offset = next_offset.get(partition, 0)
+            numbered.append(offset)
+            next_offset[partition] = offset + 1
+        return numbered
+
+    @staticmethod
+    def _arrow_batch(batch: list[ProducerRecord], targets: list[int], offsets: list[int]) -> pa.Table:
+        now = datetime.now(UTC)
+        data = pa.table({
+            "partition": pa.array(targets, pa.int32()),
+            "offset": pa.array(offsets, pa.int64()),
+            "timestamp": pa.array([r.timestamp or now for r in batch], pa.timestamp("us", tz="UTC")),
+            "key": pa.array([r.key for r in batch], pa.binary()),
+            "value": pa.array([r.value for r in batch], pa.binary()),
+        }, schema=TOPIC_LOG_SCHEMA)
+        # Sorted files make tight min/max offset statistics, which is what reads prune on.
+        return data.sort_by([("partition", "ascending"), ("offset", "ascending")])
+
+    # --- reading ------------------------------------------------------------------------------------------------------
+
+    def read(self, partition: int, from_offset: int, max_records: int = DEFAULT_MAX_RECORDS) -> pa.Table:
+        """Up to ``max_records`` records of ``partition`` from ``from_offset`` on, in offset order (Arrow table).
+
+        ``from_offset`` equal to the log-end offset gives an empty table; outside ``[start, end]`` raises
+        :class:`OffsetOutOfRangeError`.
+        """
+        self._check_partition(partition)
+        with self._lock:
+            table = self._refreshed()
+            bounds = self._offsets_at(table).get(partition, _EMPTY)
+            if not bounds.start <= from_offset <= bounds.end:
+                raise OffsetOutOfRangeError(
+                    f"Offset {from_offset} is out of range for partition {self._topic}-{partition} "
+                    f"(log start {bounds.start}, log end {bounds.end})."
+                )
+            upper = min(bounds.end, from_offset + max(max_records, 0))
+            if upper <= from_offset:
+                return TOPIC_LOG_SCHEMA.empty_table()
+            dataset = table.to_pyarrow_dataset(file_pruning_predicate=[
+                ("partition", "=", partition), ("offset", ">=", from_offset), ("offset", "<", upper),
+            ])
+        rows = dataset.to_table(filter=(pc.field("offset") >= from_offset) & (pc.field("offset") < upper))
+        return rows.select(TOPIC_LOG_SCHEMA.names).cast(TOPIC_LOG_SCHEMA).sort_by("offset")
+
+    def read_records(self, partition: int, from_offset: int,
+                     max_records: int = DEFAULT_MAX_RECORDS) -> list[TopicRecord]:
+        """:meth:`read` as a list of :class:`TopicRecord`."""
+        return [TopicRecord(**row) for row in self.read(partition, from_offset, max_records).to_pylist()]
+
+    def offsets(self) -> dict[int, PartitionOffsets]:
+        """Start and end offsets of every partition of the topic, from Delta file statistics only."""
+        count = self.partitions()
+        with self._lock:
+            known = self._offsets_at(self._refreshed())
+        return {partition: known.get(partition, _EMPTY) for partition in range(count)}
+
+    def log_start_offset(self, partition: int) -> int:
+        """The first offset still readable in ``partition``."""
+        return self._bounds(partition).start
+
+    def log_end_offset(self, partition: int) -> int:
+        """The offset the next record of ``partition`` will get."""
+        return self._bounds(partition).end
+
+    def end_offsets(self) -> dict[int, int]:
+        """Log-end offset of every partition."""
+        return {partition: bounds.end for partition, bounds in self.offsets().items()}
+
+    def _bounds(self, partition: int) -> PartitionOffsets:
+        self._check_partition(partition)
+        with self._lock:
+            return self._offsets_at(self._refreshed()).get(partition, _EMPTY)
+
+    def _check_partition(self, partition: int) -> None:
+        count = self.partitions()
+        if not 0 <= partition < count:
+            raise UnknownTopicOrPartitionError(
+                f"Partition {partition} of topic '{self._topic}' does not exist (it has {count} partitions)."
+            )
+
+    # --- table handle and offset index --------------------------------------------------------------------------------
+
+    def _open(self) -> DeltaTable:
+        if self._table is None:
+            self._table = create_topic_log(self._root, self._topic)
+        return self._table
+
+    def _refreshed(self) -> DeltaTable:
+        if self._table is None:
+            return self._open()
+        self._table.update_incremental()
+        return self._table
+
+    def _offsets_at(self, table: DeltaTable) -> dict[int, PartitionOffsets]:
+        version = table.version()
+        if self._cached[0] != version:
+            self._cached = (version, _offsets_from_stats(table))
+        return self._cached[1]
+
+
+def _offsets_from_stats(table: DeltaTable) -> dict[int, PartitionOffsets]:
+    """Start/end offset per partition from the add actions' ``min.offset``/``max.offset`` statistics.
+
+    A file without statistics (written by another Delta writer with stats off) makes its partition fall back to
+    reading that partition's ``offset`` column.
+    """
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return {}
+    if "min.offset" not in actions.column_names or "max.offset" not in actions.column_names:
+        partitions = set(actions.column("partition.partition").to_pylist())
+        return {p: _scan_offsets(table, p) for p in partitions}
+    grouped = actions.group_by("partition.partition").aggregate([
+        ("min.offset", "min"), ("max.offset", "max"), ("max.offset", "count"), ("path", "count"),
+    ])
+    result: dict[int, PartitionOffsets] = {}
+    for row in grouped.to_pylist():
+        partition = int(row["partition.partition"])
+        if row["max.offset_count"] < row["path_count"]:
+            result[partition] = _scan_offsets(table, partition)
+        else:
+            result[partition] = PartitionOffsets(int(row["min.offset_min"]), int(row["max.offset_max"]) + 1)
+    return result
+
+
+def _scan_offsets(table: DeltaTable, partition: int) -> PartitionOffsets:
+    column = table.to_pyarrow_dataset(file_pruning_predicate=[("partition", "=", partition)]).to_table(
+        columns=["offset"]).column("offset")
+    if len(column) == 0:
+        return _EMPTY
+    bounds = pc.min_max(column)
+    return PartitionOffsets(bounds["min"].as_py(), bounds["max"].as_py() + 1)
