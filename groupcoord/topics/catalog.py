@@ -69,7 +69,8 @@ class TopicInfo:
         return self.racks[partition] if self.racks is not None else None
 
 
-def _check_partition_count(partitions: int) -> None:
+def check_partition_count(partitions: int) -> None:
+    """Raise :class:`InvalidPartitionsError` unless ``partitions`` is a valid partition count (1 to 2**31-1)."""
     if partitions < 1:
         raise InvalidPartitionsError("Number of partitions must be larger than 0.")
     if partitions > MAX_PARTITIONS:
@@ -143,7 +144,7 @@ class TopicCatalog:
         (unless ``if_not_exists``, which returns the existing topic unchanged) before changing anything.
         """
         validate_topic_name(name)
-        _check_partition_count(partitions)
+        check_partition_count(partitions)
         rack_tuple = _check_racks(racks, partitions, "partitions")
         existing = self._check_new_name(self._snapshot(), name, if_not_exists=if_not_exists)
         if existing is not None:
@@ -170,7 +171,7 @@ class TopicCatalog:
 
         Shrinking, or keeping the count, raises :class:`InvalidPartitionsError` (as Kafka does).
         """
-        _check_partition_count(partitions)
+        check_partition_count(partitions)
         self._check_growth(self.describe(name), partitions)
 
         def attempt(table: DeltaTable) -> TopicInfo:
