@@ -1,0 +1,187 @@
+"""Frozen request types of the classic group and offset APIs, mirroring Kafka's latest field sets.
+
+The wire layer maps kafka-python's decoded requests onto these; the core never sees bytes of the framing.
+``None`` means "not set" (Kafka's null), ``-1`` is Kafka's "no generation" / "no timeout" sentinel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groupcoord.protocol.errors import ErrorCode
+
+UNKNOWN_MEMBER_ID = ""
+"""The member id a new member sends (Kafka's ``JoinGroupRequest.UNKNOWN_MEMBER_ID``)."""
+
+NO_GENERATION = -1
+"""The generation a member without group management sends (simple commits)."""
+
+
+@dataclass(frozen=True)
+class JoinGroupProtocol:
+    """One protocol a member supports, with its metadata (a ConsumerProtocol Subscription for ``consumer``)."""
+
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class JoinGroupRequest:
+    """JoinGroup: enter (or re-enter) a group. ``rebalance_timeout_ms=-1`` means "same as the session timeout"."""
+
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int = -1
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    protocol_type: str
+    protocols: tuple[JoinGroupProtocol, ...]
+    reason: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True)
+class SyncGroupAssignment:
+    """The leader's assignment for one member (a ConsumerProtocol Assignment for ``consumer``)."""
+
+    member_id: str
+    assignment: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncGroupRequest:
+    """SyncGroup: fetch this member's assignment; the leader also submits everyone's.
+
+    ``assignment_error`` is a groupcoord extension (seed 004, "Assignment Failure"): a leader whose assignor
+    failed reports the error, and the coordinator propagates it to every member. The Kafka wire has no such field,
+    so the wire layer always leaves it ``None``.
+    """
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: tuple[SyncGroupAssignment, ...] = ()
+    assignment_error: ErrorCode | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeartbeatRequest:
+    """Heartbeat: keep the session alive and learn whether a rebalance is in progress."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class MemberIdentity:
+    """One member to remove in a LeaveGroup batch: by ``member_id``, or by ``group_instance_id`` alone (admin)."""
+
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaveGroupRequest:
+    """LeaveGroup (batched, KIP-345): remove members from the group."""
+
+    group_id: str
+    members: tuple[MemberIdentity, ...]
+
+
+@dataclass(frozen=True)
+class OffsetCommitPartition:
+    """One offset to commit. ``leader_epoch=-1`` means unknown; ``metadata`` is the client's free-form string."""
+
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class OffsetCommitTopic:
+    """The offsets of one topic to commit."""
+
+    name: str
+    partitions: tuple[OffsetCommitPartition, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetCommitRequest:
+    """OffsetCommit. ``generation_id=-1`` with no member id is a simple (non-group-managed) commit.
+
+    ``retention_time_ms`` (versions 2-4 only) gives an explicit expiry; ``-1`` uses the broker retention (KIP-211).
+    """
+
+    group_id: str
+    generation_id: int = NO_GENERATION
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+    topics: tuple[OffsetCommitTopic, ...]
+
+
+@dataclass(frozen=True)
+class OffsetFetchTopic:
+    """The partitions of one topic whose committed offsets are asked for."""
+
+    name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetFetchRequest:
+    """OffsetFetch: ``topics=None`` asks for every committed offset of the group.
+
+    ``member_id``/``member_epoch`` (KIP-848) only apply to the new consumer protocol; classic groups ignore them.
+    """
+
+    group_id: str
+    topics: tuple[OffsetFetchTopic, ...] | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    require_stable: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetDeleteRequest:
+    """OffsetDelete (KIP-496): remove committed offsets of topics the group no longer consumes."""
+
+    group_id: str
+    topics: tuple[OffsetFetchTopic, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribeGroupsRequest:
+    """DescribeGroups: state, protocol and members of each group."""
+
+    groups: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListGroupsRequest:
+    """ListGroups. ``states_filter`` (KIP-518) keeps groups in one of the named states; empty keeps all."""
+
+    states_filter: tuple[str, ...] = ()
+    types_filter: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteGroupsRequest:
+    """DeleteGroups: delete empty groups and their offsets."""
+
+    groups: tuple[str, ...]
+
+
+GroupRequest = (
+    JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
+    | OffsetFetchRequest | OffsetDeleteRequest | DescribeGroupsRequest | ListGroupsRequest | DeleteGroupsRequest
+)
+"""Any request the coordinator handles."""

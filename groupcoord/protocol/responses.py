@@ -1,0 +1,192 @@
+"""Frozen response types of the classic group and offset APIs, mirroring Kafka's latest field sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groupcoord.protocol.errors import ErrorCode, Errors
+
+
+@dataclass(frozen=True)
+class JoinGroupMember:
+    """One member as the leader sees it in its JoinGroup response."""
+
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class JoinGroupResponse:
+    """JoinGroup result. Only the leader gets ``members``; ``skip_assignment`` tells it not to run an assignor."""
+
+    error: ErrorCode
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncGroupResponse:
+    """SyncGroup result: this member's assignment bytes."""
+
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeartbeatResponse:
+    """Heartbeat result."""
+
+    error: ErrorCode
+
+
+@dataclass(frozen=True)
+class LeaveGroupMemberResponse:
+    """The outcome for one member of a LeaveGroup batch."""
+
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaveGroupResponse:
+    """LeaveGroup result: a top-level error and one entry per requested member."""
+
+    error: ErrorCode
+    members: tuple[LeaveGroupMemberResponse, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionError:
+    """The outcome for one partition."""
+
+    partition: int
+    error: ErrorCode
+
+
+@dataclass(frozen=True)
+class TopicPartitionErrors:
+    """Per-partition outcomes of one topic (OffsetCommit and OffsetDelete responses)."""
+
+    name: str
+    partitions: tuple[PartitionError, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetCommitResponse:
+    """OffsetCommit result: an error per partition."""
+
+    topics: tuple[TopicPartitionErrors, ...]
+
+
+@dataclass(frozen=True)
+class OffsetFetchPartition:
+    """One committed offset; ``offset=-1`` (and empty metadata) where nothing is committed."""
+
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    error: ErrorCode = Errors.NONE
+
+
+@dataclass(frozen=True)
+class OffsetFetchTopicResponse:
+    """The committed offsets of one topic."""
+
+    name: str
+    partitions: tuple[OffsetFetchPartition, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetFetchResponse:
+    """OffsetFetch result."""
+
+    error: ErrorCode
+    topics: tuple[OffsetFetchTopicResponse, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetDeleteResponse:
+    """OffsetDelete result: a group-level error, and an error per partition."""
+
+    error: ErrorCode
+    topics: tuple[TopicPartitionErrors, ...] = ()
+
+
+@dataclass(frozen=True)
+class DescribedMember:
+    """A member in DescribeGroups; metadata and assignment are only filled for a Stable group."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribedGroup:
+    """One group in DescribeGroups. ``protocol`` is the selected protocol, only while Stable (as in Kafka)."""
+
+    error: ErrorCode
+    group_id: str
+    state: str
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribeGroupsResponse:
+    """DescribeGroups result, one entry per requested group."""
+
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True)
+class ListedGroup:
+    """One group in ListGroups."""
+
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListGroupsResponse:
+    """ListGroups result."""
+
+    error: ErrorCode
+    groups: tuple[ListedGroup, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeletedGroup:
+    """The outcome of deleting one group."""
+
+    group_id: str
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteGroupsResponse:
+    """DeleteGroups result, one entry per requested group."""
+
+    results: tuple[DeletedGroup, ...]
+
+
+GroupResponse = (
+    JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
+    | OffsetFetchResponse | OffsetDeleteResponse | DescribeGroupsResponse | ListGroupsResponse | DeleteGroupsResponse
+)
+"""Any response the coordinator produces."""
