@@ -1,0 +1,1 @@
+"""Per-API adapters: each turns a kafka-python request object into a kafka-python response object."""

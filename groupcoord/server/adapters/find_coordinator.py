@@ -1,0 +1,56 @@
+"""FindCoordinator: this endpoint coordinates every group; batched lookups (v4+) are answered key by key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafka.protocol.metadata import FindCoordinatorResponse
+
+from groupcoord.server.api import RequestContext
+from groupcoord.server.error_codes import INVALID_REQUEST, NONE
+
+GROUP_KEY_TYPE = 0
+_NO_NODE = -1
+
+
+def _always_available() -> int:
+    return NONE
+
+
+class FindCoordinatorAdapter:
+    """Points group keys at this endpoint.
+
+    ``availability()`` returns the error code to answer instead (NONE when serving); the runtime uses it to answer
+    COORDINATOR_NOT_AVAILABLE while loading or standing by. Non-group key types get INVALID_REQUEST.
+    """
+
+    def __init__(self, *, availability: Callable[[], int] = _always_available) -> None:
+        self._availability = availability
+
+    async def handle(self, ctx: RequestContext) -> Any:
+        """Answer each requested key."""
+        error = self._availability()
+        if ctx.body.key_type != GROUP_KEY_TYPE:
+            error = INVALID_REQUEST
+        return self._answer(ctx, error)
+
+    def error_response(self, ctx: RequestContext, error_code: int) -> Any:
+        """``error_code`` for every requested key."""
+        return self._answer(ctx, error_code)
+
+    @staticmethod
+    def _answer(ctx: RequestContext, error_code: int) -> Any:
+        broker = ctx.broker
+        node, host, port = (broker.node_id, broker.host, broker.port) if error_code == NONE else (_NO_NODE, "", -1)
+        if ctx.api_version < 4:
+            return ctx.response(
+                throttle_time_ms=0, error_code=error_code, error_message=None, node_id=node, host=host, port=port
+            )
+        coordinators = [
+            FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node, host=host, port=port, error_code=error_code, error_message=None
+            )
+            for key in ctx.body.coordinator_keys
+        ]
+        return ctx.response(throttle_time_ms=0, coordinators=coordinators)

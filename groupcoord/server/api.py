@@ -1,0 +1,57 @@
+"""What the endpoint hands to each API adapter, and what an adapter must provide."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from groupcoord.server.codec import DecodedRequest, response_class
+from groupcoord.server.versions import ApiKey
+
+# The only broker this endpoint describes in Metadata and FindCoordinator.
+NODE_ID = 0
+
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    """The address clients are told to connect to (the advertised listener, or else the bound address)."""
+
+    host: str
+    port: int
+    node_id: int = NODE_ID
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """One decoded request plus what an adapter may need to know about the endpoint."""
+
+    request: DecodedRequest
+    broker: BrokerAddress
+
+    @property
+    def body(self) -> Any:
+        """The kafka-python request object."""
+        return self.request.body
+
+    @property
+    def api_version(self) -> int:
+        """The version to answer at."""
+        return self.request.api_version
+
+    def response(self, **fields: Any) -> Any:
+        """A response object of this request's API at the request's version."""
+        return response_class(self.request.api_key)(version=self.api_version, **fields)
+
+
+class ApiHandler(Protocol):
+    """An adapter for one API: turns a request into a response, and builds error responses for it."""
+
+    async def handle(self, ctx: RequestContext) -> Any:
+        """Answer ``ctx.request`` (a kafka-python response object at ``ctx.api_version``)."""
+
+    def error_response(self, ctx: RequestContext, error_code: int) -> Any:
+        """A response to ``ctx.request`` where every part carries ``error_code``."""
+
+
+Dispatcher = Mapping[ApiKey, ApiHandler]

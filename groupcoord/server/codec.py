@@ -1,0 +1,169 @@
+"""Request decoding and response encoding with kafka-python's schema-generated protocol classes.
+
+A request frame's payload is a request header (v1, or v2 with tagged fields when the API version is flexible)
+followed by the body. A response is a response header (v0, or v1 when the response version is flexible; ApiVersions
+always uses v0) followed by the body. kafka-python's classes know every schema; this module only picks the class
+for ``(api_key, api_version)`` and turns failures into typed rejections the endpoint can act on.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.admin import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.api_header import RequestHeader
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+
+from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange, supported_range
+
+# (request class, response class) per served API.
+SCHEMAS: Mapping[ApiKey, tuple[Any, Any]] = {
+    ApiKey.FETCH: (FetchRequest, FetchResponse),
+    ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
+    ApiKey.METADATA: (MetadataRequest, MetadataResponse),
+    ApiKey.OFFSET_COMMIT: (OffsetCommitRequest, OffsetCommitResponse),
+    ApiKey.OFFSET_FETCH: (OffsetFetchRequest, OffsetFetchResponse),
+    ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
+    ApiKey.JOIN_GROUP: (JoinGroupRequest, JoinGroupResponse),
+    ApiKey.HEARTBEAT: (HeartbeatRequest, HeartbeatResponse),
+    ApiKey.LEAVE_GROUP: (LeaveGroupRequest, LeaveGroupResponse),
+    ApiKey.SYNC_GROUP: (SyncGroupRequest, SyncGroupResponse),
+    ApiKey.DESCRIBE_GROUPS: (DescribeGroupsRequest, DescribeGroupsResponse),
+    ApiKey.LIST_GROUPS: (ListGroupsRequest, ListGroupsResponse),
+    ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
+    ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
+    ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, OffsetDeleteResponse),
+}
+
+_HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: identical in every header version
+
+
+class RequestRejected(Exception):
+    """A request frame this endpoint will not process; subclasses say why."""
+
+
+class MalformedFrame(RequestRejected):
+    """Not even the request header could be read: the connection is closed."""
+
+
+@dataclass(frozen=True)
+class RequestHeaderInfo:
+    """The parts of a request header the endpoint uses."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+class UnsupportedApi(RequestRejected):
+    """The header names an API key or version that is not advertised."""
+
+    def __init__(self, header: RequestHeaderInfo) -> None:
+        super().__init__(f"unsupported api key {header.api_key} version {header.api_version}")
+        self.header = header
+
+
+class MalformedRequest(RequestRejected):
+    """The header was read but the body does not decode at its version."""
+
+    def __init__(self, header: RequestHeaderInfo, reason: str) -> None:
+        super().__init__(f"malformed body for api key {header.api_key} v{header.api_version}: {reason}")
+        self.header = header
+
+
+@dataclass(frozen=True)
+class DecodedRequest:
+    """A decoded request: its header and the kafka-python request object (``body``)."""
+
+    header: RequestHeaderInfo
+    body: Any
+
+    @property
+    def api_key(self) -> ApiKey:
+        """The request's API key."""
+        return ApiKey(self.header.api_key)
+
+    @property
+    def api_version(self) -> int:
+        """The request's API version."""
+        return self.header.api_version
+
+
+def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> DecodedRequest:
+    """Decode one request frame payload (everything after the 4-byte size).
+
+    Raises :class:`MalformedFrame` when the header cannot be read, :class:`UnsupportedApi` for an API key or version
+    outside ``ranges`` and :class:`MalformedRequest` when the body does not decode.
+    """
+    if len(payload) < _HEADER_PREFIX.size:
+        raise MalformedFrame(f"request of {len(payload)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(payload)
+    advertised = supported_range(api_key, ranges)
+    if advertised is None or api_version not in advertised:
+        raise UnsupportedApi(RequestHeaderInfo(api_key, api_version, correlation_id, None))
+    request_class = SCHEMAS[ApiKey(api_key)][0]
+    stream = io.BytesIO(payload)
+    try:
+        raw_header = RequestHeader.decode(stream, flexible=request_class.flexible_version_q(api_version))
+    except Exception as exc:  # kafka-python raises assorted errors on short or garbled input
+        raise MalformedFrame(f"unreadable request header: {exc!r}") from None
+    header = RequestHeaderInfo(api_key, api_version, correlation_id, raw_header.client_id)
+    try:
+        body = request_class.decode(payload[stream.tell() :], version=api_version)
+    except Exception as exc:
+        raise MalformedRequest(header, repr(exc)) from None
+    return DecodedRequest(header, body)
+
+
+def response_class(api_key: ApiKey) -> Any:
+    """kafka-python's response class for ``api_key``."""
+    return SCHEMAS[api_key][1]
+
+
+def encode_response(response: Any, *, correlation_id: int) -> bytes:
+    """Encode ``response`` (a versioned kafka-python response object) as a complete frame, size prefix included.
+
+    The response header version follows the response's flexibility; kafka-python's ApiVersionsResponse pins
+    header v0 on its own.
+    """
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))

@@ -1,0 +1,203 @@
+"""The asyncio TCP endpoint speaking the Kafka wire protocol.
+
+One event loop serves every connection. Per connection, requests are answered strictly in order, one at a time, as a
+Kafka broker does: pipelined requests wait in the socket buffer until the previous response is written. Work that
+must not run on the loop (durable writes, Spark jobs) is awaited by the adapters, so other connections keep being
+served meanwhile.
+
+Bad input never reaches an adapter and never stops the server:
+
+- an oversized frame (``socket.request.max.bytes``), a negative size, an unreadable header, a body that does not
+  decode, or an API key or version that is not advertised closes that connection (Kafka does the same);
+- an ApiVersions request at an unsupported version is the exception: it gets a v0 response with
+  UNSUPPORTED_VERSION and the advertised ranges, so clients can retry at a version we speak.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.config import Config
+from groupcoord.server.adapters.api_versions import unsupported_version_response
+from groupcoord.server.api import ApiHandler, BrokerAddress, Dispatcher, RequestContext
+from groupcoord.server.codec import (
+    RequestRejected,
+    UnsupportedApi,
+    decode_request,
+    encode_response,
+)
+from groupcoord.server.dispatcher import served_ranges
+from groupcoord.server.error_codes import NOT_COORDINATOR, UNKNOWN_SERVER_ERROR
+from groupcoord.server.framing import read_frame
+from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
+
+log = logging.getLogger("groupcoord.server.endpoint")
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    """Split ``HOST:PORT`` (the registry has already validated the shape)."""
+    host, _, port = value.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointConfig:
+    """Where the endpoint listens, what it advertises, and how large a request may be."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    advertised: tuple[str, int] | None = None
+    max_request_bytes: int = 104857600
+    stop_grace_seconds: float = 5.0
+
+    @classmethod
+    def from_config(cls, config: Config) -> EndpointConfig:
+        """Read ``listen``, ``advertised.listener`` and ``socket.request.max.bytes``."""
+        host, port = parse_host_port(config["listen"])
+        advertised = config["advertised.listener"]
+        return cls(
+            host=host,
+            port=port,
+            advertised=parse_host_port(advertised) if advertised else None,
+            max_request_bytes=config["socket.request.max.bytes"],
+        )
+
+
+class Endpoint:
+    """Serves the APIs of ``dispatcher`` on ``config.host:config.port``.
+
+    Use ``await start()`` (returns the bound address), then ``await serve_forever()`` or just keep the loop running,
+    and ``await stop()``: it stops accepting, answers in-flight requests with NOT_COORDINATOR and closes every
+    connection.
+    """
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        config: EndpointConfig,
+        ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._config = config
+        self._ranges = served_ranges(dispatcher, ranges)
+        self._server: asyncio.Server | None = None
+        self._bound: BrokerAddress | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._in_flight: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+
+    @property
+    def bound_address(self) -> BrokerAddress:
+        """The address the socket is bound to (after :meth:`start`)."""
+        if self._bound is None:
+            raise RuntimeError("endpoint not started")
+        return self._bound
+
+    @property
+    def advertised_address(self) -> BrokerAddress:
+        """What Metadata and FindCoordinator tell clients: the advertised listener, or else the bound address."""
+        if self._config.advertised is not None:
+            return BrokerAddress(*self._config.advertised)
+        return self.bound_address
+
+    async def start(self) -> BrokerAddress:
+        """Bind and start accepting; port 0 picks a free port. Returns the bound address."""
+        self._server = await asyncio.start_server(self._on_connection, self._config.host, self._config.port)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        self._bound = BrokerAddress(host, port)
+        log.info("listening on %s:%d", host, port)
+        return self._bound
+
+    async def serve_forever(self) -> None:
+        """Serve until :meth:`stop` is called (or the task is cancelled)."""
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        try:
+            await self._server.serve_forever()
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+
+    async def stop(self) -> None:
+        """Stop accepting, answer in-flight requests with NOT_COORDINATOR, and close every connection."""
+        self._stopping = True
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._in_flight):
+            task.cancel()
+        if self._connections:
+            _, pending = await asyncio.wait(set(self._connections), timeout=self._config.stop_grace_seconds)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.create_task(self._serve_connection(reader, writer))
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        try:
+            while not self._stopping:
+                payload = await read_frame(reader, max_bytes=self._config.max_request_bytes)
+                if payload is None:
+                    break
+                frame = await self._answer(payload)
+                writer.write(frame)
+                await writer.drain()
+        except RequestRejected as exc:
+            log.warning("closing connection from %s: %s", peer, exc)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("closing connection from %s after an internal error", peer)
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _answer(self, payload: bytes) -> bytes:
+        """The encoded response frame to one request payload; raises :class:`RequestRejected` to close."""
+        try:
+            request = decode_request(payload, ranges=self._ranges)
+        except UnsupportedApi as exc:
+            if exc.header.api_key != ApiKey.API_VERSIONS:
+                raise
+            log.info("ApiVersions v%d is not supported: answering v0 UNSUPPORTED_VERSION", exc.header.api_version)
+            response = unsupported_version_response(self._ranges)
+            return encode_response(response, correlation_id=exc.header.correlation_id)
+        handler = self._dispatcher[request.api_key]
+        ctx = RequestContext(request, self.advertised_address)
+        response = await self._run(handler, ctx)
+        correlation_id = request.header.correlation_id
+        try:
+            return encode_response(response, correlation_id=correlation_id)
+        except Exception:
+            log.exception("cannot encode the %s v%d response", request.api_key.name, request.api_version)
+            return encode_response(handler.error_response(ctx, UNKNOWN_SERVER_ERROR), correlation_id=correlation_id)
+
+    async def _run(self, handler: ApiHandler, ctx: RequestContext) -> Any:
+        """Run one adapter; at :meth:`stop` its work is cancelled and answered with NOT_COORDINATOR."""
+        task = asyncio.ensure_future(handler.handle(ctx))
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if self._stopping and task.cancelled():
+                return handler.error_response(ctx, NOT_COORDINATOR)
+            raise
+        except Exception:
+            log.exception("handler for %s v%d failed", ctx.request.api_key.name, ctx.api_version)
+            return handler.error_response(ctx, UNKNOWN_SERVER_ERROR)

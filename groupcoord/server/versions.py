@@ -1,0 +1,82 @@
+"""The version policy: which Kafka APIs, at which versions, this endpoint advertises in ApiVersions.
+
+Every range stays inside what kafka-python's schema classes can decode (requests) and encode (responses), and covers
+what kafka-python 3.x and librdkafka negotiate:
+
+- JoinGroup goes up to v9 (KIP-814 ``SkipAssignment``), so kafka-python infers a broker of 3.2 or newer and keeps
+  static membership on. Nothing advertised here implies a newer broker than that to kafka-python's inference.
+- OffsetCommit and OffsetFetch stop at v9: v10 identifies topics by id, which this endpoint does not assign.
+- Fetch stops at v12 and ListOffsets at v7 for the same reason (Fetch v13+ names topics by id), and because
+  higher ListOffsets versions would make kafka-python infer a 4.x broker.
+- Metadata stops at v12: v13 only adds a top-level error code for KRaft brokers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ApiKey(IntEnum):
+    """The API keys this endpoint serves (Kafka's numbers)."""
+
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """An inclusive range of API versions."""
+
+    min_version: int
+    max_version: int
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.min_version <= version <= self.max_version
+
+
+SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
+    ApiKey.FETCH: VersionRange(4, 12),
+    ApiKey.LIST_OFFSETS: VersionRange(1, 7),
+    ApiKey.METADATA: VersionRange(0, 12),
+    ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
+    ApiKey.OFFSET_FETCH: VersionRange(1, 9),
+    ApiKey.FIND_COORDINATOR: VersionRange(0, 4),
+    ApiKey.JOIN_GROUP: VersionRange(0, 9),
+    ApiKey.HEARTBEAT: VersionRange(0, 4),
+    ApiKey.LEAVE_GROUP: VersionRange(0, 5),
+    ApiKey.SYNC_GROUP: VersionRange(0, 5),
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
+    ApiKey.LIST_GROUPS: VersionRange(0, 4),
+    ApiKey.API_VERSIONS: VersionRange(0, 4),
+    ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+    ApiKey.OFFSET_DELETE: VersionRange(0, 0),
+}
+
+
+def supported_range(api_key: int, ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> VersionRange | None:
+    """The advertised range for ``api_key``, or ``None`` when the key is not served at all."""
+    try:
+        return ranges.get(ApiKey(api_key))
+    except ValueError:
+        return None
+
+
+def is_supported(api_key: int, api_version: int, ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> bool:
+    """Whether ``(api_key, api_version)`` is advertised."""
+    advertised = supported_range(api_key, ranges)
+    return advertised is not None and api_version in advertised
