@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.codec import DecodedRequest, response_class
 from groupcoord.server.versions import ApiKey
 
@@ -50,8 +51,8 @@ class ApiHandler(Protocol):
     async def handle(self, ctx: RequestContext) -> Any:
         """Answer ``ctx.request`` (a kafka-python response object at ``ctx.api_version``)."""
 
-    def error_response(self, ctx: RequestContext, error_code: int) -> Any:
-        """A response to ``ctx.request`` where every part carries ``error_code``."""
+    def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
+        """A response to ``ctx.request`` where every part carries ``error``."""
 
 
 Dispatcher = Mapping[ApiKey, ApiHandler]

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
 from groupcoord.server.adapters.find_coordinator import FindCoordinatorAdapter
 from groupcoord.server.adapters.metadata import MetadataAdapter
 from groupcoord.server.api import ApiHandler, Dispatcher
-from groupcoord.server.error_codes import NONE
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
 
 
-def _serving() -> int:
-    return NONE
+def _serving() -> ErrorCode:
+    return Errors.NONE
 
 
 def build_dispatcher(
     *,
     topics: TopicSource | None = None,
-    availability: Callable[[], int] = _serving,
+    availability: Callable[[], ErrorCode] = _serving,
     extra: Mapping[ApiKey, ApiHandler] | None = None,
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
 ) -> Dispatcher:

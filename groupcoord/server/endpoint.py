@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.config import Config
+from groupcoord.protocol.errors import Errors
 from groupcoord.server.adapters.api_versions import unsupported_version_response
 from groupcoord.server.api import ApiHandler, BrokerAddress, Dispatcher, RequestContext
 from groupcoord.server.codec import (
@@ -32,7 +33,6 @@ from groupcoord.server.codec import (
     encode_response,
 )
 from groupcoord.server.dispatcher import served_ranges
-from groupcoord.server.error_codes import NOT_COORDINATOR, UNKNOWN_SERVER_ERROR
 from groupcoord.server.framing import read_frame
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
 
@@ -185,7 +185,8 @@ class Endpoint:
             return encode_response(response, correlation_id=correlation_id)
         except Exception:
             log.exception("cannot encode the %s v%d response", request.api_key.name, request.api_version)
-            return encode_response(handler.error_response(ctx, UNKNOWN_SERVER_ERROR), correlation_id=correlation_id)
+            fallback = handler.error_response(ctx, Errors.UNKNOWN_SERVER_ERROR)
+            return encode_response(fallback, correlation_id=correlation_id)
 
     async def _run(self, handler: ApiHandler, ctx: RequestContext) -> Any:
         """Run one adapter; at :meth:`stop` its work is cancelled and answered with NOT_COORDINATOR."""
@@ -196,8 +197,8 @@ class Endpoint:
             return await task
         except asyncio.CancelledError:
             if self._stopping and task.cancelled():
-                return handler.error_response(ctx, NOT_COORDINATOR)
+                return handler.error_response(ctx, Errors.NOT_COORDINATOR)
             raise
         except Exception:
             log.exception("handler for %s v%d failed", ctx.request.api_key.name, ctx.api_version)
-            return handler.error_response(ctx, UNKNOWN_SERVER_ERROR)
+            return handler.error_response(ctx, Errors.UNKNOWN_SERVER_ERROR)

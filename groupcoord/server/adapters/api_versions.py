@@ -8,8 +8,8 @@ from typing import Any
 
 from kafka.protocol.metadata import ApiVersionsResponse
 
+from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
-from groupcoord.server.error_codes import INVALID_REQUEST, NONE, UNSUPPORTED_VERSION
 from groupcoord.server.versions import ApiKey, VersionRange
 
 # KIP-511: client software names and versions must look like this, or the request is invalid.
@@ -23,14 +23,14 @@ def _api_keys(ranges: Mapping[ApiKey, VersionRange]) -> list[Any]:
     ]
 
 
-def error_v0_response(error_code: int, ranges: Mapping[ApiKey, VersionRange]) -> Any:
+def error_v0_response(error: ErrorCode, ranges: Mapping[ApiKey, VersionRange]) -> Any:
     """An ApiVersions error answer: always v0, since clients decode every ApiVersions error as v0."""
-    return ApiVersionsResponse(version=0, error_code=error_code, api_keys=_api_keys(ranges))
+    return ApiVersionsResponse(version=0, error_code=error.code, api_keys=_api_keys(ranges))
 
 
 def unsupported_version_response(ranges: Mapping[ApiKey, VersionRange]) -> Any:
     """The answer to an ApiVersions request at a version we do not speak: v0, UNSUPPORTED_VERSION, our ranges."""
-    return error_v0_response(UNSUPPORTED_VERSION, ranges)
+    return error_v0_response(Errors.UNSUPPORTED_VERSION, ranges)
 
 
 class ApiVersionsAdapter:
@@ -45,9 +45,9 @@ class ApiVersionsAdapter:
             _SOFTWARE_FIELD.fullmatch(value or "")
             for value in (ctx.body.client_software_name, ctx.body.client_software_version)
         ):
-            return self.error_response(ctx, INVALID_REQUEST)
-        return ctx.response(error_code=NONE, api_keys=_api_keys(self._ranges), throttle_time_ms=0)
+            return self.error_response(ctx, Errors.INVALID_REQUEST)
+        return ctx.response(error_code=Errors.NONE.code, api_keys=_api_keys(self._ranges), throttle_time_ms=0)
 
-    def error_response(self, ctx: RequestContext, error_code: int) -> Any:
-        """A v0 response carrying ``error_code`` and, as Kafka does, the ranges."""
-        return error_v0_response(error_code, self._ranges)
+    def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
+        """A v0 response carrying ``error`` and, as Kafka does, the ranges."""
+        return error_v0_response(error, self._ranges)

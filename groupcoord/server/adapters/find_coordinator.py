@@ -7,49 +7,49 @@ from typing import Any
 
 from kafka.protocol.metadata import FindCoordinatorResponse
 
+from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
-from groupcoord.server.error_codes import INVALID_REQUEST, NONE
 
 GROUP_KEY_TYPE = 0
 _NO_NODE = -1
 
 
-def _always_available() -> int:
-    return NONE
+def _always_available() -> ErrorCode:
+    return Errors.NONE
 
 
 class FindCoordinatorAdapter:
     """Points group keys at this endpoint.
 
-    ``availability()`` returns the error code to answer instead (NONE when serving); the runtime uses it to answer
-    COORDINATOR_NOT_AVAILABLE while loading or standing by. Non-group key types get INVALID_REQUEST.
+    ``availability()`` returns the error to answer instead (``Errors.NONE`` when serving); the runtime uses it to
+    answer COORDINATOR_NOT_AVAILABLE while loading or standing by. Non-group key types get INVALID_REQUEST.
     """
 
-    def __init__(self, *, availability: Callable[[], int] = _always_available) -> None:
+    def __init__(self, *, availability: Callable[[], ErrorCode] = _always_available) -> None:
         self._availability = availability
 
     async def handle(self, ctx: RequestContext) -> Any:
         """Answer each requested key."""
         error = self._availability()
         if ctx.body.key_type != GROUP_KEY_TYPE:
-            error = INVALID_REQUEST
+            error = Errors.INVALID_REQUEST
         return self._answer(ctx, error)
 
-    def error_response(self, ctx: RequestContext, error_code: int) -> Any:
-        """``error_code`` for every requested key."""
-        return self._answer(ctx, error_code)
+    def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
+        """``error`` for every requested key."""
+        return self._answer(ctx, error)
 
     @staticmethod
-    def _answer(ctx: RequestContext, error_code: int) -> Any:
+    def _answer(ctx: RequestContext, error: ErrorCode) -> Any:
         broker = ctx.broker
-        node, host, port = (broker.node_id, broker.host, broker.port) if error_code == NONE else (_NO_NODE, "", -1)
+        node, host, port = (broker.node_id, broker.host, broker.port) if error is Errors.NONE else (_NO_NODE, "", -1)
         if ctx.api_version < 4:
             return ctx.response(
-                throttle_time_ms=0, error_code=error_code, error_message=None, node_id=node, host=host, port=port
+                throttle_time_ms=0, error_code=error.code, error_message=None, node_id=node, host=host, port=port
             )
         coordinators = [
             FindCoordinatorResponse.Coordinator(
-                key=key, node_id=node, host=host, port=port, error_code=error_code, error_message=None
+                key=key, node_id=node, host=host, port=port, error_code=error.code, error_message=None
             )
             for key in ctx.body.coordinator_keys
         ]

@@ -8,8 +8,8 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataResponse
 
+from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
-from groupcoord.server.error_codes import NONE, UNKNOWN_TOPIC_OR_PARTITION
 from groupcoord.server.topics import TopicSource
 
 CLUSTER_ID = "groupcoord"
@@ -43,10 +43,10 @@ class MetadataAdapter:
         wanted = sorted(counts) if names is None else names
         return self._response(ctx, [self._topic(ctx, name, counts) for name in wanted])
 
-    def error_response(self, ctx: RequestContext, error_code: int) -> Any:
-        """Every requested topic with ``error_code`` (an all-topics request lists none)."""
+    def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
+        """Every requested topic with ``error`` (an all-topics request lists none)."""
         names = requested_topics(ctx.body, ctx.api_version) or []
-        return self._response(ctx, [_error_topic(name, error_code) for name in names])
+        return self._response(ctx, [_error_topic(name, error) for name in names])
 
     def _response(self, ctx: RequestContext, topics: list[Any]) -> Any:
         broker = MetadataResponse.MetadataResponseBroker(
@@ -64,11 +64,11 @@ class MetadataAdapter:
     def _topic(ctx: RequestContext, name: str, counts: Mapping[str, int]) -> Any:
         count = counts.get(name)
         if count is None:
-            return _error_topic(name, UNKNOWN_TOPIC_OR_PARTITION)
+            return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)
         node = ctx.broker.node_id
         partitions = [
             _Partition(
-                error_code=NONE,
+                error_code=Errors.NONE.code,
                 partition_index=index,
                 leader_id=node,
                 leader_epoch=_UNKNOWN_LEADER_EPOCH,
@@ -79,16 +79,16 @@ class MetadataAdapter:
             for index in range(count)
         ]
         return _Topic(
-            error_code=NONE,
+            error_code=Errors.NONE.code,
             name=name,
             is_internal=False,
             partitions=partitions,
         )
 
 
-def _error_topic(name: str, error_code: int) -> Any:
+def _error_topic(name: str, error: ErrorCode) -> Any:
     return _Topic(
-        error_code=error_code,
+        error_code=error.code,
         name=name,
         is_internal=False,
         partitions=[],
