@@ -29,11 +29,17 @@ class RequestContext:
 
     request: DecodedRequest
     broker: BrokerAddress
+    client_host: str = ""
 
     @property
     def body(self) -> Any:
         """The kafka-python request object."""
         return self.request.body
+
+    @property
+    def client_id(self) -> str:
+        """The request header's client id (empty when null)."""
+        return self.request.header.client_id or ""
 
     @property
     def api_version(self) -> int:

@@ -5,12 +5,31 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
+from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
 from groupcoord.server.adapters.find_coordinator import FindCoordinatorAdapter
+from groupcoord.server.adapters.groups import HeartbeatMapping, JoinGroupMapping, LeaveGroupMapping, SyncGroupMapping
 from groupcoord.server.adapters.metadata import MetadataAdapter
+from groupcoord.server.adapters.offsets import OffsetCommitMapping, OffsetDeleteMapping, OffsetFetchMapping
 from groupcoord.server.api import ApiHandler, Dispatcher
+from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
+
+# The APIs the core answers, and how each maps between the wire and the core's types.
+CORE_MAPPINGS: Mapping[ApiKey, Callable[[], CoreMapping]] = {
+    ApiKey.JOIN_GROUP: JoinGroupMapping,
+    ApiKey.SYNC_GROUP: SyncGroupMapping,
+    ApiKey.HEARTBEAT: HeartbeatMapping,
+    ApiKey.LEAVE_GROUP: LeaveGroupMapping,
+    ApiKey.OFFSET_COMMIT: OffsetCommitMapping,
+    ApiKey.OFFSET_FETCH: OffsetFetchMapping,
+    ApiKey.OFFSET_DELETE: OffsetDeleteMapping,
+    ApiKey.DESCRIBE_GROUPS: DescribeGroupsMapping,
+    ApiKey.LIST_GROUPS: ListGroupsMapping,
+    ApiKey.DELETE_GROUPS: DeleteGroupsMapping,
+}
 
 
 def _serving() -> ErrorCode:
@@ -20,18 +39,24 @@ def _serving() -> ErrorCode:
 def build_dispatcher(
     *,
     topics: TopicSource | None = None,
-    availability: Callable[[], ErrorCode] = _serving,
+    service: CoordinatorService | None = None,
     extra: Mapping[ApiKey, ApiHandler] | None = None,
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
 ) -> Dispatcher:
-    """A dispatcher for ApiVersions, Metadata, FindCoordinator plus the adapters in ``extra``.
+    """A dispatcher for ApiVersions, Metadata, FindCoordinator, every group and offset API when a coordinator
+    ``service`` is given, plus the adapters in ``extra`` (ListOffsets and Fetch over a topic log, for instance).
 
-    ApiVersions advertises exactly the APIs the dispatcher serves, at their ``ranges``.
+    ApiVersions advertises exactly the APIs the dispatcher serves, at their ``ranges``. FindCoordinator answers
+    with the service's availability (COORDINATOR_NOT_AVAILABLE-style errors while it does not serve).
     """
+    availability = service.availability if service is not None else _serving
     handlers: dict[ApiKey, ApiHandler] = {
         ApiKey.METADATA: MetadataAdapter(topics if topics is not None else StaticTopics()),
         ApiKey.FIND_COORDINATOR: FindCoordinatorAdapter(availability=availability),
     }
+    if service is not None:
+        for key, mapping in CORE_MAPPINGS.items():
+            handlers[key] = CoreAdapter(service, mapping())
     handlers.update(extra or {})
     served = {key: ranges[key] for key in (*handlers, ApiKey.API_VERSIONS)}
     handlers[ApiKey.API_VERSIONS] = ApiVersionsAdapter(served)

@@ -148,12 +148,13 @@ class Endpoint:
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         try:
             while not self._stopping:
                 payload = await read_frame(reader, max_bytes=self._config.max_request_bytes)
                 if payload is None:
                     break
-                frame = await self._answer(payload)
+                frame = await self._answer(payload, client_host)
                 writer.write(frame)
                 await writer.drain()
         except RequestRejected as exc:
@@ -167,7 +168,7 @@ class Endpoint:
             with contextlib.suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
 
-    async def _answer(self, payload: bytes) -> bytes:
+    async def _answer(self, payload: bytes, client_host: str) -> bytes:
         """The encoded response frame to one request payload; raises :class:`RequestRejected` to close."""
         try:
             request = decode_request(payload, ranges=self._ranges)
@@ -178,7 +179,7 @@ class Endpoint:
             response = unsupported_version_response(self._ranges)
             return encode_response(response, correlation_id=exc.header.correlation_id)
         handler = self._dispatcher[request.api_key]
-        ctx = RequestContext(request, self.advertised_address)
+        ctx = RequestContext(request, self.advertised_address, client_host)
         response = await self._run(handler, ctx)
         correlation_id = request.header.correlation_id
         try:
