@@ -132,7 +132,15 @@ class TopicCatalog:
 
     def partition_counts(self) -> dict[str, int]:
         """Partition count per topic. Cheap when nothing changed: only new Delta log entries are read."""
-        return {name: info.partitions for name, info in self._snapshot().items()}
+        return self.versioned_partition_counts()[1]
+
+    def versioned_partition_counts(self) -> tuple[int, dict[str, int]]:
+        """The catalog version and the partition counts at exactly that version."""
+        with self._lock:
+            table = self._refreshed()
+            if table is None:
+                return -1, {}
+            return table.version(), {name: info.partitions for name, info in self._rows_at(table).items()}
 
     # --- writes -------------------------------------------------------------------------------------------------------
 
