@@ -8,12 +8,15 @@ from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
 from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
+from groupcoord.server.adapters.fetch import FetchAdapter
 from groupcoord.server.adapters.find_coordinator import FindCoordinatorAdapter
 from groupcoord.server.adapters.groups import HeartbeatMapping, JoinGroupMapping, LeaveGroupMapping, SyncGroupMapping
+from groupcoord.server.adapters.list_offsets import ListOffsetsAdapter
 from groupcoord.server.adapters.metadata import MetadataAdapter
 from groupcoord.server.adapters.offsets import OffsetCommitMapping, OffsetDeleteMapping, OffsetFetchMapping
 from groupcoord.server.api import ApiHandler, Dispatcher
 from groupcoord.server.coordinator_service import CoordinatorService
+from groupcoord.server.topic_data import TopicReader
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
 
@@ -40,11 +43,12 @@ def build_dispatcher(
     *,
     topics: TopicSource | None = None,
     service: CoordinatorService | None = None,
+    topic_reader: TopicReader | None = None,
     extra: Mapping[ApiKey, ApiHandler] | None = None,
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
 ) -> Dispatcher:
-    """A dispatcher for ApiVersions, Metadata, FindCoordinator, every group and offset API when a coordinator
-    ``service`` is given, plus the adapters in ``extra`` (ListOffsets and Fetch over a topic log, for instance).
+    """A dispatcher for ApiVersions, Metadata, FindCoordinator; every group and offset API when a coordinator
+    ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; plus the adapters in ``extra``.
 
     ApiVersions advertises exactly the APIs the dispatcher serves, at their ``ranges``. FindCoordinator answers
     with the service's availability (COORDINATOR_NOT_AVAILABLE-style errors while it does not serve).
@@ -57,6 +61,9 @@ def build_dispatcher(
     if service is not None:
         for key, mapping in CORE_MAPPINGS.items():
             handlers[key] = CoreAdapter(service, mapping())
+    if topic_reader is not None:
+        handlers[ApiKey.LIST_OFFSETS] = ListOffsetsAdapter(topic_reader)
+        handlers[ApiKey.FETCH] = FetchAdapter(topic_reader)
     handlers.update(extra or {})
     served = {key: ranges[key] for key in (*handlers, ApiKey.API_VERSIONS)}
     handlers[ApiKey.API_VERSIONS] = ApiVersionsAdapter(served)
