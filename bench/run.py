@@ -13,7 +13,7 @@ import time
 
 from bench import report
 
-BENCHMARKS: tuple[str, ...] = ()
+BENCHMARKS: tuple[str, ...] = ("commit_throughput",)
 
 
 def main(argv: list[str] | None = None) -> int:
