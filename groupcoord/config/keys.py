@@ -35,6 +35,8 @@ REGISTRY.define("group.initial.rebalance.delay.ms", int, 3000,
 REGISTRY.define("group.max.size", int, INT32_MAX, "Most members a group may have.", minimum=1, maximum=INT32_MAX)
 REGISTRY.define("offsets.retention.minutes", int, 10080,
                 "How long committed offsets of an empty group (or of an unsubscribed topic) are kept.", minimum=1)
+REGISTRY.define("offsets.retention.check.interval.ms", int, 600000,
+                "How often the coordinator looks for expired offsets (KIP-211).", minimum=1, maximum=INT32_MAX)
 REGISTRY.define("offset.metadata.max.bytes", int, 4096, "Largest metadata string accepted with an offset commit.",
                 minimum=0, maximum=INT32_MAX)
 REGISTRY.define("socket.request.max.bytes", int, 104857600, "Largest request frame the endpoint accepts.",

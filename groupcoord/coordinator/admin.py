@@ -1,0 +1,106 @@
+"""DescribeGroups, ListGroups and DeleteGroups, and the topic-metadata entry point (seed 000)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from groupcoord.coordinator import rebalance
+from groupcoord.coordinator.context import CoordinatorContext
+from groupcoord.coordinator.records import new_group_tombstone, new_offset_tombstone
+from groupcoord.group.group import ClassicGroup
+from groupcoord.group.member import Token
+from groupcoord.group.state import GroupState, parse_state
+from groupcoord.protocol.errors import Errors, ProtocolError
+from groupcoord.protocol.requests import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+from groupcoord.protocol.responses import (
+    DeletedGroup,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsResponse,
+    ListedGroup,
+    ListGroupsResponse,
+)
+
+_S = GroupState
+
+
+def describe_group(ctx: CoordinatorContext, group_id: str) -> DescribedGroup:
+    """One group as DescribeGroups shows it; metadata and assignments only while Stable (as in Kafka)."""
+    if not group_id:
+        return DescribedGroup(error=Errors.INVALID_GROUP_ID, group_id=group_id, state=_S.DEAD.value)
+    group = ctx.groups.get(group_id)
+    if group is None or group.is_in(_S.DEAD):
+        return DescribedGroup(error=Errors.GROUP_ID_NOT_FOUND, group_id=group_id, state=_S.DEAD.value)
+    stable = group.is_in(_S.STABLE)
+    members = tuple(
+        DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                        m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                        m.assignment if stable else b"")
+        for m in group.members.values())
+    return DescribedGroup(error=Errors.NONE, group_id=group_id, state=group.state.value,
+                          protocol_type=group.protocol_type or "",
+                          protocol=(group.protocol_name or "") if stable else "", members=members)
+
+
+def handle_describe(ctx: CoordinatorContext, request: DescribeGroupsRequest, now_ms: int, token: Token) -> None:
+    """Describe each requested group."""
+    ctx.respond(token, DescribeGroupsResponse(groups=tuple(describe_group(ctx, g) for g in request.groups)))
+
+
+def handle_list(ctx: CoordinatorContext, request: ListGroupsRequest, now_ms: int, token: Token) -> None:
+    """Groups (sorted by id), optionally only those in the named states / of the named protocol types."""
+    states = {parse_state(name) for name in request.states_filter}
+    if None in states:
+        raise ProtocolError(Errors.INVALID_REQUEST, f"unknown state in {list(request.states_filter)}")
+    listed = tuple(
+        ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
+        for g in sorted(ctx.groups.values(), key=lambda g: g.group_id)
+        if not g.is_in(_S.DEAD) and (not states or g.state in states)
+        and (not request.types_filter or (g.protocol_type or "") in request.types_filter))
+    ctx.respond(token, ListGroupsResponse(error=Errors.NONE, groups=listed))
+
+
+def handle_delete(ctx: CoordinatorContext, request: DeleteGroupsRequest, now_ms: int, token: Token) -> None:
+    """Delete each Empty group and its offsets; NON_EMPTY_GROUP for groups with members."""
+    results = []
+    for group_id in request.groups:
+        group = ctx.groups.get(group_id) if group_id else None
+        if not group_id:
+            error = Errors.INVALID_GROUP_ID
+        elif group is None or group.is_in(_S.DEAD):
+            error = Errors.GROUP_ID_NOT_FOUND
+        elif not group.is_in(_S.EMPTY):
+            error = Errors.NON_EMPTY_GROUP
+        else:
+            delete_group(ctx, group, now_ms)
+            error = Errors.NONE
+        results.append(DeletedGroup(group_id, error))
+    ctx.respond(token, DeleteGroupsResponse(results=tuple(results)))
+
+
+def delete_group(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int) -> None:
+    """Tombstone an Empty group's offsets and metadata and forget it."""
+    for topic, partition in sorted(ctx.hard.offsets(group.group_id)):
+        ctx.append(new_offset_tombstone(group.group_id, topic, partition))
+    group.transition_to(_S.DEAD, now_ms)
+    ctx.append(new_group_tombstone(group.group_id))
+    ctx.forget_group(group)
+
+
+def on_metadata_change(ctx: CoordinatorContext, partition_counts: Mapping[str, int], now_ms: int) -> None:
+    """Rebalance every Stable group subscribed to a topic whose partition count changed (seed 000).
+
+    ``partition_counts`` is a complete snapshot; a topic missing from it is gone. The first snapshot only
+    records the counts: there is nothing to compare it with.
+    """
+    previous = ctx.partition_counts
+    ctx.partition_counts = dict(partition_counts)
+    if previous is None:
+        return
+    changed = {t for t in set(previous) | set(partition_counts) if previous.get(t) != partition_counts.get(t)}
+    for group_id in sorted(ctx.groups):
+        group = ctx.groups[group_id]
+        if group.is_in(_S.STABLE) and group.subscribed_topics and group.subscribed_topics & changed:
+            rebalance.prepare_rebalance(ctx, group, now_ms,
+                                        f"partitions changed for {sorted(group.subscribed_topics & changed)}")

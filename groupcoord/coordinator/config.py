@@ -1,0 +1,43 @@
+"""The coordinator core's configuration, built from the ``spark.groupcoord.*`` registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groupcoord.config import Config
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+"""How long a brand-new member's JoinGroup may stay parked before it is dropped (Kafka's constant)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoordinatorConfig:
+    """Limits and timings of the group coordinator (Kafka's ``group.*`` and ``offsets.*`` broker settings)."""
+
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2**31 - 1
+    offsets_retention_ms: int = 10080 * 60 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+
+    def __post_init__(self) -> None:
+        if self.min_session_timeout_ms > self.max_session_timeout_ms:
+            raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        if self.group_max_size < 1 or self.offsets_retention_ms <= 0:
+            raise ValueError("group.max.size and offsets.retention.minutes must be positive")
+
+    @classmethod
+    def from_config(cls, config: Config) -> CoordinatorConfig:
+        """Read the coordinator keys from resolved configuration."""
+        return cls(
+            min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
+            max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
+            initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
+            group_max_size=int(config["group.max.size"]),
+            offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60 * 1000,
+            offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
+            offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
+        )

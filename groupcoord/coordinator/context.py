@@ -1,0 +1,95 @@
+"""The coordinator's working state and the collector of one call's records, responses and effects.
+
+Handlers receive a :class:`CoordinatorContext`. They change soft state (the live groups, timers) directly and
+hard state only through :meth:`CoordinatorContext.append`, which replays each record at once, as Kafka's
+coordinator runtime does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.effects import Effect
+from groupcoord.coordinator.hard_state import HardStateStore
+from groupcoord.coordinator.records import Record
+from groupcoord.coordinator.result import CoordinatorResult
+from groupcoord.coordinator.timers import Timers
+from groupcoord.group.group import ClassicGroup
+from groupcoord.group.member import Token
+from groupcoord.protocol.responses import GroupResponse
+
+MemberIdFactory = Callable[[str], str]
+"""Makes a new member id from a prefix (the group instance id or the client id)."""
+
+
+def random_member_id(prefix: str) -> str:
+    """Kafka's form: ``<client id or instance id>-<uuid>``."""
+    return f"{prefix or 'member'}-{uuid.uuid4()}"
+
+
+def heartbeat_key(group_id: str, member_id: str) -> str:
+    """Timer key of a member's session (and of a pending member's wait)."""
+    return f"heartbeat-{group_id}-{member_id}"
+
+
+def join_key(group_id: str) -> str:
+    """Timer key of a group's join phase (rebalance timeout or initial delay)."""
+    return f"join-{group_id}"
+
+
+def sync_key(group_id: str) -> str:
+    """Timer key of a group's wait for SyncGroup from every member."""
+    return f"sync-{group_id}"
+
+
+OFFSETS_EXPIRATION_KEY = "offsets-expiration"
+
+
+class CoordinatorContext:
+    """Live groups, hard state, timers, configuration, and the output of the call in progress."""
+
+    def __init__(self, config: CoordinatorConfig, member_id_factory: MemberIdFactory) -> None:
+        self.config = config
+        self.new_member_id = member_id_factory
+        self.groups: dict[str, ClassicGroup] = {}
+        self.hard = HardStateStore()
+        self.timers = Timers()
+        self.partition_counts: dict[str, int] | None = None
+        self._records: list[Record] = []
+        self._responses: list[tuple[Token, GroupResponse]] = []
+        self._effects: list[Effect] = []
+
+    def append(self, record: Record) -> None:
+        """Replay ``record`` into hard state and add it to this call's records."""
+        self.hard.replay(record)
+        self._records.append(record)
+
+    def respond(self, token: Token, response: GroupResponse) -> None:
+        """Queue ``response`` for the request identified by ``token``."""
+        self._responses.append((token, response))
+
+    def emit(self, effect: Effect) -> None:
+        """Queue an effect for the shell."""
+        self._effects.append(effect)
+
+    def drain(self) -> CoordinatorResult:
+        """Everything queued since the last drain."""
+        result = CoordinatorResult(tuple(self._records), tuple(self._responses), tuple(self._effects))
+        self._records.clear()
+        self._responses.clear()
+        self._effects.clear()
+        return result
+
+    def register_group(self, group: ClassicGroup) -> None:
+        """Start tracking ``group``."""
+        self.groups[group.group_id] = group
+
+    def forget_group(self, group: ClassicGroup) -> None:
+        """Stop tracking ``group`` (it is Dead) and cancel its timers."""
+        self.timers.cancel(join_key(group.group_id))
+        self.timers.cancel(sync_key(group.group_id))
+        for member_id in [*group.members, *group.pending_members]:
+            self.timers.cancel(heartbeat_key(group.group_id, member_id))
+        self.groups.pop(group.group_id, None)

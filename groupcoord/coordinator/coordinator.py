@@ -1,0 +1,238 @@
+"""The group coordinator: one object, single-threaded, pure. Requests, timers and shell answers go in;
+records, responses and effects come out (:class:`~groupcoord.coordinator.result.CoordinatorResult`).
+
+Two kinds of method, as in Kafka's new group coordinator:
+
+* handlers (:meth:`GroupCoordinator.handle`, :meth:`advance`, :meth:`complete_assignment`,
+  :meth:`on_metadata_change`, :meth:`expire_offsets`) build records and responses; every record is replayed
+  at once, so a result's records are already part of the hard state;
+* :meth:`GroupCoordinator.replay` applies one record, live or while loading a log: the only writer of hard state.
+
+Hard state is what the log keeps: each group's last completed generation (members, generation, leader, protocol,
+assignment) and the committed offsets. A rebalance in progress is soft, as in Kafka's classic coordinator: after a
+failure the group comes back at its last completed generation, and members of a half-done rebalance rejoin
+(seed 004, "Handling Coordinator Failures"). Timers and parked requests are soft and rebuilt by :meth:`on_loaded`.
+
+Responses must be sent only after the result's records are durable. Every entry point first fires the timers
+due at ``now_ms``, so state at ``now_ms`` always reflects them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from groupcoord.coordinator import admin, offsets
+from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.context import (
+    OFFSETS_EXPIRATION_KEY,
+    CoordinatorContext,
+    MemberIdFactory,
+    random_member_id,
+)
+from groupcoord.coordinator.effects import CompleteAssignment
+from groupcoord.coordinator.hard_state import HardState
+from groupcoord.coordinator.heartbeat import handle_heartbeat
+from groupcoord.coordinator.join import handle_join
+from groupcoord.coordinator.leave import handle_leave
+from groupcoord.coordinator.rebalance import heartbeat, maybe_prepare_rebalance
+from groupcoord.coordinator.records import Record
+from groupcoord.coordinator.result import CoordinatorResult
+from groupcoord.coordinator.sync import complete_assignment, handle_sync
+from groupcoord.group.group import ClassicGroup
+from groupcoord.group.member import Token
+from groupcoord.group.state import GroupState
+from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
+from groupcoord.protocol.requests import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    GroupRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from groupcoord.protocol.responses import (
+    DeletedGroup,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    GroupResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+
+log = logging.getLogger("groupcoord.coordinator")
+
+Handler = Callable[[CoordinatorContext, Any, int, Token], None]
+
+_HANDLERS: Mapping[type, Handler] = {
+    JoinGroupRequest: handle_join,
+    SyncGroupRequest: handle_sync,
+    HeartbeatRequest: handle_heartbeat,
+    LeaveGroupRequest: handle_leave,
+    OffsetCommitRequest: offsets.handle_offset_commit,
+    OffsetFetchRequest: offsets.handle_offset_fetch,
+    OffsetDeleteRequest: offsets.handle_offset_delete,
+    DescribeGroupsRequest: admin.handle_describe,
+    ListGroupsRequest: admin.handle_list,
+    DeleteGroupsRequest: admin.handle_delete,
+}
+
+
+def error_response(request: GroupRequest, error: ErrorCode) -> GroupResponse:
+    """The response to ``request`` failing as a whole with ``error`` (the one mapper from errors to responses)."""
+    if isinstance(request, JoinGroupRequest):
+        echo = request.member_id if error in (Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID) else ""
+        return JoinGroupResponse(error=error, member_id=echo)
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(error=error)
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(error=error)
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(error=error)
+    if isinstance(request, OffsetCommitRequest):
+        return offsets.commit_error_response(request, error)
+    if isinstance(request, OffsetFetchRequest):
+        return OffsetFetchResponse(error=error)
+    if isinstance(request, OffsetDeleteRequest):
+        return OffsetDeleteResponse(error=error)
+    if isinstance(request, DescribeGroupsRequest):
+        return DescribeGroupsResponse(groups=tuple(
+            DescribedGroup(error=error, group_id=g, state=GroupState.DEAD.value) for g in request.groups))
+    if isinstance(request, ListGroupsRequest):
+        return ListGroupsResponse(error=error)
+    return DeleteGroupsResponse(results=tuple(DeletedGroup(g, error) for g in request.groups))
+
+
+class GroupCoordinator:
+    """Kafka's classic group coordinator as a replayable state machine.
+
+    ``member_id_factory`` makes new member ids (``<client or instance id>-<uuid>`` by default); tests inject a
+    deterministic one. Member ids reach the log inside records, so replay never calls it.
+    """
+
+    def __init__(self, config: CoordinatorConfig | None = None, *,
+                 member_id_factory: MemberIdFactory = random_member_id) -> None:
+        self._ctx = CoordinatorContext(config or CoordinatorConfig(), member_id_factory)
+        self._now_ms: int | None = None
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        """The configuration in force."""
+        return self._ctx.config
+
+    # --- handlers ----------------------------------------------------------------------------------------------
+    def handle(self, request: GroupRequest, now_ms: int, token: Token) -> CoordinatorResult:
+        """Handle one request at ``now_ms``; its response (or a parked one's) is tagged with ``token``."""
+        self._fire_timers(now_ms)
+        handler = _HANDLERS.get(type(request))
+        if handler is None:
+            raise TypeError(f"not a group request: {type(request).__name__}")
+        try:
+            handler(self._ctx, request, now_ms, token)
+        except ProtocolError as exc:
+            log.debug("%s rejected: %s", type(request).__name__, exc)
+            self._ctx.respond(token, error_response(request, exc.error))
+        return self._ctx.drain()
+
+    def advance(self, now_ms: int) -> CoordinatorResult:
+        """Fire every timer due at ``now_ms`` (session expiry, join and sync deadlines, offset expiry)."""
+        self._fire_timers(now_ms)
+        return self._ctx.drain()
+
+    def complete_assignment(self, answer: CompleteAssignment, now_ms: int) -> CoordinatorResult:
+        """The shell's answer to a ``NeedsAssignment`` effect; a stale generation's answer is dropped."""
+        self._fire_timers(now_ms)
+        complete_assignment(self._ctx, answer, now_ms)
+        return self._ctx.drain()
+
+    def on_metadata_change(self, partition_counts: Mapping[str, int], now_ms: int) -> CoordinatorResult:
+        """New partition counts for every topic: Stable groups subscribed to a changed topic rebalance."""
+        self._fire_timers(now_ms)
+        admin.on_metadata_change(self._ctx, partition_counts, now_ms)
+        return self._ctx.drain()
+
+    def expire_offsets(self, now_ms: int) -> CoordinatorResult:
+        """Drop expired offsets and the Empty groups left without offsets now (also runs on a timer)."""
+        self._fire_timers(now_ms)
+        offsets.expire_offsets(self._ctx, now_ms)
+        return self._ctx.drain()
+
+    def next_deadline(self) -> int | None:
+        """When the next timer fires (the shell may sleep until then)."""
+        return self._ctx.timers.next_deadline()
+
+    def timer_keys(self) -> list[str]:
+        """Scheduled timer keys, sorted (for tests and diagnostics)."""
+        return self._ctx.timers.keys()
+
+    def _fire_timers(self, now_ms: int) -> None:
+        self._ensure_expiration_timer(now_ms)
+        while (due := self._ctx.timers.pop_due(now_ms)) is not None:
+            deadline, op = due
+            op(deadline)
+        self._now_ms = now_ms if self._now_ms is None else max(self._now_ms, now_ms)
+
+    def _ensure_expiration_timer(self, now_ms: int) -> None:
+        if self._ctx.timers.deadline(OFFSETS_EXPIRATION_KEY) is None:
+            interval = self._ctx.config.offsets_retention_check_interval_ms
+            self._ctx.timers.schedule(OFFSETS_EXPIRATION_KEY, now_ms + interval, self._on_expiration_timer)
+
+    def _on_expiration_timer(self, now_ms: int) -> None:
+        offsets.expire_offsets(self._ctx, now_ms)
+        interval = self._ctx.config.offsets_retention_check_interval_ms
+        self._ctx.timers.schedule(OFFSETS_EXPIRATION_KEY, now_ms + interval, self._on_expiration_timer)
+
+    # --- replay and load ---------------------------------------------------------------------------------------
+    def replay(self, record: Record) -> None:
+        """Apply one record to hard state (forgiving for stale tombstones, raising on broken invariants)."""
+        self._ctx.hard.replay(record)
+
+    def on_loaded(self, now_ms: int) -> CoordinatorResult:
+        """After replaying a log: rebuild live groups and timers from hard state.
+
+        A group with a persisted generation comes back Stable with its members and assignment, and every session
+        restarts at ``now_ms``; a group without members (or with offsets only) comes back Empty.
+        """
+        ctx = self._ctx
+        ctx.timers.clear()
+        ctx.groups.clear()
+        for group_id in ctx.hard.group_ids():
+            value = ctx.hard.group(group_id)
+            group = (ClassicGroup(group_id, now_ms=now_ms) if value is None
+                     else ClassicGroup.from_metadata_value(group_id, value))
+            ctx.register_group(group)
+            for member in group.members.values():
+                heartbeat(ctx, group, member, now_ms)
+            if group.size > ctx.config.group_max_size:
+                maybe_prepare_rebalance(ctx, group, now_ms, "more members than group.max.size after load")
+        self._ensure_expiration_timer(now_ms)
+        return ctx.drain()
+
+    def snapshot_records(self) -> list[Record]:
+        """Records that rebuild the current hard state from nothing."""
+        return self._ctx.hard.snapshot_records()
+
+    def hard_state(self) -> HardState:
+        """A comparable value of all hard state."""
+        return self._ctx.hard.snapshot()
+
+    # --- read-only views (tests, CLI, demo) --------------------------------------------------------------------
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The live group ``group_id``. Callers must treat it as read-only."""
+        return self._ctx.groups.get(group_id)
+
+    def group_ids(self) -> list[str]:
+        """Live group ids, sorted."""
+        return sorted(self._ctx.groups)

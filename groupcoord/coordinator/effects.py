@@ -1,0 +1,58 @@
+"""Effects: work the coordinator asks its shell to do, and the shell's answers (server-side assignment)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from groupcoord.protocol.consumer_protocol import TopicPartitions
+from groupcoord.protocol.errors import ErrorCode, Errors
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssignmentMember:
+    """One member to assign: its subscription (``None`` when the metadata is not a ConsumerProtocol
+    Subscription), the partitions it owns now, and its raw metadata for custom assignors."""
+
+    member_id: str
+    group_instance_id: str | None
+    topics: tuple[str, ...] | None
+    owned: tuple[TopicPartitions, ...]
+    metadata: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class NeedsAssignment:
+    """A ``server-<assignor>`` group completed its join: the shell must compute generation ``generation_id``'s
+    assignment with ``assignor`` and submit it through ``complete_assignment``. Members are in join order."""
+
+    group_id: str
+    generation_id: int
+    protocol_name: str
+    assignor: str
+    members: tuple[AssignmentMember, ...]
+
+    @property
+    def subscriptions(self) -> dict[str, tuple[str, ...] | None]:
+        """Subscribed topics by member id."""
+        return {m.member_id: m.topics for m in self.members}
+
+    @property
+    def owned(self) -> dict[str, tuple[TopicPartitions, ...]]:
+        """Currently owned partitions by member id."""
+        return {m.member_id: m.owned for m in self.members}
+
+
+Effect = NeedsAssignment
+"""Any effect the coordinator emits."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompleteAssignment:
+    """The shell's answer to :class:`NeedsAssignment`: an assignment per member id (encoded ConsumerProtocol
+    Assignment bytes; members left out get an empty assignment), or an ``error`` for every member."""
+
+    group_id: str
+    generation_id: int
+    assignments: Mapping[str, bytes] | None = None
+    error: ErrorCode = Errors.NONE

@@ -1,0 +1,106 @@
+"""Hard state: what the record log holds, changed only by :meth:`HardStateStore.replay`.
+
+For each group, the persisted form of its last completed generation; for each group and partition, the committed
+offset. Replay forgives stale input (a tombstone for something unknown is ignored) and raises
+:class:`RecordInvariantError` on a record that could not have been written by a correct coordinator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from groupcoord.coordinator.records import (
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    OffsetValue,
+    Record,
+    new_group_metadata_record,
+    new_offset_commit_record,
+)
+from groupcoord.group.metadata import GroupInvariantError, GroupMetadataValue
+
+TopicPartition = tuple[str, int]
+
+
+class RecordInvariantError(ValueError):
+    """A record breaks an invariant of the hard state; the log is corrupt or was written by a buggy coordinator."""
+
+
+@dataclass(frozen=True)
+class HardState:
+    """A comparable copy of all hard state, sorted (for replay-equivalence checks)."""
+
+    groups: tuple[tuple[str, GroupMetadataValue], ...]
+    offsets: tuple[tuple[str, str, int, OffsetValue], ...]
+
+
+class HardStateStore:
+    """Persisted group metadata and committed offsets, keyed like the records that write them."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, GroupMetadataValue] = {}
+        self._offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
+
+    def replay(self, record: Record) -> None:
+        """Apply one record; the only code that changes hard state."""
+        if isinstance(record, GroupMetadataRecord):
+            self._replay_group(record)
+        else:
+            self._replay_offset(record)
+
+    def _replay_group(self, record: GroupMetadataRecord) -> None:
+        if not record.group_id:
+            raise RecordInvariantError("group metadata record without a group id")
+        if record.value is None:
+            self._groups.pop(record.group_id, None)
+            return
+        try:
+            record.value.check_invariants()
+        except GroupInvariantError as exc:
+            raise RecordInvariantError(f"group {record.group_id!r}: {exc}") from None
+        self._groups[record.group_id] = record.value
+
+    def _replay_offset(self, record: OffsetCommitRecord) -> None:
+        if not record.group_id or not record.topic or record.partition < 0:
+            raise RecordInvariantError(
+                f"offset record with an invalid key: {record.group_id!r} {record.topic!r} {record.partition}")
+        key = (record.topic, record.partition)
+        if record.value is None:
+            offsets = self._offsets.get(record.group_id)
+            if offsets is not None:
+                offsets.pop(key, None)
+                if not offsets:
+                    del self._offsets[record.group_id]
+            return
+        if record.value.offset < 0:
+            raise RecordInvariantError(f"negative committed offset {record.value.offset} for {key}")
+        self._offsets.setdefault(record.group_id, {})[key] = record.value
+
+    # --- reads -------------------------------------------------------------------------------------------------
+    def group(self, group_id: str) -> GroupMetadataValue | None:
+        """The persisted generation of ``group_id``."""
+        return self._groups.get(group_id)
+
+    def offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetValue]:
+        """The committed offsets of ``group_id`` (read-only view)."""
+        return MappingProxyType(self._offsets.get(group_id, {}))
+
+    def group_ids(self) -> list[str]:
+        """Every group with persisted metadata or offsets, sorted."""
+        return sorted(set(self._groups) | set(self._offsets))
+
+    def snapshot(self) -> HardState:
+        """A comparable copy of everything."""
+        return HardState(
+            groups=tuple(sorted(self._groups.items())),
+            offsets=tuple((g, t, p, v) for g in sorted(self._offsets)
+                          for (t, p), v in sorted(self._offsets[g].items())))
+
+    def snapshot_records(self) -> list[Record]:
+        """Records that rebuild this state from nothing (for log snapshots)."""
+        state = self.snapshot()
+        records: list[Record] = [new_group_metadata_record(g, v) for g, v in state.groups]
+        records.extend(new_offset_commit_record(g, t, p, v) for g, t, p, v in state.offsets)
+        return records

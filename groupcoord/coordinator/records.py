@@ -1,0 +1,177 @@
+"""The coordinator's records: typed, frozen, built only through the factories below, and their storage codec.
+
+A record is a key and a value; the key is the identity compaction keeps (a group; a group's topic-partition) and a
+``None`` value is a tombstone. :func:`encode_record` turns a record into an
+:class:`~groupcoord.coordinator.encoded.EncodedRecord` (JSON, bytes as base64, ``format_version``);
+:func:`decode_record` reverses it and refuses formats newer than this code understands.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.coordinator.encoded import EncodedRecord
+from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
+from groupcoord.protocol.requests import JoinGroupProtocol
+
+FORMAT_VERSION = 1
+"""The record format this code writes and the newest it reads."""
+
+GROUP_METADATA_KIND = "group_metadata"
+OFFSET_COMMIT_KIND = "offset_commit"
+
+
+class RecordFormatError(ValueError):
+    """An encoded record cannot be decoded (malformed, unknown kind, or a newer format)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetValue:
+    """A committed offset. ``expire_timestamp_ms`` is set only by commits with an explicit retention time."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class GroupMetadataRecord:
+    """A group's completed generation (``value``), or its deletion (``value is None``)."""
+
+    group_id: str
+    value: GroupMetadataValue | None
+
+
+@dataclass(frozen=True)
+class OffsetCommitRecord:
+    """A committed offset of one partition (``value``), or its deletion (``value is None``)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    value: OffsetValue | None
+
+
+Record = GroupMetadataRecord | OffsetCommitRecord
+"""Any record the coordinator writes."""
+
+
+# --- factories (the only place records are built) -----------------------------------------------------------------
+def new_group_metadata_record(group_id: str, value: GroupMetadataValue) -> GroupMetadataRecord:
+    """The record persisting ``group_id``'s completed generation."""
+    return GroupMetadataRecord(group_id, value)
+
+
+def new_group_tombstone(group_id: str) -> GroupMetadataRecord:
+    """The record deleting ``group_id``'s metadata."""
+    return GroupMetadataRecord(group_id, None)
+
+
+def new_offset_commit_record(group_id: str, topic: str, partition: int, value: OffsetValue) -> OffsetCommitRecord:
+    """The record persisting one committed offset."""
+    return OffsetCommitRecord(group_id, topic, partition, value)
+
+
+def new_offset_tombstone(group_id: str, topic: str, partition: int) -> OffsetCommitRecord:
+    """The record deleting one committed offset."""
+    return OffsetCommitRecord(group_id, topic, partition, None)
+
+
+# --- codec ----------------------------------------------------------------------------------------------------------
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+def _dumps(payload: Any) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _member_to_json(member: MemberMetadataValue) -> dict[str, Any]:
+    return {
+        "member_id": member.member_id, "group_instance_id": member.group_instance_id,
+        "client_id": member.client_id, "client_host": member.client_host,
+        "rebalance_timeout_ms": member.rebalance_timeout_ms, "session_timeout_ms": member.session_timeout_ms,
+        "protocols": [[p.name, _b64(p.metadata)] for p in member.protocols],
+        "assignment": _b64(member.assignment),
+    }
+
+
+def _member_from_json(data: dict[str, Any]) -> MemberMetadataValue:
+    return MemberMetadataValue(
+        member_id=str(data["member_id"]), group_instance_id=data["group_instance_id"],
+        client_id=str(data["client_id"]), client_host=str(data["client_host"]),
+        rebalance_timeout_ms=int(data["rebalance_timeout_ms"]), session_timeout_ms=int(data["session_timeout_ms"]),
+        protocols=tuple(JoinGroupProtocol(str(name), _unb64(meta)) for name, meta in data["protocols"]),
+        assignment=_unb64(data["assignment"]))
+
+
+def _group_to_json(value: GroupMetadataValue) -> dict[str, Any]:
+    return {
+        "protocol_type": value.protocol_type, "generation_id": value.generation_id,
+        "protocol_name": value.protocol_name, "leader_id": value.leader_id,
+        "state_timestamp_ms": value.state_timestamp_ms,
+        "members": [_member_to_json(m) for m in value.members],
+    }
+
+
+def _group_from_json(data: dict[str, Any]) -> GroupMetadataValue:
+    return GroupMetadataValue(
+        protocol_type=data["protocol_type"], generation_id=int(data["generation_id"]),
+        protocol_name=data["protocol_name"], leader_id=data["leader_id"],
+        state_timestamp_ms=int(data["state_timestamp_ms"]),
+        members=tuple(_member_from_json(m) for m in data["members"]))
+
+
+def _offset_to_json(value: OffsetValue) -> dict[str, Any]:
+    return {"offset": value.offset, "leader_epoch": value.leader_epoch, "metadata": value.metadata,
+            "commit_timestamp_ms": value.commit_timestamp_ms, "expire_timestamp_ms": value.expire_timestamp_ms}
+
+
+def _offset_from_json(data: dict[str, Any]) -> OffsetValue:
+    expire = data["expire_timestamp_ms"]
+    return OffsetValue(offset=int(data["offset"]), leader_epoch=int(data["leader_epoch"]),
+                       metadata=str(data["metadata"]), commit_timestamp_ms=int(data["commit_timestamp_ms"]),
+                       expire_timestamp_ms=None if expire is None else int(expire))
+
+
+def offset_key(group_id: str, topic: str, partition: int) -> str:
+    """The compaction key of an offset record."""
+    return json.dumps([group_id, topic, partition], separators=(",", ":"))
+
+
+def encode_record(record: Record) -> EncodedRecord:
+    """The storage form of ``record``."""
+    if isinstance(record, GroupMetadataRecord):
+        value = None if record.value is None else _dumps(_group_to_json(record.value))
+        return EncodedRecord(GROUP_METADATA_KIND, record.group_id, value, FORMAT_VERSION)
+    value = None if record.value is None else _dumps(_offset_to_json(record.value))
+    return EncodedRecord(OFFSET_COMMIT_KIND, offset_key(record.group_id, record.topic, record.partition), value,
+                         FORMAT_VERSION)
+
+
+def decode_record(encoded: EncodedRecord) -> Record:
+    """The typed record stored as ``encoded``; raises :class:`RecordFormatError` when it cannot be read."""
+    if encoded.format_version > FORMAT_VERSION:
+        raise RecordFormatError(
+            f"record format {encoded.format_version} is newer than this groupcoord reads ({FORMAT_VERSION}); "
+            "upgrade groupcoord")
+    try:
+        payload = None if encoded.value is None else json.loads(encoded.value.decode("utf-8"))
+        if encoded.kind == GROUP_METADATA_KIND:
+            return GroupMetadataRecord(encoded.key, None if payload is None else _group_from_json(payload))
+        if encoded.kind == OFFSET_COMMIT_KIND:
+            group_id, topic, partition = json.loads(encoded.key)
+            return OffsetCommitRecord(str(group_id), str(topic), int(partition),
+                                      None if payload is None else _offset_from_json(payload))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RecordFormatError(f"malformed {encoded.kind} record {encoded.key!r}: {exc}") from None
+    raise RecordFormatError(f"unknown record kind {encoded.kind!r}")
