@@ -75,12 +75,13 @@ def _no_effects(effects: Sequence[Any]) -> None:
 
 
 def error_for_persist_failure(exc: BaseException) -> ErrorCode:
-    """The error a client gets when its write did not become durable."""
+    """The error a client gets when its write did not become durable: NOT_COORDINATOR when another coordinator
+    wrote the log, else COORDINATOR_NOT_AVAILABLE (retriable: storage may come back)."""
     if isinstance(exc, LogFencedError):
         return Errors.NOT_COORDINATOR
-    if isinstance(exc, StorageUnavailableError):
-        return Errors.COORDINATOR_NOT_AVAILABLE
-    return Errors.UNKNOWN_SERVER_ERROR
+    if not isinstance(exc, StorageUnavailableError):
+        log.error("persisting records failed unexpectedly: %r", exc)
+    return Errors.COORDINATOR_NOT_AVAILABLE
 
 
 class CoordinatorService:

@@ -56,7 +56,7 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
     ApiKey.OFFSET_FETCH: VersionRange(1, 9),
     ApiKey.FIND_COORDINATOR: VersionRange(0, 4),
-    ApiKey.JOIN_GROUP: VersionRange(0, 9),
+    ApiKey.JOIN_GROUP: VersionRange(4, 9),
     ApiKey.HEARTBEAT: VersionRange(0, 4),
     ApiKey.LEAVE_GROUP: VersionRange(0, 5),
     ApiKey.SYNC_GROUP: VersionRange(0, 5),
@@ -80,3 +80,12 @@ def is_supported(api_key: int, api_version: int, ranges: Mapping[ApiKey, Version
     """Whether ``(api_key, api_version)`` is advertised."""
     advertised = supported_range(api_key, ranges)
     return advertised is not None and api_version in advertised
+
+
+def version_table(ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> str:
+    """The advertised ranges as a Markdown table (``docs/compatibility.md`` embeds it; a test keeps them equal)."""
+    lines = ["| API | Key | Versions |", "| --- | --- | --- |"]
+    for key, advertised in sorted(ranges.items()):
+        name = "".join(part.capitalize() for part in key.name.split("_"))
+        lines.append(f"| {name} | {int(key)} | {advertised.min_version}-{advertised.max_version} |")
+    return "\n".join(lines)

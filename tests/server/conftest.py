@@ -7,15 +7,24 @@ import socket
 import struct
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka.protocol.api_header import RequestHeader
 
+from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
+from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.server.api import BrokerAddress, Dispatcher
+from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
+from groupcoord.server.persist import log_persister
+from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.server.topics import StaticTopics
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
 
 SOCKET_TIMEOUT = 5.0
 
@@ -144,3 +153,44 @@ def raw_client() -> Iterator[Callable[[BrokerAddress], RawClient]]:
     yield connect
     for client in clients:
         client.close()
+
+
+@dataclass
+class CoordinatorStack:
+    """A core coordinator behind a :class:`CoordinatorService`, persisting into an in-memory record log, served by
+    an endpoint with the embedded topics of a state root."""
+
+    running: RunningEndpoint
+    service: CoordinatorService
+    log: InMemoryRecordLog
+    root: StateRoot
+
+    def persisted(self) -> int:
+        """How many records reached the log."""
+        return sum(len(batch) for batch in self.log.batches)
+
+
+@pytest.fixture
+def coordinator_stack(
+    tmp_path: Path, start_endpoint: Callable[..., RunningEndpoint]
+) -> Iterator[Callable[..., CoordinatorStack]]:
+    """Start a full stack; ``topics`` maps topic names to partition counts created in the catalog."""
+    services: list[tuple[RunningEndpoint, CoordinatorService]] = []
+
+    def start(topics: dict[str, int] | None = None, **coordinator_config: Any) -> CoordinatorStack:
+        root = StateRoot.open(tmp_path / f"state-{len(services)}", create=True)
+        catalog = TopicCatalog(root)
+        for name, partitions in (topics or {}).items():
+            catalog.create(name, partitions)
+        embedded = EmbeddedTopics(root, catalog=catalog)
+        log = InMemoryRecordLog()
+        config = CoordinatorConfig(**{"initial_rebalance_delay_ms": 0, **coordinator_config})
+        service = CoordinatorService(GroupCoordinator(config), persist=log_persister(log), tick_ms=20)
+        running = start_endpoint(build_dispatcher(topics=embedded, service=service, topic_reader=embedded))
+        running.call(service.start())
+        services.append((running, service))
+        return CoordinatorStack(running, service, log, root)
+
+    yield start
+    for running, service in services:
+        running.call(service.stop())
