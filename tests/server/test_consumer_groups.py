@@ -104,3 +104,27 @@ def test_admin_client_lists_and_describes_the_group_and_its_offsets(
     finally:
         admin.close()
         consumer.close()
+
+
+def test_librdkafka_consumer_joins_commits_and_reads_back_its_offset(
+    coordinator_stack: Callable[..., CoordinatorStack],
+) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    stack = coordinator_stack({TOPIC: 3})
+    assigned: list[object] = []
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": stack.running.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+        "session.timeout.ms": 6000, "socket.timeout.ms": 10000,
+    })
+    try:
+        consumer.subscribe([TOPIC], on_assign=lambda _consumer, partitions: assigned.extend(partitions))
+        deadline = time.monotonic() + 30
+        while not assigned:
+            assert time.monotonic() < deadline, "librdkafka got no assignment"
+            consumer.poll(0.2)
+        assert sorted(p.partition for p in assigned) == [0, 1, 2]
+        consumer.commit(offsets=[confluent_kafka.TopicPartition(TOPIC, 1, 11)], asynchronous=False)
+        (committed,) = consumer.committed([confluent_kafka.TopicPartition(TOPIC, 1)], timeout=10)
+        assert committed.offset == 11
+    finally:
+        consumer.close()
