@@ -6,10 +6,11 @@ import struct
 from collections.abc import Callable
 
 import pytest
+from kafka.protocol.consumer import OffsetCommitRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey
-from tests.server.conftest import RawClient, RunningEndpoint
+from tests.server.conftest import CoordinatorStack, RawClient, RunningEndpoint
 
 pytestmark = pytest.mark.integration
 
@@ -166,3 +167,30 @@ def test_api_versions_with_invalid_client_software_name_gets_invalid_request(
         ApiVersionsRequest(version=3, client_software_name="-bad name-", client_software_version="1")
     )
     assert response.error_code == 42
+
+
+def test_rejected_frames_never_reach_the_coordinator_and_nothing_is_written(
+    coordinator_stack: Callable[..., CoordinatorStack], raw_client: Callable[..., RawClient]
+) -> None:
+    stack = coordinator_stack({"t1": 1})
+    commit = OffsetCommitRequest(version=8, group_id="g", generation_id_or_member_epoch=-1, member_id="",
+                                 group_instance_id=None, topics=[
+                                     OffsetCommitRequest.OffsetCommitRequestTopic(name="t1", partitions=[
+                                         OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                                             partition_index=0, committed_offset=42, committed_leader_epoch=-1,
+                                             committed_metadata="")])])
+    whole = raw_client(stack.running.address).encode(commit)
+    bad_inputs = [
+        whole[:-6],  # the frame size still claims the full length: the body is cut short
+        whole[:4] + whole[4:12] + b"\xff" * (len(whole) - 12),  # header kept, body garbled
+        _frame(_header(ApiKey.OFFSET_COMMIT, 10) + whole[14:]),  # unadvertised version
+    ]
+    for data in bad_inputs:
+        client = raw_client(stack.running.address)
+        client.send_raw(data)
+        client.sock.shutdown(1)
+        assert client.closed_by_server()
+    assert stack.persisted() == 0
+    response = raw_client(stack.running.address).request(commit)
+    assert response.topics[0].partitions[0].error_code == 0
+    assert stack.persisted() == 1
