@@ -1,0 +1,59 @@
+"""Static membership (KIP-345): a known instance with a new member id replaces the old one."""
+
+from __future__ import annotations
+
+from groupcoord.group import GroupState
+from groupcoord.protocol import Errors, MemberIdentity
+
+from .context import REBALANCE_MS, CoordinatorTestContext, protocols
+
+LONG_SESSION_MS = 60_000
+
+
+def _static_group(ctx: CoordinatorTestContext) -> tuple[str, str, int]:
+    t1 = ctx.join("g", instance_id="i-1", session_ms=LONG_SESSION_MS)
+    t2 = ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS)
+    ctx.sleep_until_answered([t1, t2])
+    r1, r2 = ctx.assert_all_joined([t1, t2])
+    ctx.sync("g", r1.generation_id, r2.member_id)
+    ctx.sync("g", r1.generation_id, r1.member_id, {r1.member_id: b"a1", r2.member_id: b"a2"})
+    return r1.member_id, r2.member_id, r1.generation_id
+
+
+def test_static_member_rejoining_with_same_protocols_replaces_old_id_without_rebalance(
+        ctx: CoordinatorTestContext) -> None:
+    """The instance keeps its assignment under the new id, the group stays Stable, the old id is fenced."""
+    leader, follower, generation = _static_group(ctx)
+    response = ctx.response(ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS))
+    assert response.error == Errors.NONE and response.generation_id == generation
+    new_id = response.member_id
+    group = ctx.coordinator.group("g")
+    assert group is not None and group.state == GroupState.STABLE and group.get(new_id).assignment == b"a2"
+    assert dict(ctx.coordinator.hard_state().groups)["g"].members[1].member_id == new_id
+    assert ctx.heartbeat("g", generation, follower, "i-2").error == Errors.FENCED_INSTANCE_ID
+    assert ctx.heartbeat("g", generation, new_id, "i-2").error == Errors.NONE
+    assert leader in group.members
+
+
+def test_static_member_rejoining_with_new_protocols_triggers_rebalance(ctx: CoordinatorTestContext) -> None:
+    """Changed protocols (here a new subscription) make the group rebalance."""
+    _static_group(ctx)
+    ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=("t", "u")))
+    assert ctx.coordinator.group("g").state == GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
+
+
+def test_static_members_that_do_not_rejoin_are_kept(ctx: CoordinatorTestContext) -> None:
+    """When the join phase times out, dynamic stragglers are dropped but static ones stay."""
+    leader, follower, _ = _static_group(ctx)
+    ctx.join("g", leader, instance_id="i-1", session_ms=LONG_SESSION_MS)
+    ctx.sleep(REBALANCE_MS)
+    group = ctx.coordinator.group("g")
+    assert group is not None and set(group.members) == {leader, follower}
+
+
+def test_admin_leave_by_instance_id_removes_the_static_member(ctx: CoordinatorTestContext) -> None:
+    """LeaveGroup naming only the instance id removes whoever holds it."""
+    _, follower, _ = _static_group(ctx)
+    response = ctx.leave("g", MemberIdentity("", "i-2"))
+    assert response.members[0].error == Errors.NONE
+    assert follower not in ctx.coordinator.group("g").members  # type: ignore[union-attr]
