@@ -23,19 +23,14 @@ from deltalake import DeltaTable, write_deltalake
 
 from groupcoord.state_root import StateRoot
 from groupcoord.topics.config import TopicsConfig
-from groupcoord.topics.delta_cas import (
-    RetryPolicy,
-    cas_commit_properties,
-    commit_with_retry,
-    open_if_exists,
-    open_or_create,
-)
+from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from groupcoord.topics.local_delta import local_dataset, open_if_exists, open_or_create
 from groupcoord.topics.log_table import create_topic_log
 from groupcoord.topics.names import collision_key, validate_topic_name
 
@@ -249,7 +244,7 @@ class TopicCatalog:
     def _rows_at(self, table: DeltaTable) -> dict[str, TopicInfo]:
         version = table.version()
         if self._cached[0] != version:
-            rows = table.to_pyarrow_table().to_pylist()
+            rows = local_dataset(table).to_table().to_pylist()
             self._cached = (version, {row["topic"]: _info_from_row(row) for row in rows})
         return self._cached[1]
 

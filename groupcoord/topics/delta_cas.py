@@ -13,12 +13,10 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Generic, TypeVar
 
-import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable
-from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.exceptions import CommitFailedError
 
 from groupcoord.topics.errors import RequestTimedOutError
 
@@ -81,26 +79,3 @@ def commit_with_retry(
             log.debug("%s: commit at version %d lost, retrying in %.1f ms", what, table.version(), delay * 1000)
             time.sleep(delay)
             table.update_incremental()
-
-
-def open_or_create(path: Path, schema: pa.Schema, *, partition_by: list[str] | None = None,
-                   name: str | None = None, description: str | None = None) -> DeltaTable:
-    """Open the Delta table at ``path``, creating it empty with ``schema`` first if it does not exist yet.
-
-    Two processes may race to create it: the loser's create fails because version 0 exists, and it opens the
-    winner's table instead. Tables are created on protocol (1,2) (no deletion vectors, no column mapping).
-    """
-    if not DeltaTable.is_deltatable(str(path)):
-        path.mkdir(parents=True, exist_ok=True)
-        try:
-            DeltaTable.create(str(path), schema, mode="ignore", partition_by=partition_by, name=name,
-                              description=description)
-        except (CommitFailedError, DeltaError):
-            if not DeltaTable.is_deltatable(str(path)):
-                raise
-    return DeltaTable(str(path))
-
-
-def open_if_exists(path: Path) -> DeltaTable | None:
-    """The Delta table at ``path``, or ``None`` when there is none yet."""
-    return DeltaTable(str(path)) if DeltaTable.is_deltatable(str(path)) else None

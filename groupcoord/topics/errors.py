@@ -1,56 +1,69 @@
-"""Typed errors of the topic catalog and the topic log, each carrying the Kafka error code it maps to.
+"""Typed errors of the topic catalog and the topic log, each a :class:`~groupcoord.protocol.errors.ProtocolError`.
 
-The codes are Kafka's numbers, so the wire endpoint can answer with them unchanged and the CLI can print the message
-as one line.
+Each carries the Kafka error it maps to (``error``, and ``error_code`` for its number), so the wire endpoint's one
+mapper answers with it unchanged. ``str(exc)`` is the plain one-line message (without the code name), which the CLI
+prints after ``groupcoord: error:``.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
 
-class TopicError(Exception):
-    """Base class: a topic request was refused; ``error_code`` is the Kafka error code to answer with."""
+from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
 
-    error_code: int = -1
-    error_name: str = "UNKNOWN_SERVER_ERROR"
+# Not (yet) in groupcoord.protocol.errors.Errors; same number and name as Kafka's.
+REQUEST_TIMED_OUT = ErrorCode(7, "REQUEST_TIMED_OUT", True, "The request timed out.")
+
+
+class TopicError(ProtocolError):
+    """Base class: a topic request was refused with the Kafka error ``kafka_error``."""
+
+    kafka_error: ClassVar[ErrorCode] = Errors.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(self.kafka_error, message)
+        self.message = message
+
+    @property
+    def error_code(self) -> int:
+        """The Kafka error code number."""
+        return self.error.code
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class UnknownTopicOrPartitionError(TopicError):
     """The topic is not in the catalog, or the partition is outside its partition count."""
 
-    error_code = 3
-    error_name = "UNKNOWN_TOPIC_OR_PARTITION"
+    kafka_error = Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class OffsetOutOfRangeError(TopicError):
     """A read asked for an offset below the log start or above the log end."""
 
-    error_code = 1
-    error_name = "OFFSET_OUT_OF_RANGE"
+    kafka_error = Errors.OFFSET_OUT_OF_RANGE
 
 
 class RequestTimedOutError(TopicError):
     """A conditional commit kept losing to concurrent writers until its deadline passed."""
 
-    error_code = 7
-    error_name = "REQUEST_TIMED_OUT"
+    kafka_error = REQUEST_TIMED_OUT
 
 
 class InvalidTopicError(TopicError):
     """The topic name breaks Kafka's rule (``[a-zA-Z0-9._-]{1,249}``, not ``.`` or ``..``) or collides."""
 
-    error_code = 17
-    error_name = "INVALID_TOPIC_EXCEPTION"
+    kafka_error = Errors.INVALID_TOPIC_EXCEPTION
 
 
 class TopicAlreadyExistsError(TopicError):
     """A topic of that name is already in the catalog."""
 
-    error_code = 36
-    error_name = "TOPIC_ALREADY_EXISTS"
+    kafka_error = Errors.TOPIC_ALREADY_EXISTS
 
 
 class InvalidPartitionsError(TopicError):
     """The partition count is below 1, or an alter would not grow the topic."""
 
-    error_code = 37
-    error_name = "INVALID_PARTITIONS"
+    kafka_error = Errors.INVALID_PARTITIONS

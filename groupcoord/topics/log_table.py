@@ -10,7 +10,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.delta_cas import open_or_create
+from groupcoord.topics.local_delta import open_or_create
 
 TOPIC_LOG_SCHEMA = pa.schema([
     pa.field("partition", pa.int32(), nullable=False),

@@ -29,6 +29,7 @@ from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from groupcoord.topics.local_delta import local_dataset
 from groupcoord.topics.log_table import PARTITION_COLUMNS, TOPIC_LOG_SCHEMA, create_topic_log
 from groupcoord.topics.partitioner import KeyPartitioner
 
@@ -171,7 +172,7 @@ class TopicLog:
             upper = min(bounds.end, from_offset + max(max_records, 0))
             if upper <= from_offset:
                 return TOPIC_LOG_SCHEMA.empty_table()
-            dataset = table.to_pyarrow_dataset(file_pruning_predicate=[
+            dataset = local_dataset(table, where=[
                 ("partition", "=", partition), ("offset", ">=", from_offset), ("offset", "<", upper),
             ])
         rows = dataset.to_table(filter=(pc.field("offset") >= from_offset) & (pc.field("offset") < upper))
@@ -259,8 +260,7 @@ def _offsets_from_stats(table: DeltaTable) -> dict[int, PartitionOffsets]:
 
 
 def _scan_offsets(table: DeltaTable, partition: int) -> PartitionOffsets:
-    column = table.to_pyarrow_dataset(file_pruning_predicate=[("partition", "=", partition)]).to_table(
-        columns=["offset"]).column("offset")
+    column = local_dataset(table, where=[("partition", "=", partition)]).to_table(columns=["offset"]).column("offset")
     if len(column) == 0:
         return _EMPTY
     bounds = pc.min_max(column)

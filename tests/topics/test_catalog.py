@@ -164,7 +164,7 @@ _CREATOR = """
 import sys
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog, TopicsConfig
-catalog = TopicCatalog(StateRoot.open(sys.argv[1], create=True), config=TopicsConfig(commit_backoff_ms=1))
+catalog = TopicCatalog(StateRoot.open(sys.argv[1]), config=TopicsConfig(commit_backoff_ms=1))
 for i in range(5):
     catalog.create(f"{sys.argv[2]}-{i}", i + 1)
     catalog.create("shared", 1, if_not_exists=True)
@@ -174,6 +174,7 @@ for i in range(5):
 @pytest.mark.integration
 def test_four_concurrent_creator_processes_lose_no_topic(tmp_path: Path) -> None:
     location = tmp_path / "root"
+    StateRoot.open(location, create=True)  # the catalog table itself is created by the racing processes
     procs = [subprocess.Popen([sys.executable, "-c", _CREATOR, str(location), f"p{n}"], stderr=subprocess.PIPE,
                               text=True) for n in range(4)]
     errors = [proc.communicate(timeout=120)[1] for proc in procs]
