@@ -9,7 +9,9 @@ import pytest
 
 from groupcoord.protocol import (
     DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribeGroupsRequest,
+    DescribeGroupsResponse,
     ErrorCode,
     Errors,
     GroupRequest,
@@ -17,13 +19,17 @@ from groupcoord.protocol import (
     JoinGroupProtocol,
     JoinGroupRequest,
     LeaveGroupRequest,
+    LeaveGroupResponse,
     ListGroupsRequest,
     MemberIdentity,
     OffsetCommitPartition,
     OffsetCommitRequest,
+    OffsetCommitResponse,
     OffsetCommitTopic,
     OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
+    OffsetFetchResponse,
     OffsetFetchTopic,
     SyncGroupAssignment,
     SyncGroupRequest,
@@ -44,23 +50,18 @@ def _state(ctx: CoordinatorTestContext) -> Any:
 
 
 def _error(response: Any) -> ErrorCode:
-    """The one error of a response, whatever its shape."""
-    for name in ("error",):
-        if hasattr(response, name) and not hasattr(response, "topics") and not hasattr(response, "members"):
-            return getattr(response, name)  # type: ignore[no-any-return]
-    if hasattr(response, "groups") and not hasattr(response, "error"):
-        return response.groups[0].error  # type: ignore[no-any-return]
-    if hasattr(response, "results"):
-        return response.results[0].error  # type: ignore[no-any-return]
-    if hasattr(response, "topics") and not hasattr(response, "error"):
-        errors = {p.error for t in response.topics for p in t.partitions}
-        assert len(errors) == 1, errors
-        return errors.pop()  # type: ignore[no-any-return]
-    if response.error.is_error:
-        return response.error  # type: ignore[no-any-return]
-    if hasattr(response, "members"):
-        return response.members[0].error  # type: ignore[no-any-return]
-    return {p.error for t in response.topics for p in t.partitions}.pop()  # type: ignore[no-any-return]
+    """The one error a response carries: per group, per partition, per member, or top-level."""
+    if isinstance(response, DescribeGroupsResponse):
+        return response.groups[0].error
+    if isinstance(response, DeleteGroupsResponse):
+        return response.results[0].error
+    if isinstance(response, OffsetCommitResponse) or (
+            isinstance(response, OffsetFetchResponse | OffsetDeleteResponse) and not response.error.is_error):
+        (error,) = {p.error for t in response.topics for p in t.partitions}
+        return error
+    if isinstance(response, LeaveGroupResponse) and not response.error.is_error:
+        return response.members[0].error
+    return response.error  # type: ignore[no-any-return]
 
 
 @pytest.fixture
