@@ -82,3 +82,12 @@ REGISTRY.define("lease.timeout.ms", int, 10000, "How long a lease lasts after it
 REGISTRY.define("lease.safety.ms", int, 2000,
                 "Safety margin: a holder stops serving this long before its lease expires unless it renewed, and "
                 "a taker waits this long after expiry before taking the lease.", minimum=0, maximum=INT32_MAX)
+
+# --- Materialized state tables ----------------------------------------------------------------------------------------
+REGISTRY.define("state.materialize.interval.ms", int, 250,
+                "How often the lease holder appends the rows of newly committed log batches to the materialized "
+                "state tables (one Delta commit per table per flush), which caps their commit rate.",
+                minimum=10, maximum=60000)
+REGISTRY.define("state.materialize.lag.target.ms", int, 1000,
+                "Lag of the materialized state tables behind the record log above which the holder logs a warning.",
+                minimum=1, maximum=INT32_MAX)

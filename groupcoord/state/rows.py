@@ -1,0 +1,139 @@
+"""Records to rows: the pure half of the materializer (no Delta), shared by incremental applies and rebuilds.
+
+:class:`RowBuilder` takes the core's typed records in log order and accumulates the rows they add to each
+materialized table (:mod:`groupcoord.state.schema`). It also follows each group's persisted generation, because
+an offset record does not carry one: a commit accepted while the group has members was made in the group's current
+generation (the core refuses commits from other generations and simple commits to non-empty groups), and a commit
+to a group without members is a simple commit, with a null generation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
+from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER
+from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment, subscribed_topics
+from groupcoord.state.schema import STATE_TABLES, TIMESTAMP, StateTable, TableName
+
+log = logging.getLogger("groupcoord.state.rows")
+
+STABLE, EMPTY, DEAD = "Stable", "Empty", "Dead"
+"""The ``state`` of a group row: a generation with members, one without, a deleted group."""
+
+
+def group_generation(value: GroupMetadataValue | None) -> int | None:
+    """The generation an offset commit to this group was made in: the current one while it has members."""
+    return value.generation_id if value is not None and value.members else None
+
+
+class RowBuilder:
+    """Accumulates the rows of records applied in log order.
+
+    ``generations`` is each group's generation for offset commits (see :func:`group_generation`) at the point where
+    the first record applies; the builder updates it as group records pass.
+    """
+
+    def __init__(self, generations: Mapping[str, int | None] | None = None) -> None:
+        self.generations: dict[str, int | None] = dict(generations or {})
+        self._columns: dict[TableName, dict[str, list[Any]]] = {
+            name: {column: [] for column in table.schema.names} for name, table in STATE_TABLES.items()
+        }
+
+    def add(self, record: Record, *, log_version: int, epoch: int, seq: int, now_ms: int) -> None:
+        """Add the rows of ``record``, the ``seq``-th record of the batch at ``log_version`` written in ``epoch``."""
+        tags = {"log_version": log_version, "epoch": epoch, "seq": seq}
+        if isinstance(record, OffsetCommitRecord):
+            self._add_offset(record, tags)
+        else:
+            self._add_group(record, tags, now_ms)
+
+    def tables(self) -> dict[TableName, pa.Table]:
+        """The accumulated rows as Arrow tables, only for the tables that have rows."""
+        return {name: _to_arrow(STATE_TABLES[name], columns)
+                for name, columns in self._columns.items() if columns["seq"]}
+
+    # --- per record kind ------------------------------------------------------------------------------------------
+    def _add_offset(self, record: OffsetCommitRecord, tags: dict[str, int]) -> None:
+        value = record.value
+        self._row("offsets", group_id=record.group_id, topic=record.topic, partition=record.partition,
+                  offset=None if value is None else value.offset,
+                  leader_epoch=None if value is None else value.leader_epoch,
+                  metadata=None if value is None else value.metadata,
+                  commit_time=None if value is None else value.commit_timestamp_ms,
+                  expire_time=None if value is None else value.expire_timestamp_ms,
+                  generation=None if value is None else self.generations.get(record.group_id),
+                  deleted=value is None, **tags)
+
+    def _add_group(self, record: GroupMetadataRecord, tags: dict[str, int], now_ms: int) -> None:
+        group_id, value = record.group_id, record.value
+        self.generations[group_id] = group_generation(value)
+        if value is None:
+            self._row("groups", group_id=group_id, generation=None, state=DEAD, protocol_type=None, protocol=None,
+                      leader=None, member_count=0, updated_at=now_ms, deleted=True, **tags)
+            self._row("members", group_id=group_id, deleted=True, **tags)
+            self._row("assignments", group_id=group_id, deleted=True, **tags)
+            return
+        generation = value.generation_id
+        self._row("groups", group_id=group_id, generation=generation, state=STABLE if value.members else EMPTY,
+                  protocol_type=value.protocol_type, protocol=value.protocol_name, leader=value.leader_id,
+                  member_count=len(value.members), updated_at=value.state_timestamp_ms, deleted=False, **tags)
+        for member in value.members:
+            self._row("members", group_id=group_id, generation=generation, member_id=member.member_id,
+                      group_instance_id=member.group_instance_id, client_id=member.client_id,
+                      client_host=member.client_host, session_timeout_ms=member.session_timeout_ms,
+                      rebalance_timeout_ms=member.rebalance_timeout_ms,
+                      subscribed_topics=_subscription(value, member), deleted=False, **tags)
+        if not value.members:
+            self._row("members", group_id=group_id, generation=generation, deleted=True, **tags)
+        assigned = 0
+        for member in value.members:
+            for topic, partition in _assignment(group_id, value, member):
+                self._row("assignments", group_id=group_id, generation=generation, member_id=member.member_id,
+                          group_instance_id=member.group_instance_id, topic=topic, partition=partition,
+                          deleted=False, **tags)
+                assigned += 1
+        if not assigned:
+            self._row("assignments", group_id=group_id, generation=generation, deleted=True, **tags)
+
+    def _row(self, table: TableName, **values: Any) -> None:
+        for column, cells in self._columns[table].items():
+            cells.append(values.get(column))
+
+
+def _subscription(value: GroupMetadataValue, member: MemberMetadataValue) -> list[str] | None:
+    """The member's subscribed topics, when its group speaks the consumer protocol and the metadata decodes."""
+    if value.protocol_type != CONSUMER:
+        return None
+    metadata = next((p.metadata for p in member.protocols if p.name == value.protocol_name), None)
+    topics = None if metadata is None else subscribed_topics(metadata)
+    return None if topics is None else sorted(topics)
+
+
+def _assignment(group_id: str, value: GroupMetadataValue, member: MemberMetadataValue) -> list[tuple[str, int]]:
+    """The member's assigned partitions, when its group speaks the consumer protocol and the assignment decodes."""
+    if value.protocol_type != CONSUMER:
+        return []
+    try:
+        assignment = decode_assignment(member.assignment)
+    except ConsumerProtocolError as exc:
+        log.warning("group %s generation %d: undecodable assignment of member %s: %s",
+                    group_id, value.generation_id, member.member_id, exc)
+        return []
+    return [(tp.topic, partition) for tp in assignment.partitions for partition in tp.partitions]
+
+
+def _to_arrow(table: StateTable, columns: dict[str, list[Any]]) -> pa.Table:
+    arrays = []
+    for field in table.schema:
+        cells = columns[field.name]
+        if field.type == TIMESTAMP:  # cells hold epoch milliseconds
+            arrays.append(pa.array(cells, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP))
+        else:
+            arrays.append(pa.array(cells, field.type))
+    return pa.Table.from_arrays(arrays, schema=table.schema)
