@@ -14,6 +14,7 @@ Layout::
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,12 +56,13 @@ class StateRoot:
             return cls(path)
         if path.exists() and not path.is_dir():
             raise StateRootError(f"state root {path} exists and is not a directory")
-        if path.is_dir() and any(path.iterdir()):
+        # A directory holding only ``_groupcoord/`` is a root another process is creating right now.
+        if path.is_dir() and any(child.name != MARKER_DIR for child in path.iterdir()):
             raise StateRootError(f"{path} is not a groupcoord state root (no {MARKER_DIR}/{MARKER_FILE})")
         if not create:
             raise StateRootError(f"state root {path} does not exist")
         marker.parent.mkdir(parents=True, exist_ok=True)
-        tmp = marker.with_suffix(".tmp")
+        tmp = marker.with_name(f"{MARKER_FILE}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"format": STATE_FORMAT_VERSION}) + "\n", encoding="utf-8")
         tmp.replace(marker)
         return cls(path)
