@@ -51,7 +51,7 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.log.base import split_control
 from groupcoord.log.delta import table_properties
-from groupcoord.state.rows import RowBuilder
+from groupcoord.state.rows import RowBuilder, commit_generations
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
@@ -210,12 +210,13 @@ class Materializer:
         """Rewrite the state that ``records`` (a loaded log: snapshot plus tail) build, as rows at ``log_version``
         and ``epoch``, and delete the keys the tables show that this state lacks. Returns the rows written."""
         now_ms = _millis(now or dt.datetime.now(dt.UTC))
+        loaded = [decode_record(encoded) for encoded in split_control(records)[0]]
         state = HardStateStore()
-        for encoded in split_control(records)[0]:
-            state.replay(decode_record(encoded))
+        for record in loaded:
+            state.replay(record)
         with self._write_lock:
             current = state.snapshot_records()
-            builder = RowBuilder()
+            builder = RowBuilder(offset_generations=commit_generations(loaded))
             for seq, record in enumerate([*current, *self._vanished(current)]):
                 builder.add(record, log_version=log_version, epoch=epoch, seq=seq, now_ms=now_ms)
             written = 0

@@ -4,13 +4,14 @@
 materialized table (:mod:`groupcoord.state.schema`). It also follows each group's persisted generation, because
 an offset record does not carry one: a commit accepted while the group has members was made in the group's current
 generation (the core refuses commits from other generations and simple commits to non-empty groups), and a commit
-to a group without members is a simple commit, with a null generation.
+to a group without members is a simple commit, with a null generation. The offset record itself has no generation
+field, so a snapshot's offsets (restated after their commit) get the generation of the group at the snapshot.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -32,15 +33,36 @@ def group_generation(value: GroupMetadataValue | None) -> int | None:
     return value.generation_id if value is not None and value.members else None
 
 
+OffsetKey = tuple[str, str, int]
+"""(group id, topic, partition)."""
+
+
+def commit_generations(records: Iterable[Record]) -> dict[OffsetKey, int | None]:
+    """For each offset still committed after ``records`` (in log order), the generation its last commit was in."""
+    generations: dict[str, int | None] = {}
+    found: dict[OffsetKey, int | None] = {}
+    for record in records:
+        if isinstance(record, GroupMetadataRecord):
+            generations[record.group_id] = group_generation(record.value)
+        elif record.value is None:
+            found.pop((record.group_id, record.topic, record.partition), None)
+        else:
+            found[record.group_id, record.topic, record.partition] = generations.get(record.group_id)
+    return found
+
+
 class RowBuilder:
     """Accumulates the rows of records applied in log order.
 
     ``generations`` is each group's generation for offset commits (see :func:`group_generation`) at the point where
-    the first record applies; the builder updates it as group records pass.
+    the first record applies; the builder updates it as group records pass. ``offset_generations`` overrides it
+    for the offsets it names (a rebuild restates offsets long after their commits; see :func:`commit_generations`).
     """
 
-    def __init__(self, generations: Mapping[str, int | None] | None = None) -> None:
+    def __init__(self, generations: Mapping[str, int | None] | None = None, *,
+                 offset_generations: Mapping[OffsetKey, int | None] | None = None) -> None:
         self.generations: dict[str, int | None] = dict(generations or {})
+        self._offset_generations = offset_generations or {}
         self._columns: dict[TableName, dict[str, list[Any]]] = {
             name: {column: [] for column in table.schema.names} for name, table in STATE_TABLES.items()
         }
@@ -61,13 +83,16 @@ class RowBuilder:
     # --- per record kind ------------------------------------------------------------------------------------------
     def _add_offset(self, record: OffsetCommitRecord, tags: dict[str, int]) -> None:
         value = record.value
+        key = (record.group_id, record.topic, record.partition)
+        generation = (self._offset_generations[key] if key in self._offset_generations
+                      else self.generations.get(record.group_id))
         self._row("offsets", group_id=record.group_id, topic=record.topic, partition=record.partition,
                   offset=None if value is None else value.offset,
                   leader_epoch=None if value is None else value.leader_epoch,
                   metadata=None if value is None else value.metadata,
                   commit_time=None if value is None else value.commit_timestamp_ms,
                   expire_time=None if value is None else value.expire_timestamp_ms,
-                  generation=None if value is None else self.generations.get(record.group_id),
+                  generation=None if value is None else generation,
                   deleted=value is None, **tags)
 
     def _add_group(self, record: GroupMetadataRecord, tags: dict[str, int], now_ms: int) -> None:
