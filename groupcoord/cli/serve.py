@@ -1,0 +1,81 @@
+"""``groupcoord serve``: run the coordinator of a state root on the Kafka wire protocol.
+
+Readiness is one line on stdout, ``groupcoord coordinator listening on HOST:PORT``, printed when the lease is held,
+the log is loaded and the socket accepts. Logs go to stderr. SIGTERM or SIGINT stop it cleanly (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from groupcoord.cli.common import config_from_args, state_root_from_args
+from groupcoord.cli.errors import UsageError
+
+READY_LINE = "groupcoord coordinator listening on {host}:{port}"
+STOP_DEADLINE_S = 10.0
+
+
+def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
+    """Add the ``serve`` subcommand."""
+    parser = subparsers.add_parser(
+        "serve", parents=[parent], help="run the group coordinator of a state root",
+        description="Run the group coordinator of a state root. While another process holds the lease, stand by.",
+    )
+    parser.add_argument("--listen", metavar="HOST:PORT", help="address to bind (port 0 picks a free port)")
+    parser.add_argument("--advertised-listener", metavar="HOST:PORT",
+                        help="address clients are told to use (default: the bound address)")
+    parser.add_argument("--no-spark", action="store_true",
+                        help="never start Spark: refuse server-side (server-*) protocols")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open (or create) the state root, then serve until signalled."""
+    from groupcoord.host import CoordinatorHost, HostConfig
+    from groupcoord.state_root import StateRoot, StateRootError
+
+    config = config_from_args(args, listen=args.listen, advertised_listener=args.advertised_listener)
+    location = state_root_from_args(args)
+    assert location is not None
+    try:
+        root = StateRoot.open(location, create=True)
+    except StateRootError as exc:
+        raise UsageError(str(exc)) from None
+    host, _, _ = config["listen"].rpartition(":")
+    if host.strip("[]") in ("0.0.0.0", "::") and not config["advertised.listener"]:
+        raise UsageError(f"listening on {host} needs --advertised-listener (clients cannot connect to {host})")
+    host_config = HostConfig.from_config(config)
+
+    runner = None
+    if not args.no_spark:
+        from groupcoord.spark.assignment import SparkAssignmentRunner
+        from groupcoord.topics import TopicCatalog
+
+        runner = SparkAssignmentRunner(TopicCatalog(root).partition_counts)
+
+    def ready(address: Any) -> None:
+        sys.stdout.write(READY_LINE.format(host=address.host, port=address.port) + "\n")
+        sys.stdout.flush()
+
+    coordinator = CoordinatorHost(root, host_config, assignment_runner=runner, on_ready=ready)
+    asyncio.run(_serve(coordinator))
+    return 0
+
+
+async def _serve(coordinator: Any) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    task = asyncio.create_task(coordinator.run(stop))
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    try:
+        await asyncio.wait_for(asyncio.shield(task), STOP_DEADLINE_S)
+    except TimeoutError:
+        task.cancel()

@@ -1,0 +1,374 @@
+"""One coordinator process's life: stand by for the lease, load, serve, renew, and step down.
+
+The cycle, repeated until stopped:
+
+1. **Standby.** Poll the lease table until the lease is free (released, or expired by more than the safety
+   margin), then take it with the next epoch. Nothing listens meanwhile.
+2. **Load.** Replay the record log's latest snapshot and tail into a fresh core, append the epoch marker (so a
+   deposed holder's next append fails), and rebuild soft state (``on_loaded``).
+3. **Serve.** Start the Kafka endpoint and the timers; every record goes through the commit batcher and is
+   acknowledged only once durable; the catalog is polled for partition changes; snapshots and log maintenance run
+   in the batcher's commit slot.
+4. **Renew.** Renew the lease every ``lease.renew.interval.ms``. If renewal has not succeeded by expiry minus
+   ``lease.safety.ms``, or the log or the lease was taken by someone else, stop answering every group API at once
+   (NOT_COORDINATOR) and go back to standby.
+
+On stop (SIGTERM in ``serve``) pending requests get NOT_COORDINATOR, queued writes are drained, and the lease is
+released so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any
+
+from groupcoord.config import Config
+from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
+from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
+from groupcoord.coordinator.encoded import EncodedRecord
+from groupcoord.coordinator.records import decode_record, encode_record
+from groupcoord.host.crash import crash_point
+from groupcoord.host.guards import CrashPointLog, WriteGuard
+from groupcoord.log.base import StorageUnavailableError
+from groupcoord.log.batcher import BatcherConfig, CommitBatcher
+from groupcoord.log.config import LeaseConfig, LogConfig
+from groupcoord.log.delta import DeltaRecordLog
+from groupcoord.log.lease import HeldLease, LeaseLostError, LeaseTable, utc_now
+from groupcoord.log.maintenance import maintain_log
+from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.server.api import BrokerAddress
+from groupcoord.server.coordinator_service import CoordinatorService
+from groupcoord.server.dispatcher import build_dispatcher
+from groupcoord.server.endpoint import Endpoint, EndpointConfig
+from groupcoord.server.topic_data import EmbeddedTopics
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
+from groupcoord.topics.watch import CatalogWatcher
+
+log = logging.getLogger("groupcoord.host")
+
+AssignmentRunner = Callable[[Sequence[NeedsAssignment]], Awaitable[Sequence[CompleteAssignment]]]
+"""Computes server-side assignments for every pending group in one call (a batched Spark job)."""
+
+DurableListener = Callable[[int, Sequence[EncodedRecord]], None]
+"""Told of each durable batch: its log version and records (the materializer hangs here)."""
+
+
+def pick_free_port(host: str) -> int:
+    """A port that is free on ``host`` now; the standby keeps it so the lease can advertise it before listening."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostConfig:
+    """Everything a coordinator host needs, resolved from ``spark.groupcoord.*`` keys."""
+
+    endpoint: EndpointConfig
+    lease: LeaseConfig = field(default_factory=LeaseConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    holder_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}")
+    metadata_refresh_ms: int = 1000
+    standby_poll_ms: int = 500
+    lease_check_ms: int = 100
+
+    @classmethod
+    def from_config(cls, config: Config, *, holder_id: str | None = None) -> HostConfig:
+        """Build from resolved configuration; port 0 is replaced by a concrete free port."""
+        endpoint = EndpointConfig.from_config(config)
+        if endpoint.port == 0:
+            endpoint = replace(endpoint, port=pick_free_port(endpoint.host))
+        base = cls(endpoint=endpoint)
+        return cls(
+            endpoint=endpoint,
+            lease=LeaseConfig.from_config(config),
+            log=LogConfig.from_config(config),
+            coordinator=CoordinatorConfig.from_config(config),
+            metadata_refresh_ms=config["metadata.refresh.ms"],
+            holder_id=holder_id or base.holder_id,
+        )
+
+    @property
+    def advertised(self) -> str:
+        """``HOST:PORT`` written into the lease for members and tools to find."""
+        host, port = self.endpoint.advertised or (self.endpoint.host, self.endpoint.port)
+        return f"{host}:{port}"
+
+
+class CoordinatorHost:
+    """Runs the coordinator of one state root until :meth:`run`'s ``stop`` event is set.
+
+    ``on_ready(bound_address)`` is called each time this process starts serving; ``on_standby(holder)`` when it
+    finds the lease held by someone else. ``assignment_runner`` computes ``server-*`` assignments; without one such
+    groups are refused with INCONSISTENT_GROUP_PROTOCOL.
+    """
+
+    def __init__(
+        self,
+        root: StateRoot,
+        config: HostConfig,
+        *,
+        assignment_runner: AssignmentRunner | None = None,
+        on_ready: Callable[[BrokerAddress], None] | None = None,
+        on_standby: Callable[[str], None] | None = None,
+        on_durable: DurableListener | None = None,
+    ) -> None:
+        self.root = root
+        self.config = config
+        self._assignment_runner = assignment_runner
+        self._on_ready = on_ready
+        self._on_standby = on_standby
+        self._on_durable = on_durable
+        self._lease_table = LeaseTable(root.lease_path, config=config.lease)
+        self.serving = asyncio.Event()
+        self.endpoint: Endpoint | None = None
+        self.coordinator: GroupCoordinator | None = None
+
+    # --- the cycle ------------------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Alternate between standby and serving until ``stop`` is set."""
+        while not stop.is_set():
+            lease = await self._acquire(stop)
+            if lease is None:
+                return
+            await _Term(self, lease, stop).serve()
+
+    async def _acquire(self, stop: asyncio.Event) -> HeldLease | None:
+        announced = False
+        while not stop.is_set():
+            try:
+                lease = await asyncio.to_thread(
+                    self._lease_table.try_acquire, self.config.holder_id, self.config.advertised
+                )
+            except StorageUnavailableError as exc:
+                log.warning("cannot read the lease (%s); retrying", exc)
+                lease = None
+            if lease is not None:
+                return lease
+            if not announced:
+                current = await asyncio.to_thread(self._lease_table.read_current)
+                holder = f"{current.holder} at {current.address}" if current else "another process"
+                log.info("standing by: the lease is held by %s", holder)
+                if self._on_standby is not None:
+                    self._on_standby(holder)
+                announced = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.config.standby_poll_ms / 1000)
+        return None
+
+
+class _Term:
+    """One term as lease holder: from load to step-down. Owns the core, the batcher and the endpoint."""
+
+    def __init__(self, host: CoordinatorHost, lease: HeldLease, stop: asyncio.Event) -> None:
+        self.host = host
+        self.config = host.config
+        self.lease = lease
+        self.stop = stop
+        self.deposed = asyncio.Event()
+        self.log = DeltaRecordLog(
+            host.root.log_path,
+            checkpoint_interval=self.config.log.checkpoint_interval,
+            retention_hours=self.config.log.retention_hours,
+        )
+        self.records_since_snapshot = 0
+        self.snapshotting = False
+        self.pending_assignments: list[NeedsAssignment] = []
+        self.assigning: asyncio.Task[None] | None = None
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    async def serve(self) -> None:
+        started = time.perf_counter()
+        loaded = await asyncio.to_thread(self.log.load)
+        version = await asyncio.to_thread(self.log.takeover, self.lease.epoch, expected_version=loaded.version)
+        core = GroupCoordinator(self.config.coordinator)
+        for record in loaded.records:
+            core.replay(decode_record(record))
+        self.core = core
+        self.records_since_snapshot = loaded.tail_records
+        self.batcher = CommitBatcher(
+            CrashPointLog(self.log), version=version, config=BatcherConfig.from_log_config(self.config.log)
+        )
+        self.service = CoordinatorService(
+            WriteGuard(core, lambda: self.batcher.healthy),
+            persist=self.persist,
+            on_effects=self.on_effects,
+            on_fenced=self.deposed.set,
+        )
+        topics = EmbeddedTopics(self.host.root)
+        endpoint = Endpoint(
+            build_dispatcher(topics=topics, service=self.service, topic_reader=topics), config=self.config.endpoint
+        )
+        self.host.coordinator, self.host.endpoint = core, endpoint
+        try:
+            await endpoint.start()
+            self.service.apply(core.on_loaded(_now_ms()))
+            await self.service.start()
+            log.info(
+                "serving as %s with lease epoch %d: loaded %d records (log version %d) in %.2f s",
+                self.config.holder_id, self.lease.epoch, len(loaded.records), version,
+                time.perf_counter() - started,
+            )
+            self.host.serving.set()
+            if self.host._on_ready is not None:
+                self.host._on_ready(endpoint.bound_address)
+            self.tasks = [
+                asyncio.create_task(self.renew_forever(), name="lease-renewal"),
+                asyncio.create_task(self.guard_lease(), name="lease-guard"),
+                asyncio.create_task(self.watch_catalog(), name="catalog-watch"),
+                asyncio.create_task(self.maintain_forever(), name="log-maintenance"),
+            ]
+            stop_wait = asyncio.create_task(self.stop.wait())
+            deposed_wait = asyncio.create_task(self.deposed.wait())
+            await asyncio.wait({stop_wait, deposed_wait}, return_when=asyncio.FIRST_COMPLETED)
+            stop_wait.cancel()
+            deposed_wait.cancel()
+        finally:
+            await self.step_down()
+
+    async def step_down(self) -> None:
+        """Stop answering, stop the endpoint, drain (if still the holder) and release the lease."""
+        deposed = self.deposed.is_set()
+        self.host.serving.clear()
+        await self.service.stop(Errors.NOT_COORDINATOR)
+        for task in [*self.tasks, *([self.assigning] if self.assigning else [])]:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.host.endpoint is not None:
+            await self.host.endpoint.stop()
+        await self.batcher.close(drain=not deposed)
+        if deposed:
+            log.warning("deposed: stepped down from lease epoch %d", self.lease.epoch)
+            return
+        try:
+            await asyncio.to_thread(self.host._lease_table.release, self.lease)
+        except (LeaseLostError, StorageUnavailableError) as exc:
+            log.warning("could not release the lease: %s", exc)
+
+    # --- writes ---------------------------------------------------------------------------------------------------
+
+    async def persist(self, records: Sequence[Any]) -> None:
+        """The service's storage seam: durable through the batcher, then materialized and maybe snapshotted."""
+        encoded = [encode_record(record) for record in records]
+        if self.batcher.pending:
+            crash_point("batch-assembly")
+        version = await self.batcher.append(encoded)
+        if self.host._on_durable is not None:
+            self.host._on_durable(version, encoded)
+        self.records_since_snapshot += len(encoded)
+        if self.records_since_snapshot >= self.config.log.snapshot_interval and not self.snapshotting:
+            self.snapshotting = True
+            self.tasks.append(asyncio.create_task(self.snapshot()))
+
+    async def snapshot(self) -> None:
+        # Taken on the loop, so it holds exactly the records queued on the batcher before it.
+        records = [encode_record(record) for record in self.core.snapshot_records()]
+        try:
+            version = await self.batcher.snapshot(records)
+            self.records_since_snapshot = 0
+            log.info("wrote a snapshot of %d records at log version %d", len(records), version)
+        except Exception as exc:
+            log.warning("snapshot failed (%s); will retry after more records", exc)
+        finally:
+            self.snapshotting = False
+
+    # --- server-side assignment -----------------------------------------------------------------------------------
+
+    def on_effects(self, effects: Sequence[Any]) -> None:
+        """Queue ``NeedsAssignment`` effects; everything pending at the same moment goes into one runner call."""
+        self.pending_assignments.extend(e for e in effects if isinstance(e, NeedsAssignment))
+        if self.pending_assignments and (self.assigning is None or self.assigning.done()):
+            self.assigning = asyncio.create_task(self.assign_pending())
+
+    async def assign_pending(self) -> None:
+        while self.pending_assignments:
+            await asyncio.sleep(0)  # let effects of the same moment join this batch
+            batch, self.pending_assignments = self.pending_assignments, []
+            runner = self.host._assignment_runner
+            if runner is None:
+                answers: Sequence[CompleteAssignment] = _failed(batch, Errors.INCONSISTENT_GROUP_PROTOCOL)
+                log.warning("refusing server-side assignment for %d group(s): no Spark (serve --no-spark)",
+                            len(batch))
+            else:
+                try:
+                    answers = await runner(batch)
+                except Exception:
+                    log.exception("server-side assignment of %d group(s) failed", len(batch))
+                    answers = _failed(batch, Errors.UNKNOWN_SERVER_ERROR)
+            if self.service.unavailable is not None:
+                return
+            for answer in answers:
+                self.service.apply(self.core.complete_assignment(answer, _now_ms()))
+
+    # --- background duties ----------------------------------------------------------------------------------------
+
+    async def renew_forever(self) -> None:
+        renewals = 0
+        while True:
+            await asyncio.sleep(self.config.lease.renew_interval_ms / 1000)
+            try:
+                self.lease = await asyncio.to_thread(self.host._lease_table.renew, self.lease)
+                renewals += 1
+                if renewals % 30 == 0:
+                    self.lease = await asyncio.to_thread(self.host._lease_table.maintain, self.lease)
+            except LeaseLostError as exc:
+                log.error("lost the lease: %s", exc)
+                self.depose()
+                return
+            except StorageUnavailableError as exc:
+                log.warning("lease renewal failed (%s); serving until %s at most", exc, self.lease.serve_until)
+
+    async def guard_lease(self) -> None:
+        """Stop answering every group API before the lease could expire unrenewed."""
+        while True:
+            if not self.lease.may_serve(utc_now()):
+                log.error("lease epoch %d not renewed in time: no longer serving", self.lease.epoch)
+                self.depose()
+                return
+            await asyncio.sleep(self.config.lease_check_ms / 1000)
+
+    def depose(self) -> None:
+        self.service.unavailable = Errors.NOT_COORDINATOR
+        self.deposed.set()
+
+    async def watch_catalog(self) -> None:
+        watcher = CatalogWatcher(TopicCatalog(self.host.root))
+        while True:
+            try:
+                change = await asyncio.to_thread(watcher.poll)
+            except Exception as exc:
+                log.warning("cannot read the topic catalog: %s", exc)
+                change = None
+            if change is not None and self.service.unavailable is None:
+                self.service.apply(self.core.on_metadata_change(change.partition_counts, _now_ms()))
+            await asyncio.sleep(self.config.metadata_refresh_ms / 1000)
+
+    async def maintain_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.log.maintenance_interval_ms / 1000)
+            try:
+                await self.batcher.run_exclusive(partial(maintain_log, self.log))
+            except StorageUnavailableError as exc:
+                log.warning("log maintenance failed: %s", exc)
+
+
+def _failed(batch: Sequence[NeedsAssignment], error: ErrorCode) -> list[CompleteAssignment]:
+    return [CompleteAssignment(group_id=e.group_id, generation_id=e.generation_id, error=error) for e in batch]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,159 @@
+"""Server-side assignment: every pending ``server-<assignor>`` group of one moment in one batched Spark job.
+
+The host hands :class:`SparkAssignmentRunner` a list of ``NeedsAssignment`` effects. Groups are bucketed by
+assignor name; each bucket becomes one DataFrame call in the assignors' ``group_id`` batch mode, and the output
+comes back through Arrow and is encoded as ConsumerProtocol Assignments per member.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
+from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
+from groupcoord.protocol.errors import Errors
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("groupcoord.spark.assignment")
+
+SERVER_PREFIX = "server-"
+
+MEMBER_SCHEMA = "group_id string, member_id string, group_instance_id string, topics array<string>, rack string"
+PARTITION_SCHEMA = "group_id string, topic string, partition int, racks array<string>, weight double"
+OWNED_SCHEMA = "group_id string, member_id string, topic string, partition int, generation int"
+
+
+def local_session() -> SparkSession:
+    """The active SparkSession, or a new small local one (``serve`` outside a Spark driver); logs the cost."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    started = time.perf_counter()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("groupcoord-serve-assignor")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    log.info("started a local SparkSession for server-side assignment in %.1f s", time.perf_counter() - started)
+    return session
+
+
+class SparkAssignmentRunner:
+    """Computes server-side assignments with the DataFrame assignors.
+
+    ``partition_counts`` returns the current topic catalog (topic -> partitions); ``racks`` optionally returns
+    each topic's per-partition racks. The SparkSession is obtained lazily on the first call.
+    """
+
+    def __init__(
+        self,
+        partition_counts: Callable[[], Mapping[str, int]],
+        *,
+        session: Callable[[], SparkSession] = local_session,
+        racks: Callable[[str], Sequence[Sequence[str]] | None] | None = None,
+    ) -> None:
+        self._partition_counts = partition_counts
+        self._session_factory = session
+        self._session: SparkSession | None = None
+        self._racks = racks
+
+    async def __call__(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
+        """Assign every group of ``batch``; runs the Spark work off the event loop."""
+        return await asyncio.to_thread(self.assign, batch)
+
+    def assign(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
+        """Blocking form of :meth:`__call__`: one Spark job per assignor name used in ``batch``."""
+        from groupcoord.assignors import ASSIGNOR_NAMES
+
+        answers: list[CompleteAssignment] = []
+        buckets: dict[str, list[NeedsAssignment]] = defaultdict(list)
+        for effect in batch:
+            if effect.assignor in ASSIGNOR_NAMES:
+                buckets[effect.assignor].append(effect)
+            else:
+                log.warning("group %s asks for unknown server-side assignor %r", effect.group_id, effect.assignor)
+                answers.append(_error(effect))
+        if not buckets:
+            return answers
+        if self._session is None:
+            self._session = self._session_factory()
+        counts = dict(self._partition_counts())
+        for name, effects in buckets.items():
+            started = time.perf_counter()
+            answers.extend(self._assign_bucket(self._session, name, effects, counts))
+            log.info("assigned %d group(s) with server-%s in %.3f s", len(effects), name,
+                     time.perf_counter() - started)
+        return answers
+
+    def _assign_bucket(
+        self, spark: SparkSession, name: str, effects: Sequence[NeedsAssignment], counts: Mapping[str, int]
+    ) -> list[CompleteAssignment]:
+        from groupcoord.assignors import get_assignor
+
+        members, partitions, owned = self._inputs(spark, effects, counts)
+        result = get_assignor(name).assign(members, partitions, owned).toArrow().to_pylist()
+        by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for row in result:
+            by_member[(row["group_id"], row["member_id"])][row["topic"]].append(row["partition"])
+        answers = []
+        for effect in effects:
+            assignments = {}
+            for member in effect.members:
+                topics = by_member.get((effect.group_id, member.member_id), {})
+                assignment = Assignment(
+                    partitions=tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(topics.items()))
+                )
+                assignments[member.member_id] = encode_assignment(assignment)
+            answers.append(CompleteAssignment(group_id=effect.group_id, generation_id=effect.generation_id,
+                                              assignments=assignments))
+        return answers
+
+    def _inputs(
+        self, spark: SparkSession, effects: Sequence[NeedsAssignment], counts: Mapping[str, int]
+    ) -> tuple[DataFrame, DataFrame, DataFrame]:
+        member_rows: list[tuple[Any, ...]] = []
+        owned_rows: list[tuple[Any, ...]] = []
+        partition_rows: list[tuple[Any, ...]] = []
+        for effect in effects:
+            wanted: set[str] = set()
+            for member in effect.members:
+                topics = list(member.topics or ())
+                wanted.update(topics)
+                member_rows.append((effect.group_id, member.member_id, member.group_instance_id, topics, None))
+                owned_rows.extend(
+                    (effect.group_id, member.member_id, tp.topic, p, effect.generation_id - 1)
+                    for tp in member.owned
+                    for p in tp.partitions
+                )
+            for topic in sorted(wanted):
+                racks = self._racks(topic) if self._racks else None
+                partition_rows.extend(
+                    (effect.group_id, topic, p, list(racks[p]) if racks else None, 1.0)
+                    for p in range(counts.get(topic, 0))
+                )
+        return (
+            spark.createDataFrame(member_rows, MEMBER_SCHEMA),
+            spark.createDataFrame(partition_rows, PARTITION_SCHEMA),
+            spark.createDataFrame(owned_rows, OWNED_SCHEMA),
+        )
+
+
+def _error(effect: NeedsAssignment) -> CompleteAssignment:
+    return CompleteAssignment(group_id=effect.group_id, generation_id=effect.generation_id,
+                              error=Errors.INCONSISTENT_GROUP_PROTOCOL)
