@@ -91,3 +91,22 @@ REGISTRY.define("state.materialize.interval.ms", int, 250,
 REGISTRY.define("state.materialize.lag.target.ms", int, 1000,
                 "Lag of the materialized state tables behind the record log above which the holder logs a warning.",
                 minimum=1, maximum=INT32_MAX)
+
+# --- Member client ----------------------------------------------------------------------------------------------------
+REGISTRY.define("member.retry.backoff.ms", int, 100,
+                "First backoff of a member before it rediscovers the coordinator or retries a failed request; it "
+                "doubles (with jitter) up to member.retry.backoff.max.ms.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("member.retry.backoff.max.ms", int, 2000,
+                "Largest backoff of a member between coordinator rediscovery attempts.", minimum=1,
+                maximum=INT32_MAX)
+REGISTRY.define("member.request.timeout.ms", int, 30000,
+                "How long a member waits for a response (JoinGroup waits up to the rebalance timeout plus 5 s).",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("member.metadata.max.age.ms", int, 5000,
+                "How often a member with a topic pattern re-reads the matching topics; a change makes it rejoin.",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("member.auto.commit.interval.ms", int, 5000,
+                "How often a member with auto commit on commits the offsets marked as processed.", minimum=1,
+                maximum=INT32_MAX)
+REGISTRY.define("member.client.id", str, "groupcoord-member",
+                "Client id members send in request headers (the coordinator prefixes member ids with it).")

@@ -1,0 +1,91 @@
+"""The member client's configuration: what the constructor is given, validated once, frozen."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from groupcoord.config import Config, resolve_config
+from groupcoord.member.heartbeat import HeartbeatTiming
+
+COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky", "server-cooperative-sticky"})
+"""Assignors that support KIP-429 incremental (cooperative) rebalancing."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberOptions:
+    """Client settings from the ``spark.groupcoord.member.*`` keys."""
+
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 2000
+    request_timeout_ms: int = 30000
+    metadata_max_age_ms: int = 5000
+    auto_commit_interval_ms: int = 5000
+    client_id: str = "groupcoord-member"
+
+    @classmethod
+    def from_config(cls, config: Config | None = None) -> MemberOptions:
+        """Read the ``member.*`` keys (registry defaults when ``config`` is ``None``)."""
+        config = config if config is not None else resolve_config()
+        return cls(
+            retry_backoff_ms=config["member.retry.backoff.ms"],
+            retry_backoff_max_ms=config["member.retry.backoff.max.ms"],
+            request_timeout_ms=config["member.request.timeout.ms"],
+            metadata_max_age_ms=config["member.metadata.max.age.ms"],
+            auto_commit_interval_ms=config["member.auto.commit.interval.ms"],
+            client_id=config["member.client.id"],
+        )
+
+
+def parse_bootstrap(servers: str | Sequence[str]) -> tuple[tuple[str, int], ...]:
+    """``"h1:9092,h2:9092"`` or ``["h1:9092", ...]`` as ``(host, port)`` pairs; raises ``ValueError``."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    parsed = []
+    for item in (s.strip() for s in items):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"bootstrap server {item!r} is not HOST:PORT")
+        parsed.append((host.strip("[]"), int(port)))
+    if not parsed:
+        raise ValueError("bootstrap_servers is empty")
+    return tuple(parsed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberConfig:
+    """Everything a :class:`~groupcoord.member.GroupMember` is configured with."""
+
+    group_id: str
+    topics: tuple[str, ...] | None
+    pattern: re.Pattern[str] | None
+    bootstrap_servers: tuple[tuple[str, int], ...] | None
+    state_root: Path | None
+    group_instance_id: str | None
+    timing: HeartbeatTiming
+    assignors: tuple[str, ...]
+    enable_auto_commit: bool
+    options: MemberOptions = field(default_factory=MemberOptions)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.group_id:
+            problems.append("group_id must not be empty")
+        if (self.topics is None) == (self.pattern is None):
+            problems.append("pass exactly one of topics or pattern")
+        if (self.bootstrap_servers is None) == (self.state_root is None):
+            problems.append("pass exactly one of bootstrap_servers or state_root")
+        if self.topics is not None and (not self.topics or not all(self.topics)):
+            problems.append("topics must be a non-empty list of topic names")
+        if not self.assignors:
+            problems.append("assignors must name at least one assignor")
+        if self.group_instance_id == "":
+            problems.append("group_instance_id must not be empty (use None for a dynamic member)")
+        if problems:
+            raise ValueError("GroupMember: " + "; ".join(problems))
+
+    @property
+    def cooperative(self) -> bool:
+        """KIP-429 incremental rebalancing: only when every assignor named supports it, as in Kafka."""
+        return all(name in COOPERATIVE_ASSIGNORS for name in self.assignors)

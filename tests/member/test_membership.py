@@ -1,0 +1,68 @@
+"""Two GroupMembers against a real coordinator endpoint: they split the partitions, hand over on close, commit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from groupcoord.member import GroupMember, MemberState
+from tests.member.conftest import Coordinator, RecordingListener, poll_until
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "orders"
+ALL = {TopicPartition(TOPIC, p) for p in range(6)}
+
+
+@pytest.mark.parametrize("cooperative", [True, False], ids=["cooperative", "eager"])
+def test_two_members_split_six_partitions_and_the_survivor_takes_all_when_one_closes(
+    coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], cooperative: bool,
+) -> None:
+    stack = coordinator({TOPIC: 6}, cooperative=cooperative)
+    assignors = ("server-cooperative-sticky",) if cooperative else ("server-sticky",)
+    listeners = RecordingListener(), RecordingListener()
+    first, second = (members(topics=[TOPIC], bootstrap_servers=stack.bootstrap, assignors=assignors, listener=lsn)
+                     for lsn in listeners)
+    assert first.cooperative is cooperative
+
+    def split() -> bool:
+        a, b = first.assignment(), second.assignment()
+        return (len(a) == 3 and len(b) == 3 and first.state is MemberState.STABLE
+                and second.state is MemberState.STABLE
+                and first.generation.generation_id == second.generation.generation_id)
+
+    poll_until([first, second], split)
+    assert first.assignment() | second.assignment() == ALL
+    assert first.generation.protocol == assignors[0]
+
+    kept = first.assignment()
+    second.close()
+    assert listeners[1].events[-1] == ("revoked", sorted(ALL - kept))
+    poll_until([first], lambda: first.assignment() == ALL)
+    if cooperative:
+        # KIP-429: the survivor keeps its partitions across the rebalance and is told only of the added ones.
+        assert "revoked" not in listeners[0].kinds()
+        assert listeners[0].events[-1] == ("assigned", sorted(ALL - kept))
+    else:
+        assert listeners[0].events[-2][0] == "revoked" and listeners[0].events[-1] == ("assigned", sorted(ALL))
+
+
+def test_commit_sync_and_async_round_trip_through_committed(
+    coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember],
+) -> None:
+    stack = coordinator({TOPIC: 2})
+    member = members(topics=[TOPIC], state_root=stack.root.path)
+    poll_until([member], lambda: len(member.assignment()) == 2)
+    p0, p1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+    assert member.committed([p0, p1]) == {p0: None, p1: None}
+
+    member.commit_sync({p0: 5, p1: OffsetAndMetadata(9, "checkpoint", -1)})
+    assert member.committed([p0, p1]) == {p0: OffsetAndMetadata(5, "", -1), p1: OffsetAndMetadata(9, "checkpoint", -1)}
+
+    seen: list[object] = []
+    member.commit_async({p0: 7}, callback=lambda offsets, error: seen.append((dict(offsets), error))).result(10)
+    assert seen == [({p0: OffsetAndMetadata(7, "", -1)}, None)]
+    assert member.committed([p0])[p0] == OffsetAndMetadata(7, "", -1)
+    assert stack.log.batches, "commits reached the record log"
