@@ -9,6 +9,7 @@ replays the log into a fresh core on a new port and moves the lease there, as a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -84,11 +85,16 @@ def balanced_assignment(effect: NeedsAssignment, partition_counts: dict[str, int
 
 @dataclass
 class Observed:
-    """Every core request and response seen by the coordinator, as ``(request type, member id, error name)``."""
+    """Every core request the coordinator handled, and every response as ``(response type, error name)``."""
 
-    requests: list[tuple[str, str]] = field(default_factory=list)
+    requests: list[Any] = field(default_factory=list)
     responses: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def requests_of(self, request_type: type) -> list[Any]:
+        """Every request of ``request_type`` (a ``groupcoord.protocol`` request class), in order."""
+        with self.lock:
+            return [r for r in self.requests if isinstance(r, request_type)]
 
     def errors_of(self, response_type: str) -> list[str]:
         """The error names of every response of ``response_type`` (e.g. ``"HeartbeatResponse"``)."""
@@ -118,7 +124,7 @@ class RecordingCoordinator:
     def _record(self, result: Any, request: Any) -> None:
         with self.observed.lock:
             if request is not None:
-                self.observed.requests.append((type(request).__name__, getattr(request, "member_id", "")))
+                self.observed.requests.append(request)
             for _, response in result.responses:
                 error = getattr(response, "error", None)
                 self.observed.responses.append((type(response).__name__, getattr(error, "name", "")))
@@ -260,8 +266,10 @@ def members() -> Iterator[Callable[..., GroupMember]]:
         member.close()
 
 
-def poll_until(members: Sequence[GroupMember], done: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    """Poll every member from its own thread (a JoinGroup blocks until the whole group joined) until ``done()``."""
+@contextlib.contextmanager
+def polling(members: Sequence[GroupMember]) -> Iterator[list[BaseException]]:
+    """Poll every member from its own thread (a JoinGroup blocks until the whole group joined) while inside;
+    yields the list of exceptions the polls raised."""
     stop = threading.Event()
     failures: list[BaseException] = []
 
@@ -277,17 +285,20 @@ def poll_until(members: Sequence[GroupMember], done: Callable[[], bool], timeout
     threads = [threading.Thread(target=loop, args=(m,), daemon=True) for m in members]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + timeout_s
     try:
-        while not done():
-            if failures:
-                raise failures[0]
-            assert time.monotonic() < deadline, "condition not reached in time"
-            time.sleep(0.02)
+        yield failures
     finally:
         stop.set()
         for thread in threads:
             thread.join(REBALANCE_TIMEOUT_MS / 1000 + 5)
+
+
+def poll_until(members: Sequence[GroupMember], done: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    """Poll every member from its own thread until ``done()``; a failed poll fails the test."""
+    with polling(members) as failures:
+        wait_for(lambda: bool(failures) or done(), timeout_s)
+        if failures:
+            raise failures[0]
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
