@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from groupcoord.cli.errors import UsageError
 from groupcoord.config import Config, resolve_config
@@ -31,8 +30,11 @@ def config_from_args(args: argparse.Namespace, **flags: object) -> Config:
                           flags={k.replace("_", "."): v for k, v in flags.items()})
 
 
-def state_root_from_args(args: argparse.Namespace, *, required: bool = True) -> Path | None:
-    """``--state-root``, else ``$GROUPCOORD_STATE_ROOT``, else ``spark.groupcoord.state.root`` from the conf."""
+def state_root_from_args(args: argparse.Namespace, *, required: bool = True) -> str | None:
+    """``--state-root``, else ``$GROUPCOORD_STATE_ROOT``, else ``spark.groupcoord.state.root`` from the conf.
+
+    Returned as given (not as a ``Path``, which would mangle a URI); ``StateRoot.open`` validates it.
+    """
     explicit = getattr(args, "state_root", None) or os.environ.get(STATE_ROOT_ENV)
     if not explicit:
         explicit = config_from_args(args)["state.root"]
@@ -40,4 +42,4 @@ def state_root_from_args(args: argparse.Namespace, *, required: bool = True) -> 
         if required:
             raise UsageError(f"no state root: pass --state-root DIR or set ${STATE_ROOT_ENV}")
         return None
-    return Path(explicit)
+    return str(explicit)
