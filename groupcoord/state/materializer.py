@@ -49,7 +49,7 @@ from groupcoord.coordinator.records import (
     new_group_tombstone,
     new_offset_tombstone,
 )
-from groupcoord.log.base import split_control
+from groupcoord.log.base import EPOCH_KIND
 from groupcoord.log.delta import table_properties
 from groupcoord.state.rows import RowBuilder, commit_generations
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
@@ -90,11 +90,12 @@ class MaterializerConfig:
 class CommittedBatch:
     """One durable record-log batch: its records (epoch markers allowed), version, writer epoch and commit time.
 
-    A ``snapshot`` batch restates the current state, which the tables already hold: it is counted as
-    materialized without writing rows.
+    ``records`` may be the encoded records as logged or, cheaper, the core's typed records (the holder has both:
+    decoding is most of a flush's cost). A ``snapshot`` batch restates the current state, which the tables already
+    hold: it is counted as materialized without writing rows.
     """
 
-    records: tuple[EncodedRecord, ...]
+    records: tuple[EncodedRecord | Record, ...]
     log_version: int
     epoch: int
     committed_at: dt.datetime
@@ -137,7 +138,7 @@ class Materializer:
         """State-table commits made by this materializer."""
 
     # --- incremental --------------------------------------------------------------------------------------------
-    def apply(self, batch_records: Sequence[EncodedRecord], *, log_version: int, epoch: int,
+    def apply(self, batch_records: Sequence[EncodedRecord | Record], *, log_version: int, epoch: int,
               now: dt.datetime) -> int:
         """Append the rows of the one log batch committed at ``log_version``; returns the rows written."""
         return self.apply_batches(
@@ -153,11 +154,9 @@ class Materializer:
             for batch in ordered:
                 if batch.snapshot:
                     continue
-                records, _ = split_control(batch.records)
                 now_ms = _millis(batch.committed_at)
-                for seq, encoded in enumerate(records):
-                    builder.add(decode_record(encoded), log_version=batch.log_version, epoch=batch.epoch, seq=seq,
-                                now_ms=now_ms)
+                for seq, record in enumerate(_core_records(batch.records)):
+                    builder.add(record, log_version=batch.log_version, epoch=batch.epoch, seq=seq, now_ms=now_ms)
             written = 0
             for name, rows in builder.tables().items():
                 fresh = rows.filter(pc.greater(rows.column("log_version"), self._watermark(name)[0]))
@@ -205,12 +204,12 @@ class Materializer:
         return self._materialized
 
     # --- takeover -----------------------------------------------------------------------------------------------
-    def rebuild(self, records: Sequence[EncodedRecord], *, log_version: int, epoch: int,
+    def rebuild(self, records: Sequence[EncodedRecord | Record], *, log_version: int, epoch: int,
                 now: dt.datetime | None = None) -> int:
         """Rewrite the state that ``records`` (a loaded log: snapshot plus tail) build, as rows at ``log_version``
         and ``epoch``, and delete the keys the tables show that this state lacks. Returns the rows written."""
         now_ms = _millis(now or dt.datetime.now(dt.UTC))
-        loaded = [decode_record(encoded) for encoded in split_control(records)[0]]
+        loaded = _core_records(records)
         state = HardStateStore()
         for record in loaded:
             state.replay(record)
@@ -320,6 +319,12 @@ def _read_watermark(root: StateRoot, name: TableName) -> tuple[int, int]:
                 int(pc.max(actions.column("max.epoch")).as_py()))
     rows = table.to_pyarrow_table(columns=["log_version", "epoch"])  # files written without statistics
     return int(pc.max(rows.column("log_version")).as_py()), int(pc.max(rows.column("epoch")).as_py())
+
+
+def _core_records(records: Iterable[EncodedRecord | Record]) -> list[Record]:
+    """The core's records of a batch, typed, without the log's epoch markers."""
+    return [decode_record(r) if isinstance(r, EncodedRecord) else r
+            for r in records if not (isinstance(r, EncodedRecord) and r.kind == EPOCH_KIND)]
 
 
 def _millis(when: dt.datetime) -> int:

@@ -57,15 +57,19 @@ class RowBuilder:
     ``generations`` is each group's generation for offset commits (see :func:`group_generation`) at the point where
     the first record applies; the builder updates it as group records pass. ``offset_generations`` overrides it
     for the offsets it names (a rebuild restates offsets long after their commits; see :func:`commit_generations`).
+
+    Offsets are coalesced: of several commits of one partition added to the same builder (one materializer flush),
+    only the last one becomes a row. Offset commits are the high-volume stream (every consumer commits every few
+    seconds), the views need only the latest, and Delta time travel cannot tell rows of one commit apart anyway;
+    groups, members and assignments keep a row for every record.
     """
 
     def __init__(self, generations: Mapping[str, int | None] | None = None, *,
                  offset_generations: Mapping[OffsetKey, int | None] | None = None) -> None:
         self.generations: dict[str, int | None] = dict(generations or {})
         self._offset_generations = offset_generations or {}
-        self._columns: dict[TableName, dict[str, list[Any]]] = {
-            name: {column: [] for column in table.schema.names} for name, table in STATE_TABLES.items()
-        }
+        self._rows: dict[TableName, list[tuple[Any, ...]]] = {name: [] for name in STATE_TABLES}
+        self._offsets: dict[OffsetKey, tuple[Any, ...]] = {}
 
     def add(self, record: Record, *, log_version: int, epoch: int, seq: int, now_ms: int) -> None:
         """Add the rows of ``record``, the ``seq``-th record of the batch at ``log_version`` written in ``epoch``."""
@@ -77,23 +81,24 @@ class RowBuilder:
 
     def tables(self) -> dict[TableName, pa.Table]:
         """The accumulated rows as Arrow tables, only for the tables that have rows."""
-        return {name: _to_arrow(STATE_TABLES[name], columns)
-                for name, columns in self._columns.items() if columns["seq"]}
+        self._rows["offsets"] = list(self._offsets.values())
+        return {name: _to_arrow(STATE_TABLES[name], rows) for name, rows in self._rows.items() if rows}
 
     # --- per record kind ------------------------------------------------------------------------------------------
     def _add_offset(self, record: OffsetCommitRecord, tags: dict[str, int]) -> None:
+        # The hot path (most records are offset commits): the row is built in column order, without _row, and
+        # replaces an earlier row of the same key in this builder (see the class docs).
         value = record.value
         key = (record.group_id, record.topic, record.partition)
-        generation = (self._offset_generations[key] if key in self._offset_generations
-                      else self.generations.get(record.group_id))
-        self._row("offsets", group_id=record.group_id, topic=record.topic, partition=record.partition,
-                  offset=None if value is None else value.offset,
-                  leader_epoch=None if value is None else value.leader_epoch,
-                  metadata=None if value is None else value.metadata,
-                  commit_time=None if value is None else value.commit_timestamp_ms,
-                  expire_time=None if value is None else value.expire_timestamp_ms,
-                  generation=None if value is None else generation,
-                  deleted=value is None, **tags)
+        bookkeeping = (value is None, tags["log_version"], tags["epoch"], tags["seq"])
+        if value is None:
+            data: tuple[Any, ...] = (None,) * 6
+        else:
+            generation = (self._offset_generations[key] if key in self._offset_generations
+                          else self.generations.get(record.group_id))
+            data = (value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms,
+                    value.expire_timestamp_ms, generation)
+        self._offsets[key] = (*key, *data, *bookkeeping)
 
     def _add_group(self, record: GroupMetadataRecord, tags: dict[str, int], now_ms: int) -> None:
         group_id, value = record.group_id, record.value
@@ -127,8 +132,7 @@ class RowBuilder:
             self._row("assignments", group_id=group_id, generation=generation, deleted=True, **tags)
 
     def _row(self, table: TableName, **values: Any) -> None:
-        for column, cells in self._columns[table].items():
-            cells.append(values.get(column))
+        self._rows[table].append(tuple(values.get(column) for column in STATE_TABLES[table].schema.names))
 
 
 def _subscription(value: GroupMetadataValue, member: MemberMetadataValue) -> list[str] | None:
@@ -153,10 +157,9 @@ def _assignment(group_id: str, value: GroupMetadataValue, member: MemberMetadata
     return [(tp.topic, partition) for tp in assignment.partitions for partition in tp.partitions]
 
 
-def _to_arrow(table: StateTable, columns: dict[str, list[Any]]) -> pa.Table:
+def _to_arrow(table: StateTable, rows: list[tuple[Any, ...]]) -> pa.Table:
     arrays = []
-    for field in table.schema:
-        cells = columns[field.name]
+    for field, cells in zip(table.schema, zip(*rows, strict=True), strict=True):
         if field.type == TIMESTAMP:  # cells hold epoch milliseconds
             arrays.append(pa.array(cells, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP))
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
@@ -84,19 +85,40 @@ def test_deleted_groups_and_offsets_leave_the_views_but_not_the_history(
     assert [(r["state"], r["deleted"]) for r in read_rows(root, GROUPS).to_pylist()] == [("Dead", True)]
 
 
-def test_several_log_batches_become_one_commit_per_table_touched(
+def test_several_log_batches_become_one_commit_per_table_and_one_offset_row_per_partition(
         coordinator: LoggedCoordinator, root: StateRoot) -> None:
     members, generation = coordinator.stable_group("g", 2)
+    coordinator.commit("g", {("t", 1): 100}, generation=generation, member_id=members[1])
     for offset in range(5):
         coordinator.commit("g", {("t", 0): offset}, generation=generation, member_id=members[0])
-    assert len(coordinator.pending()) == 6
+    assert len(coordinator.pending()) == 7
 
     coordinator.materialize()
 
     assert versions(root) == {"offsets": 0, "groups": 0, "members": 0, "assignments": 0}
     assert coordinator.materializer.commits == 4
-    assert read_rows(root, OFFSETS).num_rows == 5
-    assert [r["offset"] for r in read_view(root, OFFSETS).to_pylist()] == [4]
+    # offset commits of one flush are coalesced to the last per partition, keeping its log version
+    assert sorted((r["partition"], r["offset"], r["log_version"]) for r in read_rows(root, OFFSETS).to_pylist()) == [
+        (0, 4, 6), (1, 100, 1)]
+
+
+def test_typed_records_materialize_like_the_encoded_ones(
+        coordinator: LoggedCoordinator, root: StateRoot, tmp_path: Path) -> None:
+    members, generation = coordinator.stable_group("g", 2)
+    coordinator.commit("g", {("t", 0): 1}, generation=generation, member_id=members[0])
+    coordinator.ctx.leave("g", *(MemberIdentity(member_id=m) for m in members))
+    coordinator.delete_group("g")
+    coordinator.materialize()
+    typed = [CommittedBatch(records=result.records, log_version=version, epoch=1,
+                            committed_at=at(coordinator.ctx.now))
+             for version, result in enumerate(r for r in coordinator.ctx.results if r.records)]
+    other = StateRoot.open(tmp_path / "typed", create=True)
+
+    Materializer(other).apply_batches(typed)
+
+    for table in STATE_TABLES.values():
+        assert sorted(map(repr, read_rows(other, table).to_pylist())) == sorted(
+            map(repr, read_rows(root, table).to_pylist())), table.name
 
 
 def test_reapplying_materialized_batches_writes_nothing(coordinator: LoggedCoordinator, root: StateRoot) -> None:
