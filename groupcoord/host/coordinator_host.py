@@ -33,7 +33,6 @@ from typing import Any
 from groupcoord.config import Config
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
-from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.records import decode_record, encode_record
 from groupcoord.host.crash import crash_point
 from groupcoord.host.guards import CrashPointLog, WriteGuard
@@ -49,6 +48,7 @@ from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
 from groupcoord.server.topic_data import EmbeddedTopics
+from groupcoord.state.materializer import CommittedBatch, Materializer, MaterializerConfig, run_materializer
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 from groupcoord.topics.watch import CatalogWatcher
@@ -58,8 +58,6 @@ log = logging.getLogger("groupcoord.host")
 AssignmentRunner = Callable[[Sequence[NeedsAssignment]], Awaitable[Sequence[CompleteAssignment]]]
 """Computes server-side assignments for every pending group in one call (a batched Spark job)."""
 
-DurableListener = Callable[[int, Sequence[EncodedRecord]], None]
-"""Told of each durable batch: its log version and records (the materializer hangs here)."""
 
 
 def pick_free_port(host: str) -> int:
@@ -78,6 +76,7 @@ class HostConfig:
     lease: LeaseConfig = field(default_factory=LeaseConfig)
     log: LogConfig = field(default_factory=LogConfig)
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    materializer: MaterializerConfig = field(default_factory=MaterializerConfig)
     holder_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}")
     metadata_refresh_ms: int = 1000
     standby_poll_ms: int = 500
@@ -95,6 +94,7 @@ class HostConfig:
             lease=LeaseConfig.from_config(config),
             log=LogConfig.from_config(config),
             coordinator=CoordinatorConfig.from_config(config),
+            materializer=MaterializerConfig.from_config(config),
             metadata_refresh_ms=config["metadata.refresh.ms"],
             holder_id=holder_id or base.holder_id,
         )
@@ -122,14 +122,12 @@ class CoordinatorHost:
         assignment_runner: AssignmentRunner | None = None,
         on_ready: Callable[[BrokerAddress], None] | None = None,
         on_standby: Callable[[str], None] | None = None,
-        on_durable: DurableListener | None = None,
     ) -> None:
         self.root = root
         self.config = config
         self._assignment_runner = assignment_runner
         self._on_ready = on_ready
         self._on_standby = on_standby
-        self._on_durable = on_durable
         self._lease_table = LeaseTable(root.lease_path, config=config.lease)
         self.serving = asyncio.Event()
         self.endpoint: Endpoint | None = None
@@ -198,6 +196,12 @@ class _Term:
             core.replay(decode_record(record))
         self.core = core
         self.records_since_snapshot = loaded.tail_records
+        self.materializer = Materializer(self.host.root, config=self.config.materializer)
+        try:  # the new holder restates the queryable tables; failing that must not stop it serving
+            await asyncio.to_thread(self.materializer.rebuild, loaded.records, log_version=version,
+                                    epoch=self.lease.epoch)
+        except Exception as exc:
+            log.warning("could not rebuild the materialized state tables: %s", exc)
         self.batcher = CommitBatcher(
             CrashPointLog(self.log), version=version, config=BatcherConfig.from_log_config(self.config.log)
         )
@@ -229,6 +233,7 @@ class _Term:
                 asyncio.create_task(self.guard_lease(), name="lease-guard"),
                 asyncio.create_task(self.watch_catalog(), name="catalog-watch"),
                 asyncio.create_task(self.maintain_forever(), name="log-maintenance"),
+                asyncio.create_task(run_materializer(self.materializer), name="materializer"),
             ]
             stop_wait = asyncio.create_task(self.stop.wait())
             deposed_wait = asyncio.create_task(self.deposed.wait())
@@ -251,6 +256,11 @@ class _Term:
         if self.host.endpoint is not None:
             await self.host.endpoint.stop()
         await self.batcher.close(drain=not deposed)
+        if not deposed:
+            try:
+                await asyncio.to_thread(self.materializer.flush)
+            except Exception as exc:
+                log.warning("could not flush the materialized state tables: %s", exc)
         if deposed:
             log.warning("deposed: stepped down from lease epoch %d", self.lease.epoch)
             return
@@ -267,8 +277,8 @@ class _Term:
         if self.batcher.pending:
             crash_point("batch-assembly")
         version = await self.batcher.append(encoded)
-        if self.host._on_durable is not None:
-            self.host._on_durable(version, encoded)
+        self.materializer.submit(CommittedBatch(records=tuple(records), log_version=version, epoch=self.lease.epoch,
+                                                committed_at=utc_now()))
         self.records_since_snapshot += len(encoded)
         if self.records_since_snapshot >= self.config.log.snapshot_interval and not self.snapshotting:
             self.snapshotting = True
@@ -279,6 +289,8 @@ class _Term:
         records = [encode_record(record) for record in self.core.snapshot_records()]
         try:
             version = await self.batcher.snapshot(records)
+            self.materializer.submit(CommittedBatch(records=tuple(records), log_version=version,
+                                                    epoch=self.lease.epoch, committed_at=utc_now(), snapshot=True))
             self.records_since_snapshot = 0
             log.info("wrote a snapshot of %d records at log version %d", len(records), version)
         except Exception as exc:

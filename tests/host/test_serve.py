@@ -12,6 +12,9 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from groupcoord.state.schema import OFFSETS
+from groupcoord.state.views import read_view
+from groupcoord.state_root import StateRoot
 from tests.host.conftest import ServeProcess
 
 pytestmark = pytest.mark.integration
@@ -22,8 +25,11 @@ def _consumer(address: object) -> KafkaConsumer:
                          enable_auto_commit=False, request_timeout_ms=10000)
 
 
-def test_kafka_python_commit_and_committed_survive_a_restart(serve: Callable[..., ServeProcess]) -> None:
-    first = serve()
+def test_kafka_python_commit_and_committed_survive_a_restart(
+    serve: Callable[..., ServeProcess], tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    first = serve(root=root)
     address = first.wait_ready()
     consumer = _consumer(address)
     tp = TopicPartition("t1", 0)
@@ -35,8 +41,11 @@ def test_kafka_python_commit_and_committed_survive_a_restart(serve: Callable[...
     assert first.terminate() == 0
     assert time.monotonic() - started < 10, "serve must exit within 10 s of SIGTERM"
     assert "released lease" in first.stderr()
+    # The holder materialized the commit into the queryable offsets table.
+    offsets = read_view(StateRoot.open(root), OFFSETS).to_pylist()
+    assert [(r["group_id"], r["topic"], r["partition"], r["offset"]) for r in offsets] == [("g1", "t1", 0, 42)]
 
-    second = serve()
+    second = serve(root=root)
     consumer = _consumer(second.wait_ready())
     assert consumer.committed(tp) == 42
     consumer.close()
