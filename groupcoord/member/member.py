@@ -571,10 +571,11 @@ class GroupMember:
     # --- leaving -----------------------------------------------------------------------------------------------
     def _leave_group(self, reason: str) -> None:
         with self._lock:
-            generation, client = self._generation, self._client
-        if not generation.member_id or client is None:
+            generation = self._generation
+        if not generation.member_id:
             return
         try:
+            client = self._ensure_coordinator()
             error = client.leave_group(group_id=self.group_id, member_id=generation.member_id,
                                        group_instance_id=self.config.group_instance_id, reason=reason)
             log.info("group %s: left as %s (%s)", self.group_id, generation.member_id, error.name)

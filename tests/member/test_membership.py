@@ -65,3 +65,19 @@ def test_commit_sync_and_async_round_trip_through_committed(
     assert seen == [({p0: OffsetAndMetadata(7, "", -1)}, None)]
     assert member.committed([p0])[p0] == OffsetAndMetadata(7, "", -1)
     assert stack.log.batches, "commits reached the record log"
+
+
+def test_auto_commit_commits_marked_offsets_periodically_and_before_giving_partitions_up(
+    coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember],
+) -> None:
+    stack = coordinator({TOPIC: 2})
+    p0 = TopicPartition(TOPIC, 0)
+    member = members(topics=[TOPIC], bootstrap_servers=stack.bootstrap, enable_auto_commit=True)
+    poll_until([member], lambda: len(member.assignment()) == 2)
+    member.mark_processed({p0: 5})
+    poll_until([member], lambda: member.committed([p0])[p0] == OffsetAndMetadata(5, "", -1))
+
+    member.mark_processed({p0: 8})
+    member.close()  # revokes, which commits first
+    reader = members(topics=[TOPIC], bootstrap_servers=stack.bootstrap)
+    assert reader.committed([p0])[p0] == OffsetAndMetadata(8, "", -1)
