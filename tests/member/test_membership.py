@@ -81,3 +81,21 @@ def test_auto_commit_commits_marked_offsets_periodically_and_before_giving_parti
     member.close()  # revokes, which commits first
     reader = members(topics=[TOPIC], bootstrap_servers=stack.bootstrap)
     assert reader.committed([p0])[p0] == OffsetAndMetadata(8, "", -1)
+
+
+def test_a_member_that_stops_polling_for_a_rebalance_timeout_leaves_and_loses_its_partitions(
+    coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember],
+) -> None:
+    stack = coordinator({TOPIC: 2})
+    listener = RecordingListener()
+    stalled = members(topics=[TOPIC], bootstrap_servers=stack.bootstrap, rebalance_timeout_ms=1000, listener=listener)
+    poll_until([stalled], lambda: len(stalled.assignment()) == 2)
+    other = members(topics=[TOPIC], bootstrap_servers=stack.bootstrap, rebalance_timeout_ms=1000)
+
+    poll_until([other], lambda: other.assignment() == {TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)})
+    assert stack.observed.errors_of("LeaveGroupResponse") == ["NONE"]
+    assert listener.kinds() == ["assigned"]  # callbacks wait for the application's next poll
+
+    poll_until([stalled, other], lambda: len(stalled.assignment()) == 1 and len(other.assignment()) == 1)
+    both = [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)]
+    assert listener.events[:2] == [("assigned", both), ("lost", both)]
