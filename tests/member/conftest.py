@@ -21,7 +21,7 @@ import pytest
 from kafka.structs import TopicPartition
 
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
-from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
+from groupcoord.coordinator.effects import AssignmentMember, CompleteAssignment, NeedsAssignment
 from groupcoord.coordinator.records import decode_record
 from groupcoord.log.base import split_control
 from groupcoord.log.config import LeaseConfig
@@ -29,7 +29,13 @@ from groupcoord.log.lease import HeldLease, LeaseTable
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.member import GroupMember, MemberOptions
 from groupcoord.member.listener import BaseRebalanceListener
-from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
+from groupcoord.protocol.consumer_protocol import (
+    Assignment,
+    ConsumerProtocolError,
+    TopicPartitions,
+    decode_subscription,
+    encode_assignment,
+)
 from groupcoord.server.coordinator_service import CoordinatorService, wall_clock_ms
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import EndpointConfig
@@ -46,6 +52,17 @@ FAST_OPTIONS = MemberOptions(retry_backoff_ms=20, retry_backoff_max_ms=200, requ
                              metadata_max_age_ms=100, auto_commit_interval_ms=100)
 
 
+def _owned(member: AssignmentMember, cooperative: bool) -> tuple[TopicPartitions, ...]:
+    """What a member owns. Cooperative members report it themselves (KIP-429); a member that never received
+    its last assignment reports nothing, so the coordinator's record of that assignment must not be trusted."""
+    if not cooperative:
+        return member.owned
+    try:
+        return decode_subscription(member.metadata).owned_partitions
+    except ConsumerProtocolError:
+        return ()
+
+
 def balanced_assignment(effect: NeedsAssignment, partition_counts: dict[str, int], *,
                         cooperative: bool) -> CompleteAssignment:
     """A sticky, balanced assignment: members keep what they own up to their fair share, the rest is dealt out.
@@ -57,9 +74,10 @@ def balanced_assignment(effect: NeedsAssignment, partition_counts: dict[str, int
     subscribed = {m.member_id: set(m.topics or ()) for m in members}
     partitions = sorted(TopicPartition(t, p) for t in set().union(*subscribed.values())
                         for p in range(partition_counts.get(t, 0)))
-    owner = {TopicPartition(g.topic, p): m.member_id for m in members for g in m.owned for p in g.partitions}
+    owner = {TopicPartition(g.topic, p): m.member_id for m in members for g in _owned(m, cooperative)
+             for p in g.partitions}
     base, extra = divmod(len(partitions), len(members)) if members else (0, 0)
-    by_ownership = sorted(members, key=lambda m: -sum(len(g.partitions) for g in m.owned))
+    by_ownership = sorted(members, key=lambda m: -sum(len(g.partitions) for g in _owned(m, cooperative)))
     quota = {m.member_id: base + (1 if i < extra else 0) for i, m in enumerate(by_ownership)}
     target: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
     for tp in partitions:  # keep owned partitions first
