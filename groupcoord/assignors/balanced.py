@@ -1,0 +1,60 @@
+"""The sticky balanced target shared by ``sticky``, ``cooperative-sticky`` and ``uniform``.
+
+Per scope (see :mod:`groupcoord.assignors.scopes`) with ``P`` partitions and ``n`` members, every member's quota is
+``P // n`` and the ``P % n`` members that own the most get one more: that keeps the most owned partitions possible
+under the balance constraint. Each member keeps its owned partitions up to its quota (a ``row_number`` window), then
+the free partitions fill the remaining quota (:func:`groupcoord.assignors.fill.fill`). No iteration at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from groupcoord.assignors.fill import fill
+from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
+from groupcoord.assignors.scopes import SCOPE, scoped
+
+
+def balanced_target(prepared: Prepared, *, rack_aware: bool, keep_first: Sequence[Column] = ()) -> DataFrame:
+    """Return ``_g, member_id, topic, partition``: balanced first, then as sticky as balance allows.
+
+    ``keep_first`` orders each member's owned partitions before (topic, partition) when it must drop some.
+    """
+    frames = scoped(prepared)
+    per_member = [*SCOPE, "member_id"]
+    owned_count = frames.owned.groupBy(*per_member).agg(F.count(F.lit(1)).alias("_o"))
+    size = frames.partitions.groupBy(*SCOPE).agg(F.count(F.lit(1)).alias("_p"))
+    members = (
+        frames.members.join(owned_count, per_member, "left")
+        .join(size, list(SCOPE))
+        .withColumn("_o", F.coalesce(F.col("_o"), F.lit(0)))
+        .withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy(*SCOPE)))
+        .withColumn(
+            "_pos",
+            F.row_number().over(
+                Window.partitionBy(*SCOPE).orderBy(F.col("_o").desc(), F.col("n_topics"), F.col("rank"))
+            )
+            - 1,
+        )
+        .withColumn(
+            "quota",
+            F.floor(F.col("_p") / F.col("_n")) + F.when(F.col("_pos") < F.col("_p") % F.col("_n"), 1).otherwise(0),
+        )
+    )
+    keep_order = Window.partitionBy(*per_member).orderBy(*keep_first, *PARTITION_ORDER)
+    kept = (
+        frames.owned.join(members.select(*per_member, "quota"), per_member)
+        .withColumn("_k", F.row_number().over(keep_order))
+        .where(F.col("_k") <= F.col("quota"))
+        .select(*SCOPE, "member_id", "topic", "partition")
+    )
+    kept_count = kept.groupBy(*per_member).agg(F.count(F.lit(1)).alias("_kept"))
+    slots = members.join(kept_count, per_member, "left").select(
+        *per_member, "rank", "rack", (F.col("quota") - F.coalesce(F.col("_kept"), F.lit(0))).alias("deficit")
+    )
+    free = frames.partitions.join(kept, [*SCOPE, *PARTITION_ORDER], "left_anti")
+    placed = fill(SCOPE, free, slots, rack_aware=rack_aware)
+    return placed.unionByName(kept).drop("_s")

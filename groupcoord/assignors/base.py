@@ -1,0 +1,49 @@
+"""The assignor interface: ``assign(members, partitions, owned)`` on DataFrames, lazy, batched by ``group_id``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from groupcoord.assignors.prepare import Prepared, prepare
+from groupcoord.assignors.schema import GROUP, normalise_inputs
+
+OUTPUT_COLUMNS: tuple[str, ...] = ("member_id", "topic", "partition")
+
+
+class Assignor(ABC):
+    """A partition assignor expressed as Spark DataFrame transformations.
+
+    Subclasses implement :meth:`_assign` on :class:`~groupcoord.assignors.prepare.Prepared` frames, returning
+    ``_g, member_id, topic, partition``; this class validates the inputs and shapes the output.
+    """
+
+    name: ClassVar[str]
+
+    def assign(self, members: DataFrame, partitions: DataFrame, owned: DataFrame | None = None) -> DataFrame:
+        """Return the assignment as a lazy DataFrame: ``[group_id,] member_id, topic, partition`` (non-null).
+
+        ``group_id`` leads the output when the inputs carry it (batch mode: each group is assigned independently).
+        Schema errors raise :class:`~groupcoord.assignors.errors.AssignorInputError` here; value errors are raised
+        when the result is evaluated.
+        """
+        prepared = prepare(normalise_inputs(members, partitions, owned))
+        result = self._assign(prepared)
+        # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.
+        result = result.select(
+            F.coalesce(F.col(GROUP), F.lit("")).alias(GROUP),
+            F.coalesce(F.col("member_id"), F.lit("")).alias("member_id"),
+            F.coalesce(F.col("topic"), F.lit("")).alias("topic"),
+            F.coalesce(F.col("partition").cast("int"), F.lit(0)).alias("partition"),
+        )
+        columns = [F.col(c) for c in OUTPUT_COLUMNS]
+        if prepared.batched:
+            columns.insert(0, F.col(GROUP).alias("group_id"))
+        return result.select(*columns)
+
+    @abstractmethod
+    def _assign(self, prepared: Prepared) -> DataFrame:
+        """Compute ``_g, member_id, topic, partition`` from the prepared frames."""

@@ -1,0 +1,76 @@
+"""Frames every assignor starts from: ordered members, subscriptions, assignable partitions and valid owned claims.
+
+Member order follows Java's ``MemberInfo``: static members (with a ``group_instance_id``) first, by instance id, then
+dynamic members by member id. ``rank`` is that order, 0-based, within the group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from groupcoord.assignors.schema import GROUP, Inputs
+
+PARTITION_ORDER: tuple[str, ...] = ("topic", "partition")
+
+
+def member_order() -> list[Column]:
+    """Java's ``MemberInfo`` order as sort columns: static first by instance id, then by member id (total)."""
+    return [F.col("group_instance_id").isNull(), F.col("group_instance_id"), F.col("member_id")]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Lazy frames derived from :class:`Inputs`, shared by the assignors.
+
+    - ``members``: ``_g, member_id, group_instance_id, rack, rank`` (every member, ``rank`` 0-based).
+    - ``subscriptions``: ``_g, topic, member_id, rank, rack, sub_index, n_subs``: one row per member and subscribed
+      topic that exists; ``sub_index`` is the member's position among the topic's subscribers in member order.
+    - ``partitions``: ``_g, topic, partition, racks, weight, n_subs`` for topics with at least one subscriber.
+    - ``owned``: ``_g, member_id, topic, partition``: highest-generation claims that are unique, by a member that
+      still subscribes, of a partition that is still assignable.
+    - ``claims``: every highest-generation claim, conflicting ones included (cooperative revocation needs them).
+    """
+
+    members: DataFrame
+    subscriptions: DataFrame
+    partitions: DataFrame
+    owned: DataFrame
+    claims: DataFrame
+    batched: bool
+
+
+def prepare(inputs: Inputs) -> Prepared:
+    """Derive the shared frames; nothing is evaluated."""
+    members = inputs.members.withColumn(
+        "rank", F.row_number().over(Window.partitionBy(GROUP).orderBy(*member_order())) - 1
+    ).select(GROUP, "member_id", "group_instance_id", "rack", "topics", "rank")
+    topics = inputs.partitions.select(GROUP, "topic").distinct()
+    subscriptions = (
+        members.select(GROUP, "member_id", "rack", "rank", F.explode(F.array_distinct("topics")).alias("topic"))
+        .join(topics, [GROUP, "topic"])
+        .withColumn("sub_index", F.row_number().over(Window.partitionBy(GROUP, "topic").orderBy("rank")) - 1)
+        .withColumn("n_subs", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic")))
+    )
+    topic_subs = subscriptions.where(F.col("sub_index") == 0).select(GROUP, "topic", "n_subs")
+    partitions = inputs.partitions.join(topic_subs, [GROUP, "topic"])
+
+    generation = F.coalesce(F.col("generation"), F.lit(-1))
+    claims = (
+        inputs.owned.where(F.col("member_id").isNotNull() & F.col("topic").isNotNull())
+        .withColumn("_gen", generation)
+        .withColumn("_top", F.max("_gen").over(Window.partitionBy(GROUP)))
+        .where(F.col("_gen") == F.col("_top"))
+        .select(GROUP, "member_id", "topic", "partition")
+        .distinct()
+    )
+    owned = (
+        claims.withColumn("_claimants", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic", "partition")))
+        .where(F.col("_claimants") == 1)
+        .join(subscriptions.select(GROUP, "topic", "member_id"), [GROUP, "topic", "member_id"], "left_semi")
+        .join(partitions.select(GROUP, "topic", "partition"), [GROUP, "topic", "partition"], "left_semi")
+        .select(GROUP, "member_id", "topic", "partition")
+    )
+    return Prepared(members.drop("topics"), subscriptions, partitions, owned, claims, inputs.batched)
