@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from groupcoord.assignors.fill import fill
+from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.scopes import SCOPE, scoped
 
@@ -27,7 +28,7 @@ def balanced_target(prepared: Prepared, *, rack_aware: bool, keep_first: Sequenc
     per_member = [*SCOPE, "member_id"]
     owned_count = frames.owned.groupBy(*per_member).agg(F.count(F.lit(1)).alias("_o"))
     size = frames.partitions.groupBy(*SCOPE).agg(F.count(F.lit(1)).alias("_p"))
-    members = (
+    members = cut(
         frames.members.join(owned_count, per_member, "left")
         .join(size, list(SCOPE))
         .withColumn("_o", F.coalesce(F.col("_o"), F.lit(0)))
@@ -45,7 +46,7 @@ def balanced_target(prepared: Prepared, *, rack_aware: bool, keep_first: Sequenc
         )
     )
     keep_order = Window.partitionBy(*per_member).orderBy(*keep_first, *PARTITION_ORDER)
-    kept = (
+    kept = cut(
         frames.owned.join(members.select(*per_member, "quota"), per_member)
         .withColumn("_k", F.row_number().over(keep_order))
         .where(F.col("_k") <= F.col("quota"))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER
 
 
@@ -61,7 +62,7 @@ def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame, *, rack_aware:
     out_columns = _unique(*scope, "member_id", *PARTITION_ORDER)
     matched: DataFrame | None = None
     if rack_aware:
-        matched = _match_racks(scope, free, slots)
+        matched = cut(_match_racks(scope, free, slots))
         free = free.join(matched, _unique(*scope, *PARTITION_ORDER), "left_anti")
         used = matched.groupBy(*scope, "member_id").agg(F.count(F.lit(1)).alias("_used"))
         slots = slots.join(used, [*scope, "member_id"], "left").withColumn(

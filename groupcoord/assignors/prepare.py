@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.schema import GROUP, Inputs
 
 PARTITION_ORDER: tuple[str, ...] = ("topic", "partition")
@@ -44,21 +45,24 @@ class Prepared:
 
 def prepare(inputs: Inputs) -> Prepared:
     """Derive the shared frames; nothing is evaluated."""
-    members = inputs.members.withColumn(
-        "rank", F.row_number().over(Window.partitionBy(GROUP).orderBy(*member_order())) - 1
-    ).select(GROUP, "member_id", "group_instance_id", "rack", "topics", "rank")
-    topics = inputs.partitions.select(GROUP, "topic").distinct()
-    subscriptions = (
+    members = cut(
+        inputs.members.withColumn(
+            "rank", F.row_number().over(Window.partitionBy(GROUP).orderBy(*member_order())) - 1
+        ).select(GROUP, "member_id", "group_instance_id", "rack", "topics", "rank")
+    )
+    given = cut(inputs.partitions)
+    topics = given.select(GROUP, "topic").distinct()
+    subscriptions = cut(
         members.select(GROUP, "member_id", "rack", "rank", F.explode(F.array_distinct("topics")).alias("topic"))
         .join(topics, [GROUP, "topic"])
         .withColumn("sub_index", F.row_number().over(Window.partitionBy(GROUP, "topic").orderBy("rank")) - 1)
         .withColumn("n_subs", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic")))
     )
     topic_subs = subscriptions.where(F.col("sub_index") == 0).select(GROUP, "topic", "n_subs")
-    partitions = inputs.partitions.join(topic_subs, [GROUP, "topic"])
+    partitions = cut(given.join(topic_subs, [GROUP, "topic"]))
 
     generation = F.coalesce(F.col("generation"), F.lit(-1))
-    claims = (
+    claims = cut(
         inputs.owned.where(F.col("member_id").isNotNull() & F.col("topic").isNotNull())
         .withColumn("_gen", generation)
         .withColumn("_top", F.max("_gen").over(Window.partitionBy(GROUP)))
@@ -66,7 +70,7 @@ def prepare(inputs: Inputs) -> Prepared:
         .select(GROUP, "member_id", "topic", "partition")
         .distinct()
     )
-    owned = (
+    owned = cut(
         claims.withColumn("_claimants", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic", "partition")))
         .where(F.col("_claimants") == 1)
         .join(subscriptions.select(GROUP, "topic", "member_id"), [GROUP, "topic", "member_id"], "left_semi")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
 
@@ -55,4 +56,4 @@ def scoped(prepared: Prepared) -> Scoped:
         .join(members.select(*SCOPE, "member_id", "rack"), [*SCOPE, "member_id"])
         .select(*SCOPE, "member_id", "topic", "partition", "racks", "weight", "rack")
     )
-    return Scoped(members, partitions, owned)
+    return Scoped(cut(members), cut(partitions), cut(owned))

@@ -72,9 +72,9 @@ class WeightedAssignor(Assignor):
         by_load = Window.partitionBy(*SCOPE).orderBy("_kept", "rank")
         levels = (
             members.withColumn("_j", F.row_number().over(by_load))
-            .withColumn("_s", F.sum("_kept").over(by_load.rowsBetween(*_RUNNING)))
+            .withColumn("_prefix", F.sum("_kept").over(by_load.rowsBetween(*_RUNNING)))
             .withColumn("_r", F.col("_w") - F.sum("_kept").over(Window.partitionBy(*SCOPE)))
-            .withColumn("_t", (F.col("_r") + F.col("_s")) / F.col("_j"))
+            .withColumn("_t", (F.col("_r") + F.col("_prefix")) / F.col("_j"))
             .where(F.col("_kept") <= F.col("_t"))
             .groupBy(*SCOPE)
             .agg(F.max_by("_t", "_j").alias("_level"))
