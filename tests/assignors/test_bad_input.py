@@ -17,7 +17,7 @@ SPARK_ERRORS = (PySparkException, Py4JJavaError)
 
 
 def test_unknown_assignor_name_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="unknown assignor 'sticky2'.*range, roundrobin, sticky"):
+    with pytest.raises(ValueError, match=r"unknown assignor 'sticky2'.*range, roundrobin, sticky"):
         get_assignor("sticky2")
 
 

@@ -1,0 +1,129 @@
+"""Hypothesis property tests: each example draws K random groups and assigns them in ONE batched call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import DataFrame, SparkSession
+
+from groupcoord.assignors import get_assignor
+from tests.assignors.builders import MEMBERS, OWNED, PARTITIONS, as_dict
+from tests.assignors.properties import check_balanced, check_sticky, check_valid
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+K = 6
+SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@dataclass(frozen=True)
+class Case:
+    """One random group: subscriptions, partition counts per topic and owned partitions per member."""
+
+    subs: dict[str, list[str]]
+    counts: dict[str, int]
+    owned: dict[str, list[tuple[str, int]]]
+
+
+@st.composite
+def cases(draw: st.DrawFn, *, homogeneous: bool) -> Case:
+    topics = [f"t{i}" for i in range(draw(st.integers(1, 3)))]
+    counts = {t: draw(st.integers(1, 7)) for t in topics}
+    members = [f"m{i}" for i in range(draw(st.integers(1, 5)))]
+    if homogeneous:
+        subs = {m: list(topics) for m in members}
+    else:
+        subs = {m: draw(st.lists(st.sampled_from([*topics, "absent"]), min_size=1, unique=True)) for m in members}
+    owned: dict[str, list[tuple[str, int]]] = {m: [] for m in members}
+    for t, n in counts.items():
+        for p in range(n):
+            holder = draw(st.sampled_from([None, *members]))
+            if holder is not None:
+                owned[holder].append((t, p))
+    return Case(subs, counts, owned)
+
+
+def _frames(spark: SparkSession, groups: Sequence[Case],
+            owned_override: dict[str, dict[str, list[tuple[str, int]]]] | None = None) -> tuple[DataFrame, ...]:
+    members, partitions, owned = [], [], []
+    for g, case in enumerate(groups):
+        gid = f"g{g}"
+        members += [(gid, m, None, topics, None) for m, topics in case.subs.items()]
+        partitions += [(gid, t, p, None, None) for t, n in case.counts.items() for p in range(n)]
+        claims = (owned_override or {}).get(gid, case.owned)
+        owned += [(gid, m, t, p, 1) for m, tps in claims.items() for t, p in tps]
+    return (
+        spark.createDataFrame(members, f"group_id string, {MEMBERS}"),
+        spark.createDataFrame(partitions, f"group_id string, {PARTITIONS}"),
+        spark.createDataFrame(owned, f"group_id string, {OWNED}"),
+    )
+
+
+def _assign(spark: SparkSession, name: str, groups: Sequence[Case], **kw: object) -> dict[object, dict]:
+    result = as_dict(get_assignor(name).assign(*_frames(spark, groups, **kw)), group=True)  # type: ignore[arg-type]
+    return {f"g{g}": result.get(f"g{g}", {}) for g in range(len(groups))}
+
+
+@SETTINGS
+@given(groups=st.lists(cases(homogeneous=True), min_size=K, max_size=K))
+@pytest.mark.parametrize("name", ["sticky", "uniform"])
+def test_balanced_assignors_are_valid_balanced_and_sticky(spark: SparkSession, name: str, groups: list[Case]) -> None:
+    for gid, assignment in _assign(spark, name, groups).items():
+        case = groups[int(gid[1:])]
+        check_valid(assignment, case.subs, case.counts)
+        check_balanced(assignment, case.subs)
+        check_sticky(assignment, case.owned, case.subs, case.counts)
+
+
+@SETTINGS
+@given(groups=st.lists(cases(homogeneous=False), min_size=K, max_size=K))
+@pytest.mark.parametrize("name", ["range", "roundrobin", "sticky", "uniform", "weighted"])
+def test_heterogeneous_subscriptions_stay_valid(spark: SparkSession, name: str, groups: list[Case]) -> None:
+    for gid, assignment in _assign(spark, name, groups).items():
+        case = groups[int(gid[1:])]
+        check_valid(assignment, case.subs, case.counts)
+
+
+@SETTINGS
+@given(groups=st.lists(cases(homogeneous=True), min_size=K, max_size=K))
+def test_cooperative_sticky_revokes_before_reassigning_and_converges_in_two_rounds(
+    spark: SparkSession, groups: list[Case]
+) -> None:
+    round1 = _assign(spark, "cooperative-sticky", groups)
+    target = _assign(spark, "sticky", groups)
+    for gid, assignment in round1.items():
+        case = groups[int(gid[1:])]
+        previous = {tp: m for m, tps in case.owned.items() for tp in tps}
+        moved = {tp for m, tps in target[gid].items() for tp in tps if previous.get(tp, m) != m}
+        expected = {m: sorted(set(tps) - moved) for m, tps in target[gid].items()}
+        assert {m: tps for m, tps in assignment.items()} == {m: tps for m, tps in expected.items() if tps}
+    round2 = _assign(spark, "cooperative-sticky", groups, owned_override=round1)
+    for gid, assignment in round2.items():
+        case = groups[int(gid[1:])]
+        check_valid(assignment, case.subs, case.counts)
+        check_balanced(assignment, case.subs)
+        check_sticky(assignment, round1[gid], case.subs, case.counts)
+
+
+@SETTINGS
+@given(groups=st.lists(cases(homogeneous=True), min_size=K, max_size=K))
+def test_weighted_loads_stay_within_mean_plus_max_weight(spark: SparkSession, groups: list[Case]) -> None:
+    members, partitions, owned = _frames(spark, groups)
+    weighted = partitions.selectExpr(
+        "group_id", "topic", "partition", "racks", "CAST((partition * 7 + length(topic)) % 5 + 1 AS DOUBLE) AS weight"
+    )
+    weights = {(r.group_id, r.topic, r.partition): r.weight for r in weighted.collect()}
+    result = as_dict(get_assignor("weighted", tolerance=0.1).assign(members, weighted, owned), group=True)
+    for g, case in enumerate(groups):
+        gid = f"g{g}"
+        assignment = result.get(gid, {})
+        check_valid(assignment, case.subs, case.counts)
+        group_weights = [w for (gg, _, _), w in weights.items() if gg == gid]
+        bound = sum(group_weights) / len(case.subs) + max(group_weights) + 1e-9
+        for member, parts in assignment.items():
+            load = sum(weights[(gid, t, p)] for t, p in parts)
+            assert load <= bound, f"{gid}/{member} load {load} > mean + max weight {bound}"
