@@ -17,7 +17,7 @@ from tests.assignors.properties import check_balanced, check_sticky, check_valid
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 K = 6
-SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @dataclass(frozen=True)
