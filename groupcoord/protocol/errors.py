@@ -32,59 +32,74 @@ class ErrorCode:
 class Errors:
     """The error codes groupcoord uses, as class attributes named like Kafka's ``Errors`` enum."""
 
-    UNKNOWN_SERVER_ERROR = ErrorCode(-1, "UNKNOWN_SERVER_ERROR", False,
-                                     "The server experienced an unexpected error when processing the request.")
-    NONE = ErrorCode(0, "NONE", False, "No error.")
-    OFFSET_OUT_OF_RANGE = ErrorCode(1, "OFFSET_OUT_OF_RANGE", False,
-                                    "The requested offset is not within the range of offsets kept by the server.")
-    UNKNOWN_TOPIC_OR_PARTITION = ErrorCode(3, "UNKNOWN_TOPIC_OR_PARTITION", True,
-                                           "This server does not host this topic-partition.")
-    OFFSET_METADATA_TOO_LARGE = ErrorCode(12, "OFFSET_METADATA_TOO_LARGE", False,
-                                          "The metadata field of the offset request was too large.")
-    COORDINATOR_LOAD_IN_PROGRESS = ErrorCode(14, "COORDINATOR_LOAD_IN_PROGRESS", True,
-                                             "The coordinator is loading and hence can't process requests.")
-    COORDINATOR_NOT_AVAILABLE = ErrorCode(15, "COORDINATOR_NOT_AVAILABLE", True, "The coordinator is not available.")
-    NOT_COORDINATOR = ErrorCode(16, "NOT_COORDINATOR", True, "This is not the correct coordinator.")
-    INVALID_TOPIC_EXCEPTION = ErrorCode(17, "INVALID_TOPIC_EXCEPTION", False,
-                                        "The request attempted to perform an operation on an invalid topic.")
-    ILLEGAL_GENERATION = ErrorCode(22, "ILLEGAL_GENERATION", False,
-                                   "Specified group generation id is not valid.")
+    UNKNOWN_SERVER_ERROR = ErrorCode(
+        -1, "UNKNOWN_SERVER_ERROR", False,
+        "Something failed on the coordinator that no other code describes.")
+    NONE = ErrorCode(0, "NONE", False, "Success.")
+    OFFSET_OUT_OF_RANGE = ErrorCode(
+        1, "OFFSET_OUT_OF_RANGE", False,
+        "The offset lies outside the partition's log-start to log-end range.")
+    UNKNOWN_TOPIC_OR_PARTITION = ErrorCode(
+        3, "UNKNOWN_TOPIC_OR_PARTITION", True,
+        "No such topic or partition in the catalog.")
+    REQUEST_TIMED_OUT = ErrorCode(7, "REQUEST_TIMED_OUT", True, "The operation did not finish within its time limit.")
+    OFFSET_METADATA_TOO_LARGE = ErrorCode(
+        12, "OFFSET_METADATA_TOO_LARGE", False,
+        "The commit's metadata string exceeds offset.metadata.max.bytes.")
+    COORDINATOR_LOAD_IN_PROGRESS = ErrorCode(
+        14, "COORDINATOR_LOAD_IN_PROGRESS", True,
+        "The coordinator is still replaying its log; retry shortly.")
+    COORDINATOR_NOT_AVAILABLE = ErrorCode(
+        15, "COORDINATOR_NOT_AVAILABLE", True,
+        "The coordinator cannot serve right now (storage down or stepping down).")
+    NOT_COORDINATOR = ErrorCode(
+        16, "NOT_COORDINATOR", True,
+        "This process does not hold the coordinator lease; look the coordinator up again.")
+    INVALID_TOPIC_EXCEPTION = ErrorCode(
+        17, "INVALID_TOPIC_EXCEPTION", False,
+        "The topic name breaks Kafka's naming rule.")
+    ILLEGAL_GENERATION = ErrorCode(
+        22, "ILLEGAL_GENERATION", False,
+        "The request names a generation other than the group's current one.")
     INCONSISTENT_GROUP_PROTOCOL = ErrorCode(
         23, "INCONSISTENT_GROUP_PROTOCOL", False,
-        "The group member's supported protocols are incompatible with those of existing members "
-        "or first group member tried to join with empty protocol type or empty protocol list.")
-    INVALID_GROUP_ID = ErrorCode(24, "INVALID_GROUP_ID", False, "The configured groupId is invalid.")
-    UNKNOWN_MEMBER_ID = ErrorCode(25, "UNKNOWN_MEMBER_ID", False,
-                                  "The coordinator is not aware of this member.")
+        "The member's protocol type or protocols do not match the group's, or it offered none.")
+    INVALID_GROUP_ID = ErrorCode(24, "INVALID_GROUP_ID", False, "The group id is empty or otherwise unusable.")
+    UNKNOWN_MEMBER_ID = ErrorCode(25, "UNKNOWN_MEMBER_ID", False, "The group has no member with this id.")
     INVALID_SESSION_TIMEOUT = ErrorCode(
         26, "INVALID_SESSION_TIMEOUT", False,
-        "The session timeout is not within the range allowed by the broker "
-        "(as configured by group.min.session.timeout.ms and group.max.session.timeout.ms).")
-    REBALANCE_IN_PROGRESS = ErrorCode(27, "REBALANCE_IN_PROGRESS", False,
-                                      "The group is rebalancing, so a rejoin is needed.")
-    INVALID_COMMIT_OFFSET_SIZE = ErrorCode(28, "INVALID_COMMIT_OFFSET_SIZE", False,
-                                           "The committing offset data size is not valid.")
-    UNSUPPORTED_VERSION = ErrorCode(35, "UNSUPPORTED_VERSION", False,
-                                    "The version of API is not supported.")
-    TOPIC_ALREADY_EXISTS = ErrorCode(36, "TOPIC_ALREADY_EXISTS", False, "Topic with this name already exists.")
-    INVALID_PARTITIONS = ErrorCode(37, "INVALID_PARTITIONS", False, "Number of partitions is below 1.")
+        "The session timeout is outside group.min.session.timeout.ms to group.max.session.timeout.ms.")
+    REBALANCE_IN_PROGRESS = ErrorCode(
+        27, "REBALANCE_IN_PROGRESS", False,
+        "The group is rebalancing; the member must rejoin.")
+    INVALID_COMMIT_OFFSET_SIZE = ErrorCode(
+        28, "INVALID_COMMIT_OFFSET_SIZE", False,
+        "The offset commit's size is not acceptable.")
+    UNSUPPORTED_VERSION = ErrorCode(35, "UNSUPPORTED_VERSION", False, "This endpoint does not speak that API version.")
+    TOPIC_ALREADY_EXISTS = ErrorCode(36, "TOPIC_ALREADY_EXISTS", False, "A topic of this name exists already.")
+    INVALID_PARTITIONS = ErrorCode(
+        37, "INVALID_PARTITIONS", False,
+        "The partition count is not allowed (below 1, or not above the current count).")
     INVALID_REQUEST = ErrorCode(
         42, "INVALID_REQUEST", False,
-        "This most likely occurs because of a request being malformed by the client library or the message "
-        "was sent to an incompatible broker.")
-    NON_EMPTY_GROUP = ErrorCode(68, "NON_EMPTY_GROUP", False, "The group is not empty.")
-    GROUP_ID_NOT_FOUND = ErrorCode(69, "GROUP_ID_NOT_FOUND", False, "The group id does not exist.")
+        "The request is malformed or not valid for this endpoint.")
+    NON_EMPTY_GROUP = ErrorCode(68, "NON_EMPTY_GROUP", False, "The group still has members.")
+    GROUP_ID_NOT_FOUND = ErrorCode(69, "GROUP_ID_NOT_FOUND", False, "No group with this id exists.")
+    FETCH_SESSION_ID_NOT_FOUND = ErrorCode(
+        70, "FETCH_SESSION_ID_NOT_FOUND", True,
+        "The fetch session is unknown (this endpoint keeps no fetch sessions).")
     MEMBER_ID_REQUIRED = ErrorCode(
         79, "MEMBER_ID_REQUIRED", False,
-        "The group member needs to have a valid member id before actually entering a consumer group.")
-    GROUP_MAX_SIZE_REACHED = ErrorCode(81, "GROUP_MAX_SIZE_REACHED", False,
-                                       "The consumer group has reached its max size.")
+        "A new member must rejoin with the member id it was just given (KIP-394).")
+    GROUP_MAX_SIZE_REACHED = ErrorCode(
+        81, "GROUP_MAX_SIZE_REACHED", False,
+        "The group already has group.max.size members.")
     FENCED_INSTANCE_ID = ErrorCode(
         82, "FENCED_INSTANCE_ID", False,
-        "The broker rejected this static consumer since another consumer with the same group.instance.id "
-        "has registered with a different member.id.")
-    GROUP_SUBSCRIBED_TO_TOPIC = ErrorCode(86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
-                                          "The consumer group is actively subscribed to the topic.")
+        "Another member now holds this group.instance.id; this member id is fenced (KIP-345).")
+    GROUP_SUBSCRIBED_TO_TOPIC = ErrorCode(
+        86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
+        "The group still consumes this topic, so its offsets cannot be deleted.")
 
 
 def _collect() -> Mapping[int, ErrorCode]:

@@ -11,9 +11,6 @@ from typing import ClassVar
 
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
 
-# Not (yet) in groupcoord.protocol.errors.Errors; same number and name as Kafka's.
-REQUEST_TIMED_OUT = ErrorCode(7, "REQUEST_TIMED_OUT", True, "The request timed out.")
-
 
 class TopicError(ProtocolError):
     """Base class: a topic request was refused with the Kafka error ``kafka_error``."""
@@ -48,7 +45,7 @@ class OffsetOutOfRangeError(TopicError):
 class RequestTimedOutError(TopicError):
     """A conditional commit kept losing to concurrent writers until its deadline passed."""
 
-    kafka_error = REQUEST_TIMED_OUT
+    kafka_error = Errors.REQUEST_TIMED_OUT
 
 
 class InvalidTopicError(TopicError):

@@ -22,9 +22,6 @@ from groupcoord.server.topic_data import TopicReader
 from groupcoord.topics.errors import TopicError
 from groupcoord.topics.topic_log import PartitionOffsets
 
-# Not among groupcoord.protocol.errors (the core never needs it): Kafka's code for an unknown fetch session.
-FETCH_SESSION_ID_NOT_FOUND = ErrorCode(70, "FETCH_SESSION_ID_NOT_FOUND", True,
-                                       "The fetch session ID was not found.")
 _NO_SESSION = 0
 _MAGIC_V2 = 2
 _NO_COMPRESSION = 0
@@ -53,7 +50,7 @@ class FetchAdapter:
         """Return data as soon as there is any (or ``min_bytes`` of it), an error, or the wait is over."""
         body = ctx.body
         if ctx.api_version >= 7 and body.session_id != _NO_SESSION:
-            return ctx.response(throttle_time_ms=0, error_code=FETCH_SESSION_ID_NOT_FOUND.code,
+            return ctx.response(throttle_time_ms=0, error_code=Errors.FETCH_SESSION_ID_NOT_FOUND.code,
                                 session_id=_NO_SESSION, responses=[])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
