@@ -110,3 +110,23 @@ REGISTRY.define("member.auto.commit.interval.ms", int, 5000,
                 maximum=INT32_MAX)
 REGISTRY.define("member.client.id", str, "groupcoord-member",
                 "Client id members send in request headers (the coordinator prefixes member ids with it).")
+
+# --- Streaming ingestion job (jobs/streaming_ingest.py) ---------------------------------------------------------------
+REGISTRY.define("group.id", str, None, "Consumer group the ingestion job's members join (--group).")
+REGISTRY.define("topics", str, None, "Comma-separated topics the ingestion job consumes (--topics); or use pattern.")
+REGISTRY.define("pattern", str, None, "Regular expression of topics the ingestion job consumes (--pattern).")
+REGISTRY.define("source", str, "embedded",
+                "Where records come from: 'embedded' (the state root's topic log) or kafka://HOST:PORT[,HOST:PORT].")
+REGISTRY.define("sink", str, None, "Path of the Delta table the ingestion job appends records to (--sink).")
+REGISTRY.define("members", int, 2, "How many executor tasks join the group as members (--members).", minimum=1,
+                maximum=10000)
+REGISTRY.define("available.now", bool, False,
+                "Consume up to the log-end offsets seen at start, commit, leave the group and exit (--available-now).")
+REGISTRY.define("auto.offset.reset", str, "earliest",
+                "Where a partition with no committed offset and no sink transaction starts.",
+                choices=("earliest", "latest"))
+REGISTRY.define("max.records.per.batch", int, 10000,
+                "Most records a member reads from one partition for one sink commit.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("source.metadata.refresh.ms", int, 30000,
+                "How often the driver copies a Kafka source's partition counts into the topic catalog (they only "
+                "grow).", minimum=1, maximum=INT32_MAX)
