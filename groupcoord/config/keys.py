@@ -130,3 +130,17 @@ REGISTRY.define("max.records.per.batch", int, 10000,
 REGISTRY.define("source.metadata.refresh.ms", int, 30000,
                 "How often the driver copies a Kafka source's partition counts into the topic catalog (they only "
                 "grow).", minimum=1, maximum=INT32_MAX)
+
+# --- Admin CLI and offset checkpoint job (groupcoord groups, jobs/offset_checkpoint.py) -------------------------------
+REGISTRY.define("admin.lease.wait.ms", int, 30000,
+                "How long an admin write (groups reset-offsets --execute, delete, delete-offsets) waits to become the "
+                "lease holder itself when no coordinator holds the lease.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("admin.request.timeout.ms", int, 30000,
+                "How long an admin write waits for the coordinator's answer.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("checkpoint.window", int, 10,
+                "How many of the latest checkpoint runs the lag status rules (Burrow's) look at.", minimum=2,
+                maximum=10000)
+REGISTRY.define("checkpoint.table", str, None,
+                "Path of the offset_checkpoints Delta table; defaults to <state root>/offset_checkpoints.")
+REGISTRY.define("checkpoint.prometheus.file", str, None,
+                "Where the checkpoint job writes its Prometheus textfile (kafka_exporter metric names); unset: none.")
