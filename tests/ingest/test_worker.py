@@ -1,0 +1,142 @@
+"""The per-member work loop driven by hand: real members on a real coordinator, the embedded log, a Delta sink.
+
+Each member runs ``work(member, member.poll())`` in its own thread, as a Spark member task would.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafka.structs import TopicPartition
+
+from groupcoord.ingest.check import check_exactly_once, embedded_rows
+from groupcoord.ingest.demo_data import create_demo_topic
+from groupcoord.ingest.sink import DeltaSink
+from groupcoord.ingest.sources import SourceSpec
+from groupcoord.ingest.worker import IngestPlan, IngestWork, MemberIngest
+from groupcoord.member import GroupMember
+from groupcoord.topics import TopicLog
+from tests.member.conftest import Coordinator, poll_until
+
+PARTITIONS = 6
+RECORDS = 6000
+
+
+class Killed(Exception):
+    """The member task died (raised where a real task would be killed)."""
+
+
+def plan_for(stack: Coordinator, sink: Path, **options: Any) -> IngestPlan:
+    """An available-now plan over topic ``events`` of the coordinator's state root."""
+    ends = TopicLog(stack.root, "events").end_offsets()
+    settings: dict[str, Any] = {"max_records_per_batch": 400, "idle_ms": 20, "done_check_ms": 50,
+                                "targets": {("events", p): end for p, end in ends.items()}, **options}
+    return IngestPlan(group_id="ingest", source=SourceSpec(str(stack.root.path)), sink=str(sink), **settings)
+
+
+def run_member(member: GroupMember, work: Callable[[GroupMember, Any], bool], errors: list[BaseException]) -> None:
+    """The member task loop: poll, work, until work says leave; then close (LeaveGroup)."""
+    try:
+        while work(member, member.poll(timeout_ms=200)):
+            pass
+        member.close()
+    except Killed:
+        member._stop.set()  # the process is gone: no heartbeats, no LeaveGroup
+    except BaseException as exc:
+        errors.append(exc)
+
+
+def run_all(works: list[tuple[GroupMember, Callable[[GroupMember, Any], bool]]], timeout_s: float = 60) -> None:
+    """Run every member loop in its own thread until all finish."""
+    errors: list[BaseException] = []
+    threads = [threading.Thread(target=run_member, args=(m, w, errors), daemon=True) for m, w in works]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout_s)
+    assert not any(t.is_alive() for t in threads), "a member loop did not finish"
+    if errors:
+        raise errors[0]
+
+
+def assert_exactly_once_and_committed(stack: Coordinator, sink: Path, member: GroupMember) -> None:
+    """The sink holds every record once, and the group's committed offsets equal the sink's transaction versions."""
+    result = check_exactly_once(DeltaSink(sink, "ingest").read_all(), embedded_rows(stack.root, ["events"]))
+    assert result.ok, result.summary()
+    assert result.found == RECORDS
+    tps = [TopicPartition("events", p) for p in range(PARTITIONS)]
+    committed = {tp: meta.offset if meta else None for tp, meta in member.committed(tps).items()}
+    assert committed == DeltaSink(sink, "ingest").versions(tps)
+    assert set(committed.values()) == {RECORDS // PARTITIONS}
+
+
+def test_three_members_ingest_every_record_once_and_leave_when_the_group_is_done(
+        coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], tmp_path: Path) -> None:
+    stack = coordinator({})
+    create_demo_topic(stack.root, "events", partitions=PARTITIONS, records=RECORDS)
+    plan = plan_for(stack, tmp_path / "sink")
+    group = [members("ingest", topics=["events"], state_root=stack.root.path, group_instance_id=f"t-{i}")
+             for i in range(3)]
+    works = [IngestWork(plan) for _ in group]
+    run_all(list(zip(group, works, strict=True)))
+    assert sum(w.state.records for w in works if w.state) == RECORDS
+    assert_exactly_once_and_committed(stack, tmp_path / "sink", members("ingest", topics=["events"],
+                                                                        state_root=stack.root.path))
+
+
+def test_a_member_leaving_mid_run_hands_its_partitions_over_without_loss_or_duplicates(
+        coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], tmp_path: Path) -> None:
+    from groupcoord.ingest.worker import LeaveAfter
+
+    stack = coordinator({})
+    create_demo_topic(stack.root, "events", partitions=PARTITIONS, records=RECORDS)
+    plan = plan_for(stack, tmp_path / "sink", leave_after=LeaveAfter(member_index=0, records=800))
+    group = [members("ingest", topics=["events"], state_root=stack.root.path, group_instance_id=f"t-{i}")
+             for i in range(2)]
+    poll_until(group, lambda: all(m.assignment() for m in group))  # both members own partitions first
+    works = [IngestWork(plan) for _ in group]
+    run_all(list(zip(group, works, strict=True)))
+    leaver, stayer = (w.state for w in works)
+    assert leaver is not None and stayer is not None
+    assert 800 <= leaver.records < RECORDS
+    assert stayer.rebalances >= 1
+    assert_exactly_once_and_committed(stack, tmp_path / "sink", members("ingest", topics=["events"],
+                                                                        state_root=stack.root.path))
+
+
+class DiesAfterSinkCommit(MemberIngest):
+    """Dies between its first sink append and the offset commit that should follow it."""
+
+    def _commit(self, offsets: Any) -> bool:
+        if self.batches >= 1:
+            raise Killed()
+        return super()._commit(offsets)
+
+
+class DyingWork(IngestWork):
+    """Work whose member state dies after its first sink commit."""
+
+    def __call__(self, member: GroupMember, assignment: Any) -> bool:
+        if self._state is None:
+            self._state = DiesAfterSinkCommit(self.plan, member)
+        return super().__call__(member, assignment)
+
+
+def test_a_member_killed_between_sink_and_offset_commit_leaves_the_sink_ahead_and_the_next_owner_catches_up(
+        coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], tmp_path: Path) -> None:
+    stack = coordinator({})
+    create_demo_topic(stack.root, "events", partitions=PARTITIONS, records=RECORDS)
+    plan = plan_for(stack, tmp_path / "sink")
+    victim = members("ingest", topics=["events"], state_root=stack.root.path, group_instance_id="t-0")
+    run_all([(victim, DyingWork(plan))])
+    sink = DeltaSink(tmp_path / "sink", "ingest")
+    ahead = {tp: v for tp, v in sink.versions(TopicPartition("events", p) for p in range(PARTITIONS)).items() if v}
+    assert ahead, "the victim wrote one batch to the sink"
+    assert all(meta is None for meta in victim.committed(ahead).values()), "but committed nothing"
+    survivor = members("ingest", topics=["events"], state_root=stack.root.path, group_instance_id="t-1")
+    run_all([(survivor, IngestWork(plan))])
+    assert_exactly_once_and_committed(stack, tmp_path / "sink", members("ingest", topics=["events"],
+                                                                        state_root=stack.root.path))
