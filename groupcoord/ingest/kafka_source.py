@@ -29,7 +29,7 @@ FETCH_WAIT_MS = 200
 def _consumer(servers: Sequence[str], client_id: str) -> KafkaConsumer:
     return KafkaConsumer(bootstrap_servers=list(servers), client_id=client_id, group_id=None,
                          enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=FETCH_WAIT_MS,
-                         request_timeout_ms=30000, api_version_auto_timeout_ms=10000)
+                         request_timeout_ms=30000)
 
 
 class KafkaReader:
