@@ -1,0 +1,59 @@
+"""Deterministic fault simulation of the coordinator core (issue 7): seeded schedules of member, clock, topic and
+coordinator-crash events, simulated eager and cooperative members, six invariants checked after every step, and a
+shrinker that turns a failure into a short, replayable schedule."""
+
+from __future__ import annotations
+
+from groupcoord.sim.events import (
+    Commit,
+    Crash,
+    Event,
+    Grow,
+    Join,
+    Jump,
+    Leave,
+    Pause,
+    Resume,
+    Schedule,
+    Snapshot,
+    Subscribe,
+    Tick,
+)
+from groupcoord.sim.generator import generate
+from groupcoord.sim.invariants import InvariantViolation
+from groupcoord.sim.runner import (
+    Outcome,
+    Summary,
+    assert_schedule_passes,
+    failure_report,
+    run_schedule,
+    run_seeds,
+    shrink_failure,
+)
+from groupcoord.sim.shrink import shrink
+
+__all__ = [
+    "Commit",
+    "Crash",
+    "Event",
+    "Grow",
+    "InvariantViolation",
+    "Join",
+    "Jump",
+    "Leave",
+    "Outcome",
+    "Pause",
+    "Resume",
+    "Schedule",
+    "Snapshot",
+    "Subscribe",
+    "Summary",
+    "Tick",
+    "assert_schedule_passes",
+    "failure_report",
+    "generate",
+    "run_schedule",
+    "run_seeds",
+    "shrink",
+    "shrink_failure",
+]

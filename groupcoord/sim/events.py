@@ -1,0 +1,119 @@
+"""The simulator's vocabulary: one frozen dataclass per event, and :class:`Schedule`, a replayable run.
+
+Events name members by a short label (``"m0"``). An event whose member is in the wrong state (a ``Leave`` of a
+member that never joined, a ``Resume`` of a member that is not paused) does nothing, so any sub-list of a
+schedule is itself a valid schedule: the shrinker relies on that. ``repr`` of a schedule is Python that rebuilds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+CrashPoint = Literal["idle", "before-commit", "after-commit"]
+"""Where a coordinator crash lands: between requests; after a batch was built but before it is durable (its
+records are lost and its responses never sent); or after it is durable but before any response is sent."""
+
+Mode = Literal["eager", "cooperative"]
+"""The members' rebalance protocol: eager revokes everything before rejoining; cooperative (KIP-429) keeps what
+it owns and revokes only what moves, in a follow-up rebalance."""
+
+
+@dataclass(frozen=True)
+class Join:
+    """A member process starts (or a departed one restarts afresh) and joins with a subscription to ``topics``."""
+
+    member: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Leave:
+    """The member closes: it commits, revokes and sends LeaveGroup. A paused member is killed silently instead."""
+
+    member: str
+
+
+@dataclass(frozen=True)
+class Pause:
+    """The member's process stops (a GC pause): no heartbeats, responses pile up unread."""
+
+    member: str
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A paused member runs again: it reads what piled up, then heartbeats."""
+
+    member: str
+
+
+@dataclass(frozen=True)
+class Subscribe:
+    """The member changes its subscription and rejoins."""
+
+    member: str
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Commit:
+    """An offset commit from the member: ``shift`` 0 commits its positions with its own generation; -1 and +1 send a
+    probe with the group's current generation minus or plus one, which the coordinator must reject."""
+
+    member: str
+    shift: int = 0
+
+
+@dataclass(frozen=True)
+class Grow:
+    """``topic`` grows to ``partitions`` partitions (never shrinks); the coordinator hears of it."""
+
+    topic: str
+    partitions: int
+
+
+@dataclass(frozen=True)
+class Crash:
+    """The coordinator process dies at ``point``; a new one loads the log (replay + ``on_loaded``)."""
+
+    point: CrashPoint = "idle"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The host writes a log snapshot of the hard state (later loads start from it)."""
+
+
+@dataclass(frozen=True)
+class Tick:
+    """``ms`` pass normally: members heartbeat, consume and commit on their intervals; timers fire on time."""
+
+    ms: int
+
+
+@dataclass(frozen=True)
+class Jump:
+    """The clock jumps ``ms`` ahead at once: the coordinator's timers fire before any member can act."""
+
+    ms: int
+
+
+Event = Join | Leave | Pause | Resume | Subscribe | Commit | Grow | Crash | Snapshot | Tick | Jump
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One simulated run: the members' protocol, the initial topics and the events, in order.
+
+    ``seed`` only records where the schedule came from; running it never draws random numbers.
+    """
+
+    seed: int
+    mode: Mode
+    topics: tuple[tuple[str, int], ...]
+    events: tuple[Event, ...]
+
+    def with_events(self, events: tuple[Event, ...]) -> Schedule:
+        """The same schedule with other events (for shrinking)."""
+        return Schedule(seed=self.seed, mode=self.mode, topics=self.topics, events=events)
