@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install groupcoord with its dev extras (once)
 
-run: install ## run the main job on the embedded defaults
-	$(PY) -m groupcoord demo
+run: install ## the pipeline under ./var: 12x100k-record topic -> streaming_ingest (spark-submit, 3 members, one leaves) -> describe, lag, exactly-once check
+	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline; rc=$$?; \
+	  echo "make run: $$(( $$(date +%s) - start ))s after install"; exit $$rc
 
 test: install ## run every test (all markers); "no tests collected" counts as a failure
 	@$(PY) -m pytest --durations=15; rc=$$?; \
