@@ -1,0 +1,138 @@
+"""The driver of the streaming ingestion job: plan the run, start the executor members, watch, shut down cleanly.
+
+:func:`run_ingest` is what ``jobs/streaming_ingest.py`` calls after parsing its flags:
+
+1. with a Kafka source, copy the cluster's partition counts into the catalog now and every
+   ``source.metadata.refresh.ms`` (:class:`~groupcoord.ingest.catalog_sync.CatalogSync`);
+2. with ``--available-now``, take the log-end offsets of every subscribed partition as the run's targets;
+3. run ``members`` executor tasks as group members through :func:`groupcoord.spark.members.run_members`, each
+   running :class:`~groupcoord.ingest.worker.IngestWork`;
+4. SIGTERM (or SIGINT) creates the run's stop file; each member sees it, commits and leaves, and the job exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import signal
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.config import ConfigError
+from groupcoord.ingest.catalog_sync import CatalogSync, topic_filter
+from groupcoord.ingest.config import IngestConfig
+from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
+from groupcoord.ingest.sink import DeltaSink
+from groupcoord.ingest.sources import SourceSpec
+from groupcoord.ingest.worker import IngestPlan, IngestWork, LeaveAfter, Targets
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("groupcoord.ingest")
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """How a run ended: the final progress sample, the targets (available-now) and what ``run_members`` returned."""
+
+    final: ProgressSample
+    targets: Targets | None
+    members: Any
+
+
+def subscribed_topics(catalog: TopicCatalog, config: IngestConfig) -> list[str]:
+    """The catalog's topics the run consumes; a listed topic missing from the catalog raises :class:`ConfigError`."""
+    counts = catalog.partition_counts()
+    if config.topics is not None:
+        missing = [t for t in config.topics if t not in counts]
+        if missing:
+            raise ConfigError(f"unknown topic(s) {', '.join(missing)} (not in the catalog of the state root)")
+        return list(config.topics)
+    wanted = topic_filter(None, config.pattern)
+    return sorted(t for t in counts if wanted(t))
+
+
+def available_now_targets(source: SourceSpec, catalog: TopicCatalog, topics: list[str]) -> Targets:
+    """The log-end offset of every partition of ``topics``, now."""
+    from kafka.structs import TopicPartition
+
+    counts = catalog.partition_counts()
+    partitions = [TopicPartition(t, p) for t in topics for p in range(counts.get(t, 0))]
+    reader = source.open_reader(client_id="groupcoord-ingest-targets")
+    try:
+        bounds = reader.bounds(partitions)
+    finally:
+        reader.close()
+    return {(tp.topic, tp.partition): bounds[tp].end for tp in partitions}
+
+
+@contextlib.contextmanager
+def stop_on_signal(stop_file: Path) -> Iterator[None]:
+    """While inside, SIGTERM and SIGINT create ``stop_file`` (the members' signal to commit and leave)."""
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        log.warning("received %s: members commit and leave", signal.Signals(signum).name)
+        stop_file.parent.mkdir(parents=True, exist_ok=True)
+        stop_file.touch()
+
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, demo_leave_after: int | None = None,
+               progress_interval_s: float = 2.0, tty: bool | None = None, **member_options: Any) -> IngestResult:
+    """Run the ingestion job until it is stopped (or, with ``available_now``, until it caught up); see the module."""
+    # Imported when run: groupcoord.spark.members starts Spark machinery (and is built alongside this module).
+    run_members = importlib.import_module("groupcoord.spark.members").run_members
+
+    catalog = TopicCatalog(root)
+    source = SourceSpec.parse(config.source, state_root=root)
+    wanted = topic_filter(config.topics, config.pattern)
+    sync: CatalogSync | None = None
+    if source.is_kafka:
+        from groupcoord.ingest.kafka_source import kafka_partition_counts
+
+        servers = source.bootstrap_servers
+        sync = CatalogSync(catalog, lambda: kafka_partition_counts(servers), wanted=wanted,
+                           interval_ms=config.metadata_refresh_ms).start()
+    try:
+        topics = subscribed_topics(catalog, config)
+        targets = available_now_targets(source, catalog, topics) if config.available_now else None
+        if targets is not None:
+            log.info("available-now: consuming up to %d records in %d partition(s)", sum(targets.values()),
+                     len(targets))
+        stop_file = root.path / "_groupcoord" / "ingest" / f"stop-{uuid.uuid4().hex}"
+        plan = IngestPlan(
+            group_id=config.group_id, source=source, sink=config.sink,
+            max_records_per_batch=config.max_records_per_batch, auto_offset_reset=config.auto_offset_reset,
+            targets=targets, stop_file=str(stop_file),
+            leave_after=LeaveAfter(member_index=0, records=demo_leave_after) if demo_leave_after else None,
+        )
+        sink = DeltaSink(config.sink, config.group_id)
+        sink.table()  # created once here, not raced by every member
+        monitor = ProgressMonitor(root, source, sink, config.group_id, wanted, interval_s=progress_interval_s,
+                                  tty=tty)
+        options: dict[str, Any] = {"state_root": str(root.path), **member_options}
+        if config.pattern is not None:
+            options.setdefault("pattern", config.pattern)
+        with stop_on_signal(stop_file), monitor:
+            result = run_members(spark, config.group_id, list(config.topics) if config.topics else None,
+                                 config.members, IngestWork(plan), **options)
+            final = monitor.stop()
+        stop_file.unlink(missing_ok=True)
+        log.info("ingestion of group %s finished: %s", config.group_id, final.line())
+        return IngestResult(final, targets, result)
+    finally:
+        if sync is not None:
+            sync.stop()
