@@ -36,6 +36,7 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Open (or create) the state root, then serve until signalled."""
     from groupcoord.host import CoordinatorHost, HostConfig
+    from groupcoord.host.coordinator_host import spark_assignment_runner
     from groupcoord.state_root import StateRoot, StateRootError
 
     config = config_from_args(args, listen=args.listen, advertised_listener=args.advertised_listener)
@@ -50,12 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"listening on {host} needs --advertised-listener (clients cannot connect to {host})")
     host_config = HostConfig.from_config(config)
 
-    runner = None
-    if not args.no_spark:
-        from groupcoord.spark.assignment import SparkAssignmentRunner
-        from groupcoord.topics import TopicCatalog
-
-        runner = SparkAssignmentRunner(TopicCatalog(root).partition_counts)
+    runner = None if args.no_spark else spark_assignment_runner(root)
 
     def ready(address: Any) -> None:
         sys.stdout.write(READY_LINE.format(host=address.host, port=address.port) + "\n")
@@ -67,15 +63,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(coordinator: Any) -> None:
+    from groupcoord.host.coordinator_host import run_until_stopped
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    task = asyncio.create_task(coordinator.run(stop))
-    stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    stopping.cancel()
-    try:
-        await asyncio.wait_for(asyncio.shield(task), STOP_DEADLINE_S)
-    except TimeoutError:
-        task.cancel()
+    await run_until_stopped(coordinator, stop, deadline_s=STOP_DEADLINE_S)

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groupcoord.config import Config
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
@@ -53,11 +53,39 @@ from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 from groupcoord.topics.watch import CatalogWatcher
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 log = logging.getLogger("groupcoord.host")
 
 AssignmentRunner = Callable[[Sequence[NeedsAssignment]], Awaitable[Sequence[CompleteAssignment]]]
 """Computes server-side assignments for every pending group in one call (a batched Spark job)."""
 
+
+def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = None) -> AssignmentRunner:
+    """The batched Spark assignment runner over ``root``'s topic catalog, on ``spark`` (or, lazily on the first
+    server-side assignment, the active or a new local SparkSession). Importing this module loads no Spark."""
+    from groupcoord.spark.assignment import SparkAssignmentRunner, local_session
+
+    catalog = TopicCatalog(root)
+    if spark is None:
+        return SparkAssignmentRunner(catalog.partition_counts, session=local_session)
+    session = spark
+    return SparkAssignmentRunner(catalog.partition_counts, session=lambda: session)
+
+
+async def run_until_stopped(host: CoordinatorHost, stop: asyncio.Event, *, deadline_s: float) -> None:
+    """Run ``host`` until ``stop`` is set (or it ends on its own), then give its step-down ``deadline_s`` seconds
+    to drain and release the lease before cancelling it."""
+    task = asyncio.create_task(host.run(stop))
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    try:
+        await asyncio.wait_for(asyncio.shield(task), deadline_s)
+    except TimeoutError:
+        task.cancel()
+        log.warning("the coordinator did not step down within %.1f s; cancelled", deadline_s)
 
 
 def pick_free_port(host: str) -> int:
@@ -333,16 +361,27 @@ class _Term:
         while True:
             await asyncio.sleep(self.config.lease.renew_interval_ms / 1000)
             try:
-                self.lease = await asyncio.to_thread(self.host._lease_table.renew, self.lease)
+                await self.update_lease(self.host._lease_table.renew)
                 renewals += 1
                 if renewals % 30 == 0:
-                    self.lease = await asyncio.to_thread(self.host._lease_table.maintain, self.lease)
+                    await self.update_lease(self.host._lease_table.maintain)
             except LeaseLostError as exc:
                 log.error("lost the lease: %s", exc)
                 self.depose()
                 return
             except StorageUnavailableError as exc:
                 log.warning("lease renewal failed (%s); serving until %s at most", exc, self.lease.serve_until)
+
+    async def update_lease(self, operation: Callable[[HeldLease], HeldLease]) -> None:
+        """Run a lease commit off the loop and keep the lease it returns, even when step-down cancels this task
+        meanwhile: the commit lands anyway, and the release must be committed on top of it."""
+        commit = asyncio.ensure_future(asyncio.to_thread(operation, self.lease))
+        try:
+            self.lease = await asyncio.shield(commit)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                self.lease = await commit
+            raise
 
     async def guard_lease(self) -> None:
         """Stop answering every group API before the lease could expire unrenewed."""

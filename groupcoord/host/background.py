@@ -1,0 +1,180 @@
+"""A coordinator running in a background thread of this process: for Spark drivers, tools and tests.
+
+:class:`BackgroundCoordinator` runs the same :class:`~groupcoord.host.CoordinatorHost` cycle as ``groupcoord serve``
+(standby -> lease -> load -> serve -> step down) on its own asyncio loop in a daemon thread::
+
+    with BackgroundCoordinator(root, config, spark=spark) as coordinator:   # start(30.0) on enter
+        print(coordinator.address)                                          # "127.0.0.1:40123"
+        ...                                                                 # members / tools talk to it
+    # stop(): pending requests get NOT_COORDINATOR, queued writes drain, the lease is released
+
+Interface (others build on it; keep it stable):
+
+- ``BackgroundCoordinator(root, config, *, spark=None, assignment=True, listen=None, holder_id=None)``:
+  ``root`` is a :class:`~groupcoord.state_root.StateRoot` (a path is opened, and created if missing); ``config``
+  the resolved :class:`~groupcoord.config.Config`. ``server-*`` groups are assigned by a
+  :class:`~groupcoord.spark.assignment.SparkAssignmentRunner` on ``spark``, or, when ``spark`` is ``None``, on the
+  active or a new local SparkSession started lazily at the first server-side assignment. ``assignment=False``
+  runs without Spark (``server-*`` protocols are refused with INCONSISTENT_GROUP_PROTOCOL, like
+  ``serve --no-spark``). ``listen`` (``HOST:PORT``, port 0 for a free one) overrides ``config["listen"]``.
+- ``start(timeout_s=30.0) -> str``: waits until this process holds the lease and serves; returns ``"HOST:PORT"``
+  (the advertised address). Raises :class:`CoordinatorStartError` (after stopping again) when the lease cannot be
+  taken in time (another live holder) or the host fails while starting.
+- ``address``: ``"HOST:PORT"`` while serving, else ``None``. ``serving``: True while this process is the holder.
+- ``stop(timeout_s=15.0)``: steps down (NOT_COORDINATOR to pending requests, drain, release the lease) and joins
+  the thread. Idempotent. ``__enter__`` starts, ``__exit__`` stops.
+
+If the lease is lost while running (storage trouble, a forced takeover) the host steps down and stands by again, as
+``serve`` does; ``address`` is ``None`` meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from groupcoord.config import Config
+from groupcoord.host.coordinator_host import (
+    AssignmentRunner,
+    CoordinatorHost,
+    HostConfig,
+    run_until_stopped,
+    spark_assignment_runner,
+)
+from groupcoord.server.api import BrokerAddress
+from groupcoord.state_root import StateRoot
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("groupcoord.host.background")
+
+STOP_DEADLINE_S = 10.0
+"""How long a stopping host may take to drain its writes and release the lease before it is cancelled."""
+
+
+class CoordinatorStartError(RuntimeError):
+    """The background coordinator could not start serving; the message says why in one line."""
+
+
+class BackgroundCoordinator:
+    """The coordinator of one state root, served from a daemon thread (see the module docstring)."""
+
+    def __init__(
+        self,
+        root: StateRoot | str | Path,
+        config: Config,
+        *,
+        spark: SparkSession | None = None,
+        assignment: bool = True,
+        listen: str | None = None,
+        holder_id: str | None = None,
+    ) -> None:
+        self.root = root if isinstance(root, StateRoot) else StateRoot.open(root, create=True)
+        if listen is not None:
+            config = config.with_values(listen=listen)
+        self.host_config = HostConfig.from_config(config, holder_id=holder_id)
+        runner: AssignmentRunner | None = spark_assignment_runner(self.root, spark=spark) if assignment else None
+        self.host = CoordinatorHost(self.root, self.host_config, assignment_runner=runner,
+                                    on_ready=self._on_ready, on_standby=self._on_standby)
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._address: str | None = None
+        self._standby_holder: str | None = None
+        self._failure: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- what callers read ----------------------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str | None:
+        """``HOST:PORT`` members and tools connect to while this process serves, else ``None``."""
+        with self._lock:
+            return self._address if self.host.serving.is_set() else None
+
+    @property
+    def serving(self) -> bool:
+        """True while this process holds the lease and answers group APIs."""
+        return self.address is not None
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    def start(self, timeout_s: float = 30.0) -> str:
+        """Start the thread and wait until this process serves; return the advertised ``HOST:PORT``."""
+        if self._thread is not None:
+            raise CoordinatorStartError("this BackgroundCoordinator was already started")
+        loop_ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(loop_ready,), daemon=True,
+                                        name=f"groupcoord-coordinator-{self.root.path.name}")
+        self._thread.start()
+        loop_ready.wait()
+        self._ready.wait(timeout_s)
+        address = self.address
+        if address is not None and self._failure is None:
+            return address
+        failure, holder = self._failure, self._standby_holder
+        self.stop()
+        if failure is not None:
+            raise CoordinatorStartError(
+                f"the coordinator of {self.root.path} failed while starting: {failure}") from failure
+        held = f"the lease is held by {holder}" if holder else "it did not finish loading"
+        raise CoordinatorStartError(
+            f"could not become the coordinator of {self.root.path} within {timeout_s:g} s: {held}")
+
+    def stop(self, timeout_s: float = STOP_DEADLINE_S + 5.0) -> None:
+        """Step down (NOT_COORDINATOR, drain, release the lease) and join the thread. Safe to call twice."""
+        thread = self._thread
+        if thread is None:
+            return
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            # The loop may close between the check and the call: the thread is ending anyway.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout_s)
+        if thread.is_alive():
+            log.warning("the background coordinator of %s did not stop within %.1f s", self.root.path, timeout_s)
+        with self._lock:
+            self._address = None
+
+    def __enter__(self) -> BackgroundCoordinator:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # --- the thread -----------------------------------------------------------------------------------------------
+
+    def _run(self, loop_ready: threading.Event) -> None:
+        async def main() -> None:
+            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+            loop_ready.set()
+            await run_until_stopped(self.host, self._stop, deadline_s=STOP_DEADLINE_S)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # reported to start(); the thread must not die silently
+            log.exception("the background coordinator of %s failed", self.root.path)
+            self._failure = exc
+        finally:
+            loop_ready.set()
+            self._ready.set()  # wake a waiting start(): it sees the failure (or a stop)
+
+    def _on_ready(self, bound: BrokerAddress) -> None:
+        with self._lock:
+            self._address = self.host_config.advertised
+        log.info("background coordinator of %s serving at %s (bound %s:%d)", self.root.path, self._address,
+                 bound.host, bound.port)
+        self._ready.set()
+
+    def _on_standby(self, holder: str) -> None:
+        self._standby_holder = holder

@@ -1,0 +1,109 @@
+"""BackgroundCoordinator: a coordinator host in a daemon thread, as the driver, the CLI and tests run it."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+from kafka.structs import TopicPartition
+
+from groupcoord.config import Config
+from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
+from groupcoord.log.lease import current_holder
+from groupcoord.member import GroupMember, MemberOptions
+from groupcoord.state_root import StateRoot
+from tests.spark_members.conftest import PARTITIONS, TOPIC
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+OPTIONS = MemberOptions(retry_backoff_ms=20, retry_backoff_max_ms=200, request_timeout_ms=5000)
+
+
+def _member(root: StateRoot, *, assignors: tuple[str, ...]) -> GroupMember:
+    return GroupMember("g", topics=[TOPIC], state_root=root.path, session_timeout_ms=3000,
+                       heartbeat_interval_ms=200, rebalance_timeout_ms=5000, assignors=assignors, options=OPTIONS)
+
+
+def test_start_serves_the_lease_address_and_stop_releases_the_lease(root: StateRoot, fast_config: Config) -> None:
+    coordinator = BackgroundCoordinator(root, fast_config, assignment=False)
+    address = coordinator.start(timeout_s=30)
+    try:
+        lease = current_holder(root)
+        assert lease is not None and lease.live and lease.address == address
+        assert coordinator.serving and coordinator.address == address
+        member = _member(root, assignors=("range",))
+        try:
+            assert member.poll(10_000) == {TopicPartition(TOPIC, p) for p in range(PARTITIONS)}
+            member.commit_sync({TopicPartition(TOPIC, 0): 42})
+            assert member.committed([TopicPartition(TOPIC, 0)])[TopicPartition(TOPIC, 0)].offset == 42
+        finally:
+            member.close()
+    finally:
+        coordinator.stop()
+    released = current_holder(root)
+    assert released is not None and not released.live
+    assert coordinator.address is None and not coordinator.serving
+    coordinator.stop()  # a second stop is harmless
+
+
+def test_committed_offsets_survive_a_second_background_coordinator(root: StateRoot, fast_config: Config) -> None:
+    with BackgroundCoordinator(root, fast_config, assignment=False):
+        member = _member(root, assignors=("range",))
+        member.poll(10_000)
+        member.commit_sync({TopicPartition(TOPIC, 3): 7})
+        member.close()
+    with BackgroundCoordinator(root, fast_config, assignment=False):
+        reader = _member(root, assignors=("range",))
+        try:
+            assert reader.committed([TopicPartition(TOPIC, 3)])[TopicPartition(TOPIC, 3)].offset == 7
+        finally:
+            reader.close()
+
+
+def test_start_fails_clearly_while_another_process_holds_the_lease(root: StateRoot, fast_config: Config) -> None:
+    with BackgroundCoordinator(root, fast_config, assignment=False, holder_id="first") as first:
+        second = BackgroundCoordinator(root, fast_config, assignment=False, holder_id="second")
+        started = time.monotonic()
+        with pytest.raises(CoordinatorStartError, match=r"within 1 s: the lease is held by first at "):
+            second.start(timeout_s=1)
+        assert time.monotonic() - started < 5
+        assert second.address is None
+        lease = current_holder(root)
+        assert lease is not None and lease.holder == "first" and lease.address == first.address
+
+
+@pytest.mark.spark
+def test_server_side_groups_are_assigned_on_the_given_spark_session(
+    root: StateRoot, fast_config: Config, spark: SparkSession
+) -> None:
+    with BackgroundCoordinator(root, fast_config, spark=spark):
+        members = [_member(root, assignors=("server-cooperative-sticky",)) for _ in range(2)]
+        try:
+            deadline = time.monotonic() + 60
+            owned: list[frozenset[TopicPartition]] = []
+            while time.monotonic() < deadline:
+                owned = [m.poll(200) for m in members]
+                if sorted(len(o) for o in owned) == [3, 3] and len(owned[0] | owned[1]) == PARTITIONS:
+                    break
+            assert sorted(len(o) for o in owned) == [3, 3]
+            assert owned[0] | owned[1] == {TopicPartition(TOPIC, p) for p in range(PARTITIONS)}
+            assert {m.generation.protocol for m in members} == {"server-cooperative-sticky"}
+        finally:
+            for member in members:
+                member.close()
+
+
+def test_listen_overrides_the_configured_address(root: StateRoot, fast_config: Config) -> None:
+    coordinator = BackgroundCoordinator(root, fast_config.with_values(listen="127.0.0.1:9"), assignment=False,
+                                        listen="127.0.0.1:0")
+    with coordinator:
+        host, _, port = (coordinator.address or "").rpartition(":")
+        assert host == "127.0.0.1" and int(port) not in (0, 9)
+
+
+def test_starting_twice_is_refused(root: StateRoot, fast_config: Config) -> None:
+    with BackgroundCoordinator(root, fast_config, assignment=False) as coordinator, \
+            pytest.raises(CoordinatorStartError, match="already started"):
+        coordinator.start()
