@@ -151,7 +151,44 @@ def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SU
         body = request_class.decode(payload[stream.tell() :], version=api_version)
     except Exception as exc:
         raise MalformedRequest(header, repr(exc)) from None
+    null_field = _first_null_field(request_class._struct, body, api_version)
+    if null_field is not None:
+        raise MalformedRequest(header, f"null {null_field} (the field is not nullable at this version)")
     return DecodedRequest(header, body)
+
+
+def _length_prefixed(field: Any) -> bool:
+    """Whether null is a length of -1 on the wire for ``field`` (strings, bytes, arrays, structs)."""
+    return bool(field.is_array() or field.is_struct() or field.type_str in ("string", "bytes", "records"))
+
+
+def _first_null_field(struct: Any, value: Any, version: int, path: str = "") -> str | None:
+    """The first field of ``value`` that decoded as null although its schema does not allow null at ``version``.
+
+    kafka-python decodes a -1 length as ``None`` whatever the schema says; Kafka refuses such a request, and the
+    adapters rely on non-nullable arrays, strings and bytes being present, so the decoder refuses it too.
+    """
+    for name, field in struct.fields.items():
+        if not field.for_version_q(version) or field.tagged_field_q(version):
+            continue
+        item = getattr(value, name, None)
+        where = f"{path}{name}"
+        if item is None:
+            if field.nullable_for_version_q(version) or not _length_prefixed(field):
+                continue  # e.g. an all-zero uuid also decodes as None
+            return where
+        if field.is_struct_array():
+            for element in item:
+                found = _first_null_field(field, element, version, f"{where}[].")
+                if found is not None:
+                    return found
+        elif field.is_struct():
+            found = _first_null_field(field, item, version, f"{where}.")
+            if found is not None:
+                return found
+        elif field.is_array() and any(element is None for element in item):
+            return f"{where}[]"
+    return None
 
 
 def response_class(api_key: ApiKey) -> Any:

@@ -1,0 +1,282 @@
+"""The wire fuzzing target: the endpoint's framing, request decoder and dispatcher over a real core, in-process.
+
+A :class:`FuzzTarget` treats each input as the bytes one client sent on a fresh connection and processes them the
+way the endpoint does (``read_frame`` -> ``decode_request`` -> the API's adapter -> ``encode_response``), with no
+socket in between so that a million inputs take minutes. The adapters run on a private event loop whose default
+executor runs calls inline, so the adapters' ``asyncio.to_thread`` reads complete within a few loop iterations.
+
+Behind the dispatcher sits a real :class:`~groupcoord.coordinator.GroupCoordinator` persisting into an in-memory
+record log, and an in-memory topic log for ListOffsets and Fetch. Every input is checked against the promises of
+issue 7:
+
+- nothing but a typed rejection (:class:`~groupcoord.server.codec.RequestRejected`) escapes framing or decoding,
+  and a rejection means the connection is closed;
+- an adapter never raises (the endpoint would mask that as UNKNOWN_SERVER_ERROR, which the fuzzer counts as a bug);
+- every response encodes, and decodes back with the right correlation id;
+- a rejected request, or one answered with an error everywhere, appends nothing to the record log.
+
+A breach raises :class:`FuzzFailure`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import io
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
+from groupcoord.log.memory import InMemoryRecordLog
+from groupcoord.server.adapters.api_versions import unsupported_version_response
+from groupcoord.server.api import BrokerAddress, RequestContext
+from groupcoord.server.codec import (
+    DecodedRequest,
+    RequestRejected,
+    UnsupportedApi,
+    decode_request,
+    encode_response,
+    response_class,
+)
+from groupcoord.server.coordinator_service import CoordinatorService
+from groupcoord.server.dispatcher import build_dispatcher, served_ranges
+from groupcoord.server.framing import read_frame
+from groupcoord.server.persist import log_persister
+from groupcoord.server.versions import ApiKey
+from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from groupcoord.topics.topic_log import PartitionOffsets, TopicRecord
+
+MAX_REQUEST_BYTES = 64 * 1024
+"""``socket.request.max.bytes`` of the target: small, so that oversized frames are easy to produce."""
+
+TOPICS = {"t1": 3, "events": 2}
+"""The topics Metadata, ListOffsets and Fetch know; each partition holds :data:`RECORDS_PER_PARTITION` records."""
+
+RECORDS_PER_PARTITION = 5
+_SPINS = 25  # loop iterations an answer may take before its request counts as parked (waiting for other members)
+_CLOCK_STEP_MS = 37  # manual clock advance per input: session and rebalance timers do expire during a long run
+
+
+class FuzzFailure(AssertionError):
+    """The target broke one of its promises for ``data``."""
+
+    def __init__(self, message: str, data: bytes) -> None:
+        super().__init__(f"{message} (input {len(data)} bytes: {data[:64].hex()}{'...' if len(data) > 64 else ''})")
+        self.data = data
+
+
+@dataclass(frozen=True)
+class FeedResult:
+    """What one input did: responses written, whether the connection was closed and why, requests left parked."""
+
+    answered: int
+    closed: bool
+    reason: str
+    parked: int
+    records_written: int
+
+
+class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
+    """Runs submitted calls at once on the calling thread (asyncio insists on a ThreadPoolExecutor subclass)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+class MemoryTopics:
+    """A small read-only topic log in memory: a ``TopicSource`` and ``TopicReader`` without Delta reads."""
+
+    def __init__(self, partition_counts: Mapping[str, int], records_per_partition: int) -> None:
+        self._counts = dict(partition_counts)
+        self._records = records_per_partition
+        self._timestamp = datetime(2024, 1, 1, tzinfo=UTC)
+
+    def partition_counts(self) -> Mapping[str, int]:
+        """Every topic and its partition count."""
+        return dict(self._counts)
+
+    def offsets(self, topic: str) -> Mapping[int, PartitionOffsets]:
+        """Every partition holds offsets 0 .. records_per_partition - 1."""
+        if topic not in self._counts:
+            raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
+        return {p: PartitionOffsets(0, self._records) for p in range(self._counts[topic])}
+
+    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> list[TopicRecord]:
+        """The records from ``from_offset`` on."""
+        if partition not in self.offsets(topic):
+            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+        if not 0 <= from_offset <= self._records:
+            raise OffsetOutOfRangeError(f"offset {from_offset} outside 0..{self._records}")
+        end = min(self._records, from_offset + max(max_records, 0))
+        return [TopicRecord(partition, o, self._timestamp, b"k%d" % o, b"v%d" % o) for o in range(from_offset, end)]
+
+
+def error_codes(response: Any) -> list[int]:
+    """Every ``error_code`` anywhere in a kafka-python response object."""
+    found: list[int] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "error_code" and isinstance(value, int):
+                    found.append(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(response.to_dict())
+    return found
+
+
+class FuzzTarget:
+    """Framing, decoder and dispatcher over a real core and an in-memory log; :meth:`feed` one input at a time."""
+
+    def __init__(self, *, max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
+        self.max_request_bytes = max_request_bytes
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_default_executor(_InlineExecutor(max_workers=1))
+        self.log = InMemoryRecordLog()
+        self.now_ms = 1_700_000_000_000
+        self.core = GroupCoordinator(CoordinatorConfig(initial_rebalance_delay_ms=0))
+        self.service = CoordinatorService(self.core, persist=log_persister(self.log), clock=lambda: self.now_ms)
+        topics = MemoryTopics(TOPICS, RECORDS_PER_PARTITION)
+        self.dispatcher = build_dispatcher(topics=topics, service=self.service, topic_reader=topics)
+        self.ranges = served_ranges(self.dispatcher)
+        self.broker = BrokerAddress("127.0.0.1", 9092)
+        self.inputs = 0
+
+    def close(self) -> None:
+        """Cancel whatever is still parked and close the loop."""
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.wait(pending))
+        self.loop.close()
+
+    def feed(self, data: bytes) -> FeedResult:
+        """Process ``data`` as everything one client sent on a new connection; raises :class:`FuzzFailure`."""
+        return self.loop.run_until_complete(self.feed_async(data))
+
+    def feed_payload(self, payload: bytes) -> FeedResult:
+        """Process one request payload (everything after the size prefix) in a correctly sized frame."""
+        return self.feed(len(payload).to_bytes(4, "big") + payload)
+
+    async def feed_async(self, data: bytes) -> FeedResult:
+        """:meth:`feed` on the running loop."""
+        self.inputs += 1
+        self.now_ms += _CLOCK_STEP_MS
+        # Fire due timers first: the core fires them on every request too, and their records are not the input's.
+        self.service.apply(self.core.advance(self.now_ms))
+        await _settle()
+        reader = asyncio.StreamReader()
+        reader.feed_data(data)
+        reader.feed_eof()
+        answered = written = 0
+        while True:
+            before = self.log.version()
+            try:
+                payload = await read_frame(reader, max_bytes=self.max_request_bytes)
+                if payload is None:
+                    return FeedResult(answered, False, "end of stream", 0, written)
+                outcome = await self._answer(payload, data)
+            except RequestRejected as exc:
+                await _settle()
+                if self.log.version() != before:
+                    raise FuzzFailure(f"a rejected frame wrote to the record log ({exc})", data) from None
+                return FeedResult(answered, True, type(exc).__name__, 0, written)
+            if outcome is None:
+                return FeedResult(answered, False, "parked", 1, written)
+            await _settle()
+            wrote = self.log.version() - before
+            codes = error_codes(outcome)
+            if wrote and codes and all(codes):
+                raise FuzzFailure(f"a request answered only with errors {sorted(set(codes))} wrote {wrote} "
+                                  "record batch(es)", data)
+            answered += 1
+            written += wrote
+
+    async def _answer(self, payload: bytes, data: bytes) -> Any:
+        """The decoded response to one payload, ``None`` if it is parked; raises RequestRejected to close."""
+        try:
+            request = decode_request(payload, ranges=self.ranges)
+        except UnsupportedApi as exc:
+            if exc.header.api_key != ApiKey.API_VERSIONS:
+                raise
+            response = unsupported_version_response(self.ranges)
+            return self._round_trip(response, ApiKey.API_VERSIONS, exc.header.correlation_id, data)
+        except RequestRejected:
+            raise
+        except Exception as exc:
+            raise FuzzFailure(f"decoding raised {exc!r} instead of a typed rejection", data) from exc
+        handler = self.dispatcher[request.api_key]
+        ctx = RequestContext(request, self.broker, "/127.0.0.1")
+        task = asyncio.ensure_future(handler.handle(ctx))
+        for _ in range(_SPINS):
+            if task.done():
+                break
+            await asyncio.sleep(0)
+        if not task.done():
+            task.cancel()  # a JoinGroup waiting for the group, a Fetch long poll: the endpoint would wait too
+            await asyncio.wait({task})
+            return None
+        if task.exception() is not None:
+            raise FuzzFailure(f"the {request.api_key.name} v{request.api_version} adapter raised "
+                              f"{task.exception()!r}", data)
+        return self._round_trip(task.result(), request.api_key, request.header.correlation_id, data, request)
+
+    def _round_trip(self, response: Any, api_key: ApiKey, correlation_id: int, data: bytes,
+                    request: DecodedRequest | None = None) -> Any:
+        where = f"{api_key.name} v{request.api_version}" if request else api_key.name
+        try:
+            frame = encode_response(response, correlation_id=correlation_id)
+        except Exception as exc:
+            raise FuzzFailure(f"the {where} response does not encode: {exc!r}", data) from exc
+        size = int.from_bytes(frame[:4], "big")
+        if size != len(frame) - 4:
+            raise FuzzFailure(f"the {where} response frame announces {size} bytes, carries {len(frame) - 4}", data)
+        try:
+            decoded = response_class(api_key).decode(io.BytesIO(frame[4:]), version=response.version, header=True)
+        except Exception as exc:
+            raise FuzzFailure(f"the {where} response does not decode back: {exc!r}", data) from exc
+        if decoded.header.correlation_id != correlation_id:
+            raise FuzzFailure(f"the {where} response carries correlation id {decoded.header.correlation_id}, "
+                              f"not {correlation_id}", data)
+        return response
+
+
+async def _settle() -> None:
+    """Let persist tasks and releases scheduled by the last step run."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+def iterate(target: FuzzTarget, inputs: Iterator[bytes]) -> Iterator[FeedResult | FuzzFailure]:
+    """Feed every input on one loop run per chunk; yields each result or failure (the run goes on)."""
+    chunk: list[bytes] = []
+
+    async def run(batch: list[bytes]) -> list[FeedResult | FuzzFailure]:
+        results: list[FeedResult | FuzzFailure] = []
+        for data in batch:
+            try:
+                results.append(await target.feed_async(data))
+            except FuzzFailure as failure:
+                results.append(failure)
+        return results
+
+    for data in inputs:
+        chunk.append(data)
+        if len(chunk) == 1000:
+            yield from target.loop.run_until_complete(run(chunk))
+            chunk = []
+    if chunk:
+        yield from target.loop.run_until_complete(run(chunk))
