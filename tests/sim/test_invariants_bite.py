@@ -1,0 +1,113 @@
+"""Every invariant can fail: each test breaks one thing on purpose (in the coordinator, the log or the simulated
+leader) and checks that the simulator reports exactly that invariant, with a short replayable schedule."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+import groupcoord.sim as sim
+from groupcoord.coordinator import hard_state, offsets
+from groupcoord.coordinator.records import OffsetCommitRecord
+from groupcoord.group.group import ClassicGroup
+from groupcoord.group.metadata import GroupMetadataValue
+from groupcoord.log.base import LoadedLog
+from groupcoord.log.memory import InMemoryRecordLog
+from groupcoord.sim import Commit, Crash, Join, Pause, Resume, Schedule, Tick, run_schedule
+from groupcoord.sim import member as sim_member
+from groupcoord.sim.assignor import MemberSubscription, TopicPartition, assign
+
+TWO_MEMBERS = (Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(8000), Tick(8000))
+
+
+def _schedule(*events: sim.Event, mode: sim.events.Mode = "eager") -> Schedule:
+    return Schedule(seed=0, mode=mode, topics=(("t0", 4),), events=events)
+
+
+def test_accepting_commits_of_any_generation_breaks_invariant_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A coordinator that forgets the generation check: a seeded run finds it, the shrinker cuts the schedule down,
+    and the printed schedule replays the failure."""
+    monkeypatch.setattr(offsets, "throw_if_illegal_generation", lambda group, generation: None)
+    failing = next(o for o in (run_schedule(sim.generate(seed)) for seed in range(40)) if not o.ok)
+    assert failing.invariant == "3"
+    shrunk = sim.shrink_failure(failing, max_runs=300)
+    assert shrunk.invariant == "3"
+    assert len(shrunk.schedule.events) <= 6 < len(failing.schedule.events)
+    report = sim.failure_report(failing, shrunk)
+    assert f"seed={failing.schedule.seed}" in report and "invariant 3" in report
+    printed = report.splitlines()[-1].strip()
+    replayed = eval(printed, vars(sim))  # the report's last line is the schedule, as Python
+    assert replayed == shrunk.schedule
+    with pytest.raises(AssertionError, match="invariant 3"):
+        sim.assert_schedule_passes(replayed)
+
+
+def test_a_leader_that_assigns_a_partition_twice_breaks_invariant_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    def everything_to_everyone(members: Sequence[MemberSubscription], counts: Mapping[str, int], *,
+                               cooperative: bool) -> dict[str, set[TopicPartition]]:
+        return {m.member_id: {(t, p) for t in m.topics for p in range(counts[t])} for m in members}
+
+    monkeypatch.setattr(sim_member, "assign", everything_to_everyone)
+    outcome = run_schedule(_schedule(*TWO_MEMBERS))
+    assert outcome.invariant == "1", outcome.message
+
+
+def test_a_leader_that_forgets_a_partition_breaks_invariant_4(monkeypatch: pytest.MonkeyPatch) -> None:
+
+    def without_partition_0(members: Sequence[MemberSubscription], counts: Mapping[str, int], *,
+                            cooperative: bool) -> dict[str, set[TopicPartition]]:
+        plan = assign(members, counts, cooperative=cooperative)
+        return {m: ps - {("t0", 0)} for m, ps in plan.items()}
+
+    monkeypatch.setattr(sim_member, "assign", without_partition_0)
+    outcome = run_schedule(_schedule(*TWO_MEMBERS))
+    assert outcome.invariant == "4" and "t0-0 is owned by []" in outcome.message, outcome.message
+
+
+def test_offsets_that_stop_advancing_on_replay_break_invariant_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replay keeps the first commit of each partition: acknowledged later commits are lost."""
+    real_replay = hard_state.HardStateStore._replay_offset
+
+    def keep_first(self: hard_state.HardStateStore, record: OffsetCommitRecord) -> None:
+        if record.value is not None and (record.topic, record.partition) in self.offsets(record.group_id):
+            return
+        real_replay(self, record)
+
+    monkeypatch.setattr(hard_state.HardStateStore, "_replay_offset", keep_first)
+    outcome = run_schedule(_schedule(*TWO_MEMBERS, Tick(8000), Commit("m0")))
+    assert outcome.invariant == "2", outcome.message
+
+
+class ForgetfulLog(InMemoryRecordLog):
+    """Loses its last batch on load, as a log whose commits were not durable would."""
+
+    def load(self) -> LoadedLog:
+        loaded = super().load()
+        last = len(self.batches[-1]) if self.batches else 0
+        return LoadedLog(loaded.records[:len(loaded.records) - last], loaded.version, loaded.epoch)
+
+
+def test_a_log_that_loses_a_batch_breaks_invariant_6() -> None:
+    outcome = run_schedule(_schedule(*TWO_MEMBERS, Crash("idle")), ForgetfulLog)
+    assert outcome.invariant == "6", outcome.message
+
+
+def test_a_load_that_resets_the_generation_breaks_invariant_5(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_load = ClassicGroup.from_metadata_value.__func__  # type: ignore[attr-defined]
+
+    def from_generation_zero(cls: type[ClassicGroup], group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+        group: ClassicGroup = real_load(cls, group_id, value)
+        group.generation_id = 0
+        return group
+
+    monkeypatch.setattr(ClassicGroup, "from_metadata_value", classmethod(from_generation_zero))
+    outcome = run_schedule(_schedule(*TWO_MEMBERS, Crash("idle")))
+    assert outcome.invariant == "5", outcome.message
+
+
+def test_control_a_zombie_schedule_passes_on_the_real_coordinator() -> None:
+    """Control: the same pause and resume pass with the real coordinator (the tests above fail for their bug)."""
+    outcome = run_schedule(_schedule(*TWO_MEMBERS, Pause("m0"), Tick(20_000), Resume("m0"), Commit("m0", -1)))
+    assert outcome.ok, outcome.message
+    assert outcome.stale_commits_rejected >= 1
