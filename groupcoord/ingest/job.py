@@ -93,11 +93,10 @@ def stop_on_signal(stop_file: Path) -> Iterator[None]:
 def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, demo_leave_after: int | None = None,
                progress_interval_s: float = 2.0, tty: bool | None = None, **member_options: Any) -> IngestResult:
     """Run the ingestion job until it is stopped (or, with ``available_now``, until it caught up); see the module."""
-    # Imported when run: groupcoord.spark.members starts Spark machinery (and is built alongside this module).
-    run_members = importlib.import_module("groupcoord.spark.members").run_members
-
     catalog = TopicCatalog(root)
     source = SourceSpec.parse(config.source, state_root=root)
+    # Imported when run: groupcoord.spark.members starts Spark machinery (and is built alongside this module).
+    run_members = importlib.import_module("groupcoord.spark.members").run_members
     wanted = topic_filter(config.topics, config.pattern)
     sync: CatalogSync | None = None
     if source.is_kafka:
