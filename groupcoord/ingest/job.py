@@ -17,7 +17,7 @@ import importlib
 import logging
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -91,8 +91,13 @@ def stop_on_signal(stop_file: Path) -> Iterator[None]:
 
 
 def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, demo_leave_after: int | None = None,
-               progress_interval_s: float = 2.0, tty: bool | None = None, **member_options: Any) -> IngestResult:
-    """Run the ingestion job until it is stopped (or, with ``available_now``, until it caught up); see the module."""
+               progress_interval_s: float = 2.0, tty: bool | None = None,
+               work_type: Callable[[IngestPlan], IngestWork] = IngestWork, **member_options: Any) -> IngestResult:
+    """Run the ingestion job until it is stopped (or, with ``available_now``, until it caught up); see the module.
+
+    ``member_options`` go to ``run_members`` (and on to each ``GroupMember``: timeouts, assignors...);
+    ``work_type`` builds the members' work from the plan (a seam for fault-injection tests).
+    """
     catalog = TopicCatalog(root)
     source = SourceSpec.parse(config.source, state_root=root)
     # Imported when run: groupcoord.spark.members starts Spark machinery (and is built alongside this module).
@@ -127,7 +132,7 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
             options.setdefault("pattern", config.pattern)
         with stop_on_signal(stop_file), monitor:
             result = run_members(spark, config.group_id, list(config.topics) if config.topics else None,
-                                 config.members, IngestWork(plan), **options)
+                                 config.members, work_type(plan), **options)
             final = monitor.stop()
         stop_file.unlink(missing_ok=True)
         log.info("ingestion of group %s finished: %s", config.group_id, final.line())
