@@ -385,8 +385,12 @@ def _delete_offsets(args: argparse.Namespace) -> int:
     if result.error.is_error:
         raise CliError(f"offsets of topic '{topic}' of group '{args.group}' could not be deleted: "
                        f"{result.error.name} ({result.error.description})")
-    print(f"Deleted the committed offsets of topic '{topic}' for group '{args.group}'.\n")
+    failed = [p for p, e in result.partitions.items() if e.is_error]
+    headline = (f"Deleted the committed offsets of topic '{topic}' for group '{args.group}'." if not failed
+                else f"Some committed offsets of topic '{topic}' for group '{args.group}' were not deleted:")
     rows = [(topic, p, f"Error: {e.name}" if e.is_error else "Successful")
             for p, e in sorted(result.partitions.items())]
-    print(format_table(("TOPIC", "PARTITION", "STATUS"), rows))
-    return 0 if all(not e.is_error for e in result.partitions.values()) else 1
+    print(f"{headline}\n\n{format_table(('TOPIC', 'PARTITION', 'STATUS'), rows)}")
+    if failed:
+        raise CliError(f"{len(failed)} of {len(rows)} partition offsets of topic '{topic}' were not deleted")
+    return 0

@@ -73,6 +73,8 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
         capsys.readouterr()
         try:
             code = main(list(argv))
+        except SystemExit as exc:  # argparse's usage errors (exit 2)
+            code = int(exc.code or 0)
         finally:
             _drop_cli_log_handlers()
         captured = capsys.readouterr()
