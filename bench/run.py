@@ -13,7 +13,7 @@ import time
 
 from bench import report
 
-BENCHMARKS: tuple[str, ...] = ("commit_throughput", "fuzz")
+BENCHMARKS: tuple[str, ...] = ("commit_throughput", "simulate", "fuzz")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,8 @@ from groupcoord.coordinator.records import new_group_tombstone, new_offset_tombs
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState, parse_state
+from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
+from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from groupcoord.protocol.errors import Errors, ProtocolError
 from groupcoord.protocol.requests import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from groupcoord.protocol.responses import (
@@ -97,6 +99,12 @@ def on_metadata_change(ctx: CoordinatorContext, partition_counts: Mapping[str, i
     previous = ctx.partition_counts
     ctx.partition_counts = dict(partition_counts)
     if previous is None:
+        # Nothing to compare with (a new coordinator after a failover), yet a rebalance for a change may have been
+        # lost with the old one: rebalance the Stable groups whose assignment misses partitions of a topic it assigns.
+        for group_id in sorted(ctx.groups):
+            group = ctx.groups[group_id]
+            if group.is_in(_S.STABLE) and _misses_partitions(group, partition_counts):
+                rebalance.prepare_rebalance(ctx, group, now_ms, "its assignment misses partitions of its topics")
         return
     changed = {t for t in set(previous) | set(partition_counts) if previous.get(t) != partition_counts.get(t)}
     for group_id in sorted(ctx.groups):
@@ -104,3 +112,19 @@ def on_metadata_change(ctx: CoordinatorContext, partition_counts: Mapping[str, i
         if group.is_in(_S.STABLE) and group.subscribed_topics and group.subscribed_topics & changed:
             rebalance.prepare_rebalance(ctx, group, now_ms,
                                         f"partitions changed for {sorted(group.subscribed_topics & changed)}")
+
+
+def _misses_partitions(group: ClassicGroup, partition_counts: Mapping[str, int]) -> bool:
+    """True when a ``consumer`` group's assignment covers some partitions of a subscribed topic but not all that
+    exist now (the topic grew since the assignment was made)."""
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE or not group.subscribed_topics:
+        return False
+    assigned: set[tuple[str, int]] = set()
+    for member in group.members.values():
+        try:
+            partitions = decode_assignment(member.assignment).partitions
+        except ConsumerProtocolError:
+            return False
+        assigned.update((tp.topic, p) for tp in partitions for p in tp.partitions)
+    assigned_topics = {topic for topic, _ in assigned} & group.subscribed_topics
+    return any((topic, p) not in assigned for topic in assigned_topics for p in range(partition_counts.get(topic, 0)))

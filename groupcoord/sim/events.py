@@ -7,7 +7,7 @@ schedule is itself a valid schedule: the shrinker relies on that. ``repr`` of a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 CrashPoint = Literal["idle", "before-commit", "after-commit"]
@@ -44,6 +44,18 @@ class Pause:
 @dataclass(frozen=True)
 class Resume:
     """A paused member runs again: it reads what piled up, then heartbeats."""
+
+    member: str
+
+
+@dataclass(frozen=True)
+class Restart:
+    """The member's process is replaced by a new one while the old one hangs (paused) as a zombie named
+    ``"<member>~"``; a later ``Resume("<member>~")`` wakes the zombie, which must be fenced.
+
+    An old process that never received a member id is killed instead: resumed, it would be a second live process
+    with the same ``group.instance.id`` (a misconfiguration KIP-345 does not defend against: it joins as a new
+    process, takes the instance over, and the other learns it is fenced only at its next request)."""
 
     member: str
 
@@ -99,12 +111,13 @@ class Jump:
     ms: int
 
 
-Event = Join | Leave | Pause | Resume | Subscribe | Commit | Grow | Crash | Snapshot | Tick | Jump
+Event = Join | Leave | Pause | Resume | Restart | Subscribe | Commit | Grow | Crash | Snapshot | Tick | Jump
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """One simulated run: the members' protocol, the initial topics and the events, in order.
+    """One simulated run: the members' protocol, the initial topics and the events, in order. ``static`` members
+    join with ``group.instance.id`` = their name (KIP-345).
 
     ``seed`` only records where the schedule came from; running it never draws random numbers.
     """
@@ -113,7 +126,8 @@ class Schedule:
     mode: Mode
     topics: tuple[tuple[str, int], ...]
     events: tuple[Event, ...]
+    static: bool = False
 
     def with_events(self, events: tuple[Event, ...]) -> Schedule:
         """The same schedule with other events (for shrinking)."""
-        return Schedule(seed=self.seed, mode=self.mode, topics=self.topics, events=events)
+        return replace(self, events=events)

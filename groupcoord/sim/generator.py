@@ -19,6 +19,7 @@ from groupcoord.sim.events import (
     Leave,
     Mode,
     Pause,
+    Restart,
     Resume,
     Schedule,
     Snapshot,
@@ -77,6 +78,13 @@ class _Draft:
         self.paused.discard(name)
         return Resume(name)
 
+    def restart(self) -> Event | None:
+        name = self.pick(self.running - self.paused)
+        if name is None:
+            return None
+        self.paused.add(name + "~")
+        return Restart(name)
+
     def subscribe(self) -> Event | None:
         name = self.pick(self.running - self.paused)
         return None if name is None or len(self.topics) < 2 else Subscribe(name, self.subscription())
@@ -114,10 +122,12 @@ class _Draft:
 
 
 def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedule:
-    """The schedule of ``seed``: 1-2 topics, 2-5 member names, a few joins, then ``length`` random events."""
+    """The schedule of ``seed``: eager or cooperative, static members in 30% of schedules, 1-2 topics, 2-5 member
+    names, a few joins, then random events up to ``length``."""
     rng = random.Random(seed)
     modes: tuple[Mode, Mode] = ("eager", "cooperative")
     chosen = mode if mode is not None else rng.choice(modes)
+    static = rng.random() < 0.3
     topics = {"t0": rng.randint(1, 6)}
     if rng.random() < 0.5:
         topics["t1"] = rng.randint(1, 4)
@@ -126,7 +136,7 @@ def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedu
     weighted: list[tuple[Callable[[], Event | None], int]] = [
         (draft.tick, 30), (draft.long_tick, 5), (draft.jump, 3), (draft.join, 9), (draft.leave, 4),
         (draft.pause, 6), (draft.resume, 6), (draft.subscribe, 3), (draft.commit, 6), (draft.probe, 5),
-        (draft.grow, 3), (draft.crash, 6), (draft.snapshot, 2),
+        (draft.grow, 3), (draft.crash, 6), (draft.snapshot, 2), (draft.restart, 2),
     ]
     makers = [m for m, _ in weighted]
     weights = [w for _, w in weighted]
@@ -140,4 +150,4 @@ def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedu
         event = rng.choices(makers, weights)[0]()
         if event is not None:
             events.append(event)
-    return Schedule(seed=seed, mode=chosen, topics=initial, events=tuple(events))
+    return Schedule(seed=seed, mode=chosen, topics=initial, events=tuple(events), static=static)

@@ -1,8 +1,10 @@
 """The six invariants of issue 7, checked while a schedule runs.
 
-1. Ownership: among running (not paused) members, eager members of the *same generation* never share a partition
-   (paused members included: one generation is one assignment); cooperative members never share one *at all*.
-   A paused member is a zombie: it is fenced by its generation, not by the ownership rule.
+1. Ownership: among running (not paused) members, eager members of the *same generation* never share a partition;
+   cooperative members never share one *at all*. A paused member is a zombie: it cannot act, and what it still
+   believes it owns is fenced by its generation and member id on its next request. Processes sharing a
+   ``group.instance.id`` count as one identity: whichever joined last takes over the generation and the
+   assignment, and the other learns it is fenced only on its next request (KIP-345).
 2. Commits: an acknowledged offset (a NONE answer, sent only after its record is durable) is never lost: the live
    hard state holds it or a later acknowledged one, across crashes and replay; and acknowledgements of one partition
    never go backwards.
@@ -116,14 +118,15 @@ class Checker:
                 raise InvariantViolation("protocol", "; ".join(member.unexpected))
 
     def _check_ownership(self, world: World) -> None:
-        owners: dict[tuple[int, str, int], str] = {}
+        owners: dict[tuple[int, str, int], str] = {}  # processes sharing a group.instance.id are one identity
         for name, member in sorted(world.members.items()):
-            if not member.alive or (member.paused and member.cooperative):
+            if not member.alive or member.paused:
                 continue
+            identity = member.instance_id or name
             for tp in sorted(member.owned):
                 scope = 0 if member.cooperative else member.generation
-                other = owners.setdefault((scope, *tp), name)
-                if other != name:
+                other = owners.setdefault((scope, *tp), identity)
+                if other != identity:
                     when = "at the same time" if member.cooperative else f"in generation {scope}"
                     raise InvariantViolation("1", f"{tp} is owned by {other} and {name} {when}: {world.describe()}")
 

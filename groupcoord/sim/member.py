@@ -8,7 +8,9 @@ partitions are lost (not committed) and it rejoins; a lost connection -> retry a
 Eager members commit and revoke everything before each JoinGroup; cooperative members keep what they own, report
 it in their subscription, and revoke only what the new assignment takes away, then rejoin.
 
-A paused member reads nothing: responses wait in its inbox until it resumes.
+A paused member reads nothing: responses wait in its inbox until it resumes. A static member (KIP-345) sends its
+``group.instance.id`` everywhere, does not send LeaveGroup when it closes (its session runs out instead, as in
+Kafka), and dies when fenced (FENCED_INSTANCE_ID: another process took its instance id).
 """
 
 from __future__ import annotations
@@ -110,8 +112,9 @@ class SimMember:
     """One simulated consumer process in group ``group_id``."""
 
     def __init__(self, name: str, group_id: str, topics: tuple[str, ...], *, cooperative: bool,
-                 timings: MemberTimings, transport: Transport) -> None:
+                 timings: MemberTimings, transport: Transport, instance_id: str | None = None) -> None:
         self.name = name
+        self.instance_id = instance_id
         self.group_id = group_id
         self.topics = tuple(sorted(topics))
         self.cooperative = cooperative
@@ -124,7 +127,7 @@ class SimMember:
         self.owned: set[TopicPartition] = set()
         self.positions: dict[TopicPartition, int] = {}
         self.paused = False
-        self.inbox: list[tuple[int, GroupResponse]] = []
+        self.inbox: list[tuple[int, GroupResponse, int]] = []
         self.pending: dict[int, str] = {}
         self.unexpected: list[str] = []
         self.assigned_with: dict[str, int] | None = None  # the leader's metadata snapshot (Kafka's assignmentSnapshot)
@@ -132,6 +135,7 @@ class SimMember:
         self.retry_at_ms = transport.now_ms()
         self.next_heartbeat_ms = 0
         self.next_commit_ms = 0
+        self.last_heard_ms = transport.now_ms()  # when the coordinator last confirmed this member's membership
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     @property
@@ -151,9 +155,10 @@ class SimMember:
         """Run again: read every response that arrived meanwhile; a stable member heartbeats at once."""
         self.paused = False
         inbox, self.inbox = self.inbox, []
-        for token, response in inbox:
-            self._handle(token, response)
+        for token, response, sent_at in inbox:
+            self._handle(token, response, sent_at)
         self.next_heartbeat_ms = min(self.next_heartbeat_ms, self._net.now_ms())
+        self._lose_if_session_ran_out(self._net.now_ms())
 
     def close(self) -> None:
         """Commit, revoke and leave the group (a clean shutdown)."""
@@ -162,8 +167,9 @@ class SimMember:
             return
         if self.member_id:
             self._commit(self.owned)
-            self._send("leave", LeaveGroupRequest(group_id=self.group_id,
-                                                  members=(MemberIdentity(member_id=self.member_id),)))
+            if self.instance_id is None:
+                self._send("leave", LeaveGroupRequest(group_id=self.group_id,
+                                                      members=(MemberIdentity(member_id=self.member_id),)))
         self._drop_all()
         self.phase = Phase.LEFT
 
@@ -194,6 +200,7 @@ class SimMember:
         """Do whatever is due at ``now``: retry a join, or consume, heartbeat and auto-commit."""
         if self.paused or not self.alive:
             return
+        self._lose_if_session_ran_out(now)
         if self.phase is Phase.UNJOINED and now >= self.retry_at_ms:
             self._join()
             return
@@ -209,7 +216,7 @@ class SimMember:
             self._fetch_missing_positions()
             self.next_heartbeat_ms = now + self.timings.heartbeat_ms
             self._send("heartbeat", HeartbeatRequest(group_id=self.group_id, generation_id=self.generation,
-                                                     member_id=self.member_id))
+                                                     member_id=self.member_id, group_instance_id=self.instance_id))
         if self.phase is Phase.STABLE and now >= self.next_commit_ms:
             self.next_commit_ms = now + self.timings.commit_interval_ms
             self._commit(self.owned)
@@ -226,6 +233,7 @@ class SimMember:
         tp = min(self.owned) if self.owned else (self.topics[0] if self.topics else "t0", 0)
         self._send("probe", OffsetCommitRequest(
             group_id=self.group_id, generation_id=generation, member_id=self.member_id or f"{self.name}-zombie",
+            group_instance_id=self.instance_id,
             topics=(OffsetCommitTopic(tp[0], (OffsetCommitPartition(tp[1], PROBE_OFFSET),)),)))
 
     # --- responses ---------------------------------------------------------------------------------------------
@@ -234,17 +242,22 @@ class SimMember:
         if not self.alive:
             return
         if self.paused:
-            self.inbox.append((token, response))
+            self.inbox.append((token, response, self._net.now_ms()))
             return
-        self._handle(token, response)
+        self._handle(token, response, self._net.now_ms())
 
-    def _handle(self, token: int, response: GroupResponse) -> None:
+    def _handle(self, token: int, response: GroupResponse, sent_at: int) -> None:
         kind = self.pending.pop(token, None)
         if kind is None or not self.alive:
             return
         if kind == "probe":
             return
         error = _top_error(response)
+        if kind in ("join", "sync", "heartbeat") and error in (Errors.NONE, Errors.REBALANCE_IN_PROGRESS):
+            self.last_heard_ms = max(self.last_heard_ms, sent_at)
+        if error == Errors.FENCED_INSTANCE_ID and self.instance_id is not None:
+            self.kill()  # Kafka's FencedInstanceIdException: this process is a zombie and must stop
+            return
         if error not in _EXPECTED[kind]:
             self.unexpected.append(f"{self.name}: {kind} answered {error.name}")
         if isinstance(response, JoinGroupResponse):
@@ -266,16 +279,21 @@ class SimMember:
             self.generation = response.generation_id
             self.is_leader = response.leader == self.member_id
             assignments: tuple[SyncGroupAssignment, ...] = ()
-            if self.is_leader and not response.skip_assignment:
+            if self.is_leader:
                 counts = dict(self._net.partition_counts())
                 members = read_members(response.members)
-                plan = assign(members, counts, cooperative=self.cooperative)
                 topics = {t for m in members for t in m.topics}
+                # With skip_assignment (a static leader rejoined, KIP-814) the current assignment stands, but the
+                # leader still watches the metadata from here on.
                 self.assigned_with = {t: counts.get(t, 0) for t in sorted(topics)}
-                assignments = tuple(SyncGroupAssignment(m, encode_partitions(ps)) for m, ps in sorted(plan.items()))
+                if not response.skip_assignment:
+                    plan = assign(members, counts, cooperative=self.cooperative)
+                    assignments = tuple(SyncGroupAssignment(m, encode_partitions(ps))
+                                        for m, ps in sorted(plan.items()))
             self.phase = Phase.SYNCING
             self._send("sync", SyncGroupRequest(group_id=self.group_id, generation_id=self.generation,
-                                                member_id=self.member_id, assignments=assignments))
+                                                member_id=self.member_id, group_instance_id=self.instance_id,
+                                                assignments=assignments))
         elif error == Errors.UNKNOWN_MEMBER_ID:
             self._lose()
             self.member_id, self.generation = "", -1
@@ -331,6 +349,15 @@ class SimMember:
         self._join()
 
     # --- actions -----------------------------------------------------------------------------------------------
+    def _lose_if_session_ran_out(self, now: int) -> None:
+        """librdkafka's rule: a member that has not heard from the coordinator for a session timeout (outside a
+        parked JoinGroup/SyncGroup, during which the coordinator does not expire it) may have been removed, so its
+        partitions are lost. Without it a member cut off by a coordinator failover would keep consuming."""
+        if (self.owned and self.phase in (Phase.STABLE, Phase.UNJOINED)
+                and now - self.last_heard_ms >= self.timings.session_ms):
+            self._lose()
+            self._request_rejoin()
+
     def _request_rejoin(self) -> None:
         """Rejoin now, or right after the join round in flight (whose metadata may be outdated) completes."""
         if self.phase in (Phase.JOINING, Phase.SYNCING):
@@ -357,7 +384,8 @@ class SimMember:
         self.phase = Phase.JOINING
         self._send("join", JoinGroupRequest(
             group_id=self.group_id, session_timeout_ms=self.timings.session_ms,
-            rebalance_timeout_ms=self.timings.rebalance_ms, member_id=self.member_id, protocol_type="consumer",
+            rebalance_timeout_ms=self.timings.rebalance_ms, member_id=self.member_id,
+            group_instance_id=self.instance_id, protocol_type="consumer",
             protocols=(JoinGroupProtocol(PROTOCOL_NAMES[self.cooperative], encode_subscription(subscription)),),
             client_id=self.name))
 
@@ -370,6 +398,7 @@ class SimMember:
             by_topic.setdefault(topic, []).append(OffsetCommitPartition(partition, offset))
         self._send("commit", OffsetCommitRequest(
             group_id=self.group_id, generation_id=self.generation, member_id=self.member_id,
+            group_instance_id=self.instance_id,
             topics=tuple(OffsetCommitTopic(t, tuple(ps)) for t, ps in by_topic.items())))
 
     def _fetch_missing_positions(self) -> None:

@@ -42,6 +42,7 @@ from groupcoord.sim.events import (
     Jump,
     Leave,
     Pause,
+    Restart,
     Resume,
     Schedule,
     Snapshot,
@@ -56,6 +57,8 @@ log = logging.getLogger("groupcoord.sim.world")
 GROUP_ID = "g"
 SIM_COORDINATOR_CONFIG = CoordinatorConfig(initial_rebalance_delay_ms=3000, min_session_timeout_ms=1000,
                                            max_session_timeout_ms=60_000)
+ZOMBIE_SUFFIX = "~"
+"""A replaced process lives on, paused, under its name plus this suffix (see ``events.Restart``)."""
 MAX_MICRO_STEPS = 100_000
 """Per time advance: far more wake-ups than any schedule needs; reaching it means members livelock."""
 
@@ -217,10 +220,18 @@ class World:
         live = member if member is not None and member.alive else None
         if isinstance(event, Join):
             if live is None:
-                self.members[event.member] = SimMember(
-                    event.member, GROUP_ID, self._known(event.topics), cooperative=self.schedule.mode == "cooperative",
-                    timings=self.timings, transport=self)
-                self.members[event.member].start()
+                self._start(event.member, event.topics)
+        elif isinstance(event, Restart):
+            if live is not None and not event.member.endswith(ZOMBIE_SUFFIX):
+                old_zombie = self.members.get(event.member + ZOMBIE_SUFFIX)
+                if old_zombie is not None:
+                    old_zombie.kill()
+                if live.member_id:
+                    live.pause()
+                    self.members[event.member + ZOMBIE_SUFFIX] = live
+                else:
+                    live.kill()  # see events.Restart: without a member id it would not be a zombie but a twin
+                self._start(event.member, live.topics)
         elif isinstance(event, Leave):
             if live is not None:
                 live.close()
@@ -252,6 +263,12 @@ class World:
             self.advance(event.ms)
         elif isinstance(event, Jump):
             self.advance(event.ms, jump=True)
+
+    def _start(self, name: str, topics: tuple[str, ...]) -> None:
+        member = SimMember(name, GROUP_ID, self._known(topics), cooperative=self.schedule.mode == "cooperative",
+                           timings=self.timings, transport=self, instance_id=name if self.schedule.static else None)
+        self.members[name] = member
+        member.start()
 
     def _commit(self, member: SimMember | None, shift: int) -> None:
         if member is None:
