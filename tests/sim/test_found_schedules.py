@@ -1,0 +1,59 @@
+"""Shrunk schedules the simulator once failed on, kept as regression tests (each replays in milliseconds).
+
+The first is a core bug (fixed in ``coordinator/admin.py``; see tests/core/test_sim_findings.py); the others were
+bugs in the simulated client or in the invariants' definitions, fixed in ``groupcoord/sim``.
+"""
+
+from __future__ import annotations
+
+from groupcoord.sim import (
+    Crash,
+    Grow,
+    Join,
+    Leave,
+    Pause,
+    Restart,
+    Schedule,
+    Subscribe,
+    Tick,
+    assert_schedule_passes,
+)
+
+
+def test_growth_lost_in_a_failover_is_assigned_after_the_restart() -> None:
+    """Seed 968: t0 grows, the rebalance dies with the coordinator, a static leader comes back with
+    skip_assignment; partition 5 stayed unowned at quiescence (invariant 4) until the core fix."""
+    outcome = assert_schedule_passes(Schedule(
+        seed=968, mode="eager", topics=(("t0", 5),), static=True,
+        events=(Join("m1", ("t0",)), Tick(3000), Grow("t0", 6), Crash("after-commit"), Leave("m1"),
+                Join("m1", ("t0",)))))
+    assert outcome.restarts == 1 and outcome.quiescent_checks > 0
+
+
+def test_a_subscription_change_during_a_join_rejoins_afterwards() -> None:
+    """Seed 4: the member changed its subscription while its JoinGroup was parked and kept partitions of a topic
+    it no longer subscribes to."""
+    assert_schedule_passes(Schedule(seed=4, mode="eager", topics=(("t0", 3), ("t1", 4)),
+                                    events=(Join("m1", ("t0", "t1")), Subscribe("m1", ("t1",)))))
+
+
+def test_a_sync_answered_rebalance_in_progress_rejoins() -> None:
+    """Seed 31: the leader paused before syncing, its session ran out, the follower's parked SyncGroup got
+    REBALANCE_IN_PROGRESS and the follower must rejoin (it used to wait forever)."""
+    assert_schedule_passes(Schedule(seed=31, mode="eager", topics=(("t0", 4), ("t1", 4)), events=(
+        Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(3000), Pause("m0"), Tick(5000), Tick(8000))))
+
+
+def test_a_member_cut_off_for_a_session_timeout_drops_its_partitions() -> None:
+    """Seed 280: a cooperative member lost its in-flight request to a crash and was paused past its session; the
+    others took its partitions, and on resuming it still owned them until it drops them (librdkafka's rule)."""
+    assert_schedule_passes(Schedule(seed=280, mode="cooperative", topics=(("t0", 6),), events=(
+        Join("m1", ("t0",)), Tick(4000), Join("m2", ("t0",)), Tick(2000), Crash("before-commit"), Pause("m1"),
+        Tick(15_000))))
+
+
+def test_a_restarted_static_member_fences_its_zombie() -> None:
+    """Seed 203: a static member's process is replaced; the old one wakes up and must be fenced, not share."""
+    outcome = assert_schedule_passes(Schedule(seed=203, mode="eager", topics=(("t0", 4),), static=True, events=(
+        Join("m0", ("t0",)), Tick(4000), Restart("m0"), Tick(4000))))
+    assert outcome.quiescent_checks > 0
