@@ -278,7 +278,10 @@ def needs_assignment(group: ClassicGroup) -> NeedsAssignment:
             try:
                 subscription = decode_subscription(metadata)
                 topics = subscription.topics
-                owned = subscription.owned_partitions or decode_assignment(member.assignment).partitions
+                # Only a v0 subscription has no owned field: then the stored assignment stands in. A v1+ member
+                # that lists nothing owns nothing (its last SyncGroup may never have reached it).
+                owned = (subscription.owned_partitions if subscription.version >= 1
+                         else decode_assignment(member.assignment).partitions)
             except ConsumerProtocolError:
                 log.warning("group %s: member %s sent undecodable metadata", group.group_id, member.member_id)
         members.append(AssignmentMember(member_id=member.member_id, group_instance_id=member.group_instance_id,
