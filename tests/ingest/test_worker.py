@@ -140,3 +140,22 @@ def test_a_member_killed_between_sink_and_offset_commit_leaves_the_sink_ahead_an
     run_all([(survivor, IngestWork(plan))])
     assert_exactly_once_and_committed(stack, tmp_path / "sink", members("ingest", topics=["events"],
                                                                         state_root=stack.root.path))
+
+
+def test_progress_shows_lag_falling_to_zero_and_the_records_ingested(
+        coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], tmp_path: Path) -> None:
+    from groupcoord.ingest.catalog_sync import topic_filter
+    from groupcoord.ingest.progress import ProgressMonitor
+
+    stack = coordinator({})
+    create_demo_topic(stack.root, "events", partitions=PARTITIONS, records=RECORDS)
+    plan = plan_for(stack, tmp_path / "sink")
+    monitor = ProgressMonitor(stack.root, plan.source, DeltaSink(tmp_path / "sink", "ingest"), "ingest",
+                              topic_filter(("events",), None), tty=False)
+    before = monitor.sample()
+    assert (before.ingested, before.lag, before.partitions) == (0, RECORDS, PARTITIONS)
+    run_all([(members("ingest", topics=["events"], state_root=stack.root.path), IngestWork(plan))])
+    after = monitor.sample()
+    assert (after.ingested, after.lag) == (RECORDS, 0)
+    assert after.records_per_s > 0
+    assert f"ingested {RECORDS:,} records" in after.line() and "lag 0 over 6 partition(s)" in after.line()
