@@ -32,6 +32,7 @@ from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.config import LeaseConfig
 from groupcoord.log.delta import classified_errors, table_properties
 from groupcoord.state_root import StateRoot
+from groupcoord.topics.local_delta import local_dataset
 
 log = logging.getLogger("groupcoord.log.lease")
 
@@ -127,7 +128,7 @@ class LeaseTable:
             if not DeltaTable.is_deltatable(str(self.path)):
                 return None
             table = DeltaTable(str(self.path))
-            rows = table.to_pyarrow_table().to_pylist()
+            rows = local_dataset(table).to_table().to_pylist()
         if len(rows) != 1:
             raise StorageUnavailableError(f"lease table {self.path} holds {len(rows)} rows instead of one")
         row = rows[0]
@@ -190,7 +191,8 @@ class LeaseTable:
                 table = DeltaTable(str(self.path))
                 if table.version() != lease.info.version:
                     raise LogFencedError(f"lease is at version {table.version()}, held {lease.info.version}")
-                table.vacuum(retention, dry_run=False, enforce_retention_duration=False, commit_properties=_NO_RETRY)
+                table.vacuum(retention, dry_run=False, enforce_retention_duration=False, commit_properties=_NO_RETRY,
+                             full=True)  # lite vacuum misses rows superseded before the latest checkpoint
                 table.cleanup_metadata()
                 version = table.version()
         except LogFencedError as exc:

@@ -55,6 +55,7 @@ from groupcoord.state.rows import RowBuilder, commit_generations
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
+from groupcoord.topics.local_delta import CompactionReport, compact_table, local_dataset
 
 log = logging.getLogger("groupcoord.state.materializer")
 
@@ -249,22 +250,18 @@ class Materializer:
         return tombstones
 
     # --- maintenance --------------------------------------------------------------------------------------------
-    def maintain(self) -> None:
+    def maintain(self) -> list[CompactionReport]:
         """Compact each table's small per-flush files, vacuum files unreferenced beyond the retention, checkpoint
-        and clean up expired log entries. Run it on the holder's maintenance timer, off the event loop."""
-        hours = self.config.retention_hours
+        and clean up expired log entries (:func:`~groupcoord.topics.local_delta.compact_table`); returns a report
+        per existing table. Run it on the holder's maintenance timer, off the event loop."""
+        reports: list[CompactionReport] = []
         with self._write_lock:
             for name in STATE_TABLES:
-                path = str(self.root.state_table_path(name))
-                if not DeltaTable.is_deltatable(path):
-                    continue
-                table = DeltaTable(path)
-                metrics = table.optimize.compact()
-                vacuumed = table.vacuum(hours, dry_run=False, enforce_retention_duration=False)
-                table.create_checkpoint()
-                table.cleanup_metadata()
-                log.info("state table %s maintenance: %s files compacted, %d vacuumed", name,
-                         metrics.get("numFilesRemoved", 0), len(vacuumed))
+                report = compact_table(self.root.state_table_path(name),
+                                       retention_hours=self.config.retention_hours)
+                if report is not None:
+                    reports.append(report)
+        return reports
 
     # --- helpers ------------------------------------------------------------------------------------------------
     def _write(self, name: TableName, rows: pa.Table, *, epoch: int, operation: str) -> None:
@@ -317,7 +314,7 @@ def _read_watermark(root: StateRoot, name: TableName) -> tuple[int, int]:
            for c in ("log_version", "epoch")):
         return (int(pc.max(actions.column("max.log_version")).as_py()),
                 int(pc.max(actions.column("max.epoch")).as_py()))
-    rows = table.to_pyarrow_table(columns=["log_version", "epoch"])  # files written without statistics
+    rows = local_dataset(table).to_table(columns=["log_version", "epoch"])  # files written without statistics
     return int(pc.max(rows.column("log_version")).as_py()), int(pc.max(rows.column("epoch")).as_py())
 
 

@@ -4,19 +4,46 @@ Reads go through pyarrow's native local filesystem rather than delta-rs's defaul
 the default handler, a process that scanned a table sometimes aborts at interpreter exit ("terminate called without
 an active exception", exit code 134), a known delta-rs/pyarrow shutdown-order problem. State roots are always local,
 so the native filesystem is both safe and faster. Partition values and per-file statistics still prune the scan.
+Every reader of a state-root table (record log, lease, catalog, topic logs, materialized tables) goes through
+:func:`local_dataset`.
+
+:func:`compact_table` is the shared file maintenance of these tables (topic logs, materialized state tables): many
+small per-commit files are bin-packed into few, superseded files are vacuumed after the retention, and a checkpoint
+is written. It keeps the table on protocol (1,2): delta-rs's compaction rewrites files, it never adds deletion
+vectors or table features.
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
-from deltalake import DeltaTable
+from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 
+log = logging.getLogger("groupcoord.topics.local_delta")
+
 FilterTuple = tuple[str, str, object]
+
+_COMPACTION_RETRIES = 3
+"""delta-rs may retry a compaction commit: its conflict check refuses it if a rewritten file was removed meanwhile,
+and concurrent appends (new files) do not invalidate a compaction."""
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What :func:`compact_table` did to one table."""
+
+    path: str
+    files_before: int
+    files_removed: int
+    files_added: int
+    files_vacuumed: int
+    version: int
 
 
 def open_or_create(path: Path, schema: pa.Schema, *, partition_by: list[str] | None = None,
@@ -55,3 +82,37 @@ def local_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) 
 def _local_path(table: DeltaTable) -> str:
     uri = table.table_uri
     return uri.removeprefix("file://") if uri.startswith("file://") else uri
+
+
+def compact_table(path: Path, *, retention_hours: int, min_files: int = 2, target_size: int | None = None,
+                  checkpoint: bool = True) -> CompactionReport | None:
+    """Compact, vacuum and checkpoint the Delta table at ``path`` (``None`` if there is no table).
+
+    Compaction runs only when the table has at least ``min_files`` data files; ``target_size`` (bytes) overrides
+    delta-rs's default target file size. Files superseded more than ``retention_hours`` ago are vacuumed.
+    Concurrent writers stay correct: their conditional commits lose to the compaction commit and retry.
+    """
+    if not DeltaTable.is_deltatable(str(path)):
+        return None
+    table = DeltaTable(str(path))
+    before = len(table.file_uris())
+    removed = added = 0
+    if before >= min_files:
+        metrics = table.optimize.compact(
+            target_size=target_size,
+            commit_properties=CommitProperties(max_commit_retries=_COMPACTION_RETRIES),
+        )
+        removed, added = int(metrics.get("numFilesRemoved", 0)), int(metrics.get("numFilesAdded", 0))
+    # A full vacuum: the default ("lite") one only sees files removed since the latest checkpoint, so files
+    # removed before one would never be deleted. Unreferenced files younger than the retention are kept, which
+    # protects a concurrent writer's data file that is not committed yet (for any retention above its commit time).
+    vacuumed = table.vacuum(retention_hours, dry_run=False, enforce_retention_duration=False, full=True,
+                            commit_properties=CommitProperties(max_commit_retries=_COMPACTION_RETRIES))
+    if checkpoint:
+        table.update_incremental()
+        table.create_checkpoint()
+        table.cleanup_metadata()
+    report = CompactionReport(str(path), before, removed, added, len(vacuumed), table.version())
+    log.info("compacted %s: %d files, %d rewritten into %d, %d vacuumed, version %d", path, before, removed, added,
+             len(vacuumed), report.version)
+    return report

@@ -50,6 +50,8 @@ def test_rows_carry_their_commit_version_epoch_and_order_within_the_batch(tmp_pa
 def test_a_checkpoint_is_written_every_checkpoint_interval_commits(tmp_path: Path) -> None:
     log = DeltaRecordLog(tmp_path / "log", checkpoint_interval=5)
     _fill(log, 12)
+    log.close()  # checkpoints are written in the background: wait for them
+    assert log.checkpoints_written == (4, 9)
     checkpoints = sorted(p.name for p in (tmp_path / "log" / "_delta_log").glob("*.checkpoint.parquet"))
     assert checkpoints == [f"{4:020d}.checkpoint.parquet", f"{9:020d}.checkpoint.parquet"]
     assert DeltaRecordLog(tmp_path / "log").load().version == 11

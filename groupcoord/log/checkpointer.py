@@ -1,0 +1,81 @@
+"""Delta checkpoints written off the commit path.
+
+A checkpoint lets readers start from one Parquet file instead of replaying every JSON commit, so load time stays
+bounded. delta-rs writes one in its post-commit hook, *inside* the commit call, and its cost grows with the
+table's files; the record log's appends (:mod:`groupcoord.log.delta_append`) skip that hook, and the writer hands
+the work to this single background thread instead, so no acknowledgement ever waits for a checkpoint.
+
+Requests coalesce: when commits outrun the thread, it checkpoints the newest version it was told about and skips
+the ones in between (a checkpoint covers every earlier version). A checkpoint at a committed version is valid
+whoever writes later versions meanwhile, so it needs no coordination with the writer. The thread is an ordinary
+(non-daemon) executor thread: interpreter exit waits for a checkpoint in progress rather than killing delta-rs
+mid-write.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+log = logging.getLogger("groupcoord.log.checkpointer")
+
+
+class BackgroundCheckpointer:
+    """Checkpoints the Delta table at ``path`` every ``interval`` committed versions, in a background thread."""
+
+    def __init__(self, path: Path, *, interval: int) -> None:
+        self.path = path
+        self.interval = max(1, interval)
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._table: DeltaTable | None = None
+        self._wanted = -1
+        self._requested = -1  # the newest version a checkpoint was requested for
+        self._scheduled = False
+        self.written: list[int] = []
+        """Versions checkpointed by this instance, in order."""
+
+    def committed(self, version: int) -> None:
+        """Note that ``version`` was committed; schedules a checkpoint once ``interval`` versions accumulated."""
+        with self._lock:
+            if version < self._requested + self.interval:
+                return
+            self._requested = version
+            self._wanted = max(self._wanted, version)
+            if self._scheduled:
+                return
+            self._scheduled = True
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-checkpoint")
+            self._executor.submit(self._run)
+
+    def restart_from(self, version: int) -> None:
+        """Count the next ``interval`` commits from ``version`` (a loaded or externally checkpointed version)."""
+        with self._lock:
+            self._requested = max(self._requested, version)
+
+    def close(self) -> None:
+        """Wait for the checkpoint in progress (if any) and stop the thread."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    def _run(self) -> None:
+        with self._lock:
+            version, self._scheduled = self._wanted, False
+        try:
+            if self._table is None:
+                self._table = DeltaTable(str(self.path), version=version)
+            elif self._table.version() < version:
+                self._table.load_as_version(version)
+            self._table.create_checkpoint()
+            self.written.append(version)
+            log.debug("checkpointed %s at version %d", self.path, version)
+        except Exception as exc:  # a missing checkpoint only slows loads down; the next request retries
+            self._table = None
+            log.warning("checkpoint of %s at version %d failed: %s", self.path, version, exc)
