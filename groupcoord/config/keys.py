@@ -144,3 +144,11 @@ REGISTRY.define("checkpoint.table", str, None,
                 "Path of the offset_checkpoints Delta table; defaults to <state root>/offset_checkpoints.")
 REGISTRY.define("checkpoint.prometheus.file", str, None,
                 "Where the checkpoint job writes its Prometheus textfile (kafka_exporter metric names); unset: none.")
+
+# --- Spark executors as members (groupcoord.spark.members.run_members) ------------------------------------------------
+REGISTRY.define("instance.prefix", str, None,
+                "Prefix of the static group.instance.id of each member task (<prefix>-<task index>), so a retried "
+                "task rejoins as the same member; defaults to spark.app.name.")
+REGISTRY.define("assignor.reserved.slots", int, 1,
+                "Task slots run_members keeps free beside its member tasks for the coordinator's assignment jobs; "
+                "it needs members + this many slots.", minimum=0, maximum=10000)
