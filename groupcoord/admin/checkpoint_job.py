@@ -55,6 +55,7 @@ def report_text(result: CheckpointResult) -> str:
 
 def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None) -> int:
     """Run the job; ``spark`` defaults to the active (or a new) SparkSession. Returns the exit code."""
+    from groupcoord.cli.errors import one_line
     from groupcoord.config import ConfigError, resolve_config
     from groupcoord.state_root import StateRoot, StateRootError
 
@@ -82,6 +83,6 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
 
             log.info("wrote %s", plot_lag(read_window(result.table_path, settings.window), args.plot))
     except (ConfigError, StateRootError, ValueError, RuntimeError, OSError) as exc:
-        sys.stderr.write(f"{PROG}: error: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}\n")
+        sys.stderr.write(f"{PROG}: error: {one_line(exc)}\n")
         return 2 if isinstance(exc, ConfigError) else 1
     return 0

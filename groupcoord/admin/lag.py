@@ -46,7 +46,9 @@ def lag_frame(spark: SparkSession, offsets: pa.Table, log_ends: pa.Table, *, run
             F.lit(run_id).alias("run_id"),
             F.lit(run_time).cast("timestamp").alias("run_time"),
             "group_id", "topic", "partition", "offset", "log_end_offset",
-            F.greatest(F.col("log_end_offset") - F.col("offset"), F.lit(0)).cast("long").alias("lag"),
+            # greatest() skips nulls, so an unknown log-end must stay null explicitly.
+            F.when(F.col("log_end_offset").isNotNull(),
+                   F.greatest(F.col("log_end_offset") - F.col("offset"), F.lit(0))).cast("long").alias("lag"),
             "commit_time",
         )
     )
