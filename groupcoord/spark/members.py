@@ -122,16 +122,17 @@ class _TaskSpec:
 
 
 def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None, num_members: int, work: Work,
-                **member_options: Any) -> MembersResult:
+                *, config: Config | None = None, **member_options: Any) -> MembersResult:
     """Run ``num_members`` executor tasks as members of ``group_id`` until each one's ``work`` returns False.
 
     See the module docstring for the coordinator, the slot rule, the ``work`` contract and ``member_options``.
+    ``config`` replaces the ``spark.groupcoord.*`` keys resolved from the Spark conf (the CLI resolves flags on top).
     Raises :class:`RunMembersError` for a configuration that cannot work (too few slots, speculation on, no
     coordinator to reach); a member task that keeps failing fails the Spark job, which is raised as Spark raises it.
     """
     started = time.monotonic()
     sc = spark.sparkContext
-    config = resolve_config(spark_conf=sc.getConf().getAll())
+    config = config if config is not None else resolve_config(spark_conf=sc.getConf().getAll())
     if num_members < 1:
         raise RunMembersError(f"run_members needs at least one member, got {num_members}")
     _check_speculation(sc)
