@@ -13,7 +13,7 @@ import time
 
 from bench import report
 
-BENCHMARKS: tuple[str, ...] = ("commit_throughput", "simulate", "fuzz")
+BENCHMARKS: tuple[str, ...] = ("commit_throughput", "simulate", "fuzz", "member_capacity", "failover")
 
 
 def main(argv: list[str] | None = None) -> int:
