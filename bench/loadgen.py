@@ -176,6 +176,7 @@ class Stats:
     measuring: bool = False
     sent: int = 0
     answered: int = 0
+    answered_in_window: int = 0
     rtts: list[float] = field(default_factory=list)
     errors: collections.Counter[int] = field(default_factory=collections.Counter)
     failed_members: set[int] = field(default_factory=set)
@@ -251,6 +252,7 @@ class HeartbeatLane:
             stats.answered += 1
             if stats.measuring:
                 stats.rtts.append(loop.time() - sent_at)
+                stats.answered_in_window += 1
             if error:
                 stats.errors[error] += 1
                 stats.failed_members.add(index)
@@ -377,6 +379,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "heartbeats_in_window": sent,
         "heartbeats_per_s": round(sent / window),
         "answered": stats.answered,
+        "answered_in_window": stats.answered_in_window,
         "unanswered": stats.sent - stats.answered,
         "rtt_p50_ms": percentile(stats.rtts, 0.50),
         "rtt_p99_ms": percentile(stats.rtts, 0.99),

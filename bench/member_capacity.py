@@ -63,13 +63,14 @@ def measure(*, members: int, groups: int, seconds: float, work: Path) -> dict[st
         log_text = serve.log_path.read_text()
     finally:
         serve.close()
-    answered = result["heartbeats_in_window"]
+    answered = result["answered_in_window"]
     return {
         "members": result["members"],
         "groups": result["groups"],
         "sockets": result["connections"],
         "window_s": round(end - start, 1),
         "heartbeats_per_s": result["heartbeats_per_s"],
+        "answered_per_s": round(answered / (end - start)),
         "rtt_p50_ms": result["rtt_p50_ms"],
         "rtt_p99_ms": result["rtt_p99_ms"],
         "rtt_p999_ms": result["rtt_p999_ms"],
@@ -107,7 +108,7 @@ def main(full: bool) -> None:
         notes="Generator: bench/loadgen.py in its own process (pre-encoded Heartbeat v3 frames, pipelined over 8 "
         "sockets, first heartbeats spread over one interval). Server: serve --no-spark with default settings "
         "(session timeout 45 s asked by the members). Server CPU is sampled from /proc over the measured window "
-        "only; CPU per heartbeat divides it by the heartbeats sent in the window. The machine has 2 cores shared "
+        "only; CPU per heartbeat divides it by the heartbeats answered in the window. The machine has 2 cores shared "
         "by ~8 engineers' jobs (load_avg_1m is the 1-minute load average during the run), so round trips here "
         "include waiting for a core; the CPU per heartbeat is the figure that carries over to other machines.",
     )

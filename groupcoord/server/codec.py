@@ -151,7 +151,7 @@ def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SU
         body = request_class.decode(payload[stream.tell() :], version=api_version)
     except Exception as exc:
         raise MalformedRequest(header, repr(exc)) from None
-    null_field = _first_null_field(request_class._struct, body, api_version)
+    null_field = _first_null_field(_null_checks(request_class._struct, api_version), body)
     if null_field is not None:
         raise MalformedRequest(header, f"null {null_field} (the field is not nullable at this version)")
     return DecodedRequest(header, body)
@@ -162,32 +162,64 @@ def _length_prefixed(field: Any) -> bool:
     return bool(field.is_array() or field.is_struct() or field.type_str in ("string", "bytes", "records"))
 
 
-def _first_null_field(struct: Any, value: Any, version: int, path: str = "") -> str | None:
-    """The first field of ``value`` that decoded as null although its schema does not allow null at ``version``.
+@dataclass(frozen=True)
+class _NullCheck:
+    """A field that may decode as null: whether null is allowed, and the checks of its elements or sub-fields."""
+
+    name: str
+    nullable: bool
+    kind: str  # "value", "array" (of simple values), "struct" or "struct_array"
+    inner: tuple[_NullCheck, ...] = ()
+
+
+_NULL_CHECKS: dict[tuple[int, int], tuple[_NullCheck, ...]] = {}
+
+
+def _null_checks(struct: Any, version: int) -> tuple[_NullCheck, ...]:
+    """The checks for ``struct`` at ``version``, derived from kafka-python's schema once and cached (the schema
+    objects are module-level singletons, so their ids are stable keys)."""
+    key = (id(struct), version)
+    cached = _NULL_CHECKS.get(key)
+    if cached is not None:
+        return cached
+    checks: list[_NullCheck] = []
+    for name, field in struct.fields.items():
+        if not field.for_version_q(version) or field.tagged_field_q(version) or not _length_prefixed(field):
+            continue  # e.g. an all-zero uuid also decodes as None, and is fine
+        nullable = bool(field.nullable_for_version_q(version))
+        if field.is_struct_array() or field.is_struct():
+            kind = "struct_array" if field.is_struct_array() else "struct"
+            checks.append(_NullCheck(name, nullable, kind, _null_checks(field, version)))
+        elif field.is_array():
+            checks.append(_NullCheck(name, nullable, "array"))
+        elif not nullable:
+            checks.append(_NullCheck(name, nullable, "value"))
+    _NULL_CHECKS[key] = result = tuple(checks)
+    return result
+
+
+def _first_null_field(checks: tuple[_NullCheck, ...], value: Any, path: str = "") -> str | None:
+    """The first field of ``value`` that decoded as null although its schema does not allow null.
 
     kafka-python decodes a -1 length as ``None`` whatever the schema says; Kafka refuses such a request, and the
     adapters rely on non-nullable arrays, strings and bytes being present, so the decoder refuses it too.
     """
-    for name, field in struct.fields.items():
-        if not field.for_version_q(version) or field.tagged_field_q(version):
-            continue
-        item = getattr(value, name, None)
-        where = f"{path}{name}"
+    for check in checks:
+        item = getattr(value, check.name, None)
         if item is None:
-            if field.nullable_for_version_q(version) or not _length_prefixed(field):
-                continue  # e.g. an all-zero uuid also decodes as None
-            return where
-        if field.is_struct_array():
+            if not check.nullable:
+                return f"{path}{check.name}"
+        elif check.kind == "struct_array":
             for element in item:
-                found = _first_null_field(field, element, version, f"{where}[].")
+                found = _first_null_field(check.inner, element, f"{path}{check.name}[].")
                 if found is not None:
                     return found
-        elif field.is_struct():
-            found = _first_null_field(field, item, version, f"{where}.")
+        elif check.kind == "struct":
+            found = _first_null_field(check.inner, item, f"{path}{check.name}.")
             if found is not None:
                 return found
-        elif field.is_array() and any(element is None for element in item):
-            return f"{where}[]"
+        elif check.kind == "array" and any(element is None for element in item):
+            return f"{path}{check.name}[]"
     return None
 
 
