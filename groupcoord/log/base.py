@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from groupcoord.coordinator.encoded import EncodedRecord
 
@@ -46,6 +46,24 @@ class LoadedLog:
     version: int
     epoch: int = 0
     tail_records: int = 0
+
+    def compacted(self) -> LoadedLog:
+        """The same load with only the latest record per ``(kind, key)``, in the order of those latest records.
+
+        Replaying it builds the same hard state, because every record sets or deletes exactly the state its
+        ``(kind, key)`` names (see :class:`EncodedRecord`): a record followed by a later one of the same identity
+        has no effect on the result. A load after a long tail (many commits of the same partitions) then replays
+        one record per key instead of one per commit. ``tail_records`` keeps counting the log's records.
+        """
+        seen: set[tuple[str, str]] = set()
+        latest: list[EncodedRecord] = []
+        for record in reversed(self.records):
+            identity = (record.kind, record.key)
+            if identity not in seen:
+                seen.add(identity)
+                latest.append(record)
+        latest.reverse()
+        return replace(self, records=tuple(latest))
 
 
 def epoch_record(epoch: int) -> EncodedRecord:
