@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import signal
 import uuid
@@ -100,8 +99,7 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
     """
     catalog = TopicCatalog(root)
     source = SourceSpec.parse(config.source, state_root=root)
-    # Imported when run: groupcoord.spark.members starts Spark machinery (and is built alongside this module).
-    run_members = importlib.import_module("groupcoord.spark.members").run_members
+    from groupcoord.spark.members import run_members
     wanted = topic_filter(config.topics, config.pattern)
     sync: CatalogSync | None = None
     if source.is_kafka:

@@ -92,7 +92,7 @@ class IngestWork:
         return self._state
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"plan": self.plan, "_state": None}
+        return {**self.__dict__, "_state": None}
 
 
 class MemberIngest:
