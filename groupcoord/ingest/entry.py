@@ -55,9 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure_logging() -> None:
     logger = logging.getLogger("groupcoord")
-    if not logger.handlers:
+    if not any(getattr(h, "_groupcoord_ingest", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler._groupcoord_ingest = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
