@@ -136,6 +136,7 @@ class SimMember:
         self.next_heartbeat_ms = 0
         self.next_commit_ms = 0
         self.last_heard_ms = transport.now_ms()  # when the coordinator last confirmed this member's membership
+        self.zombie = False  # a replaced process (events.Restart); fenced, a static zombie stops for good
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     @property
@@ -295,9 +296,7 @@ class SimMember:
                                                 member_id=self.member_id, group_instance_id=self.instance_id,
                                                 assignments=assignments))
         elif error == Errors.UNKNOWN_MEMBER_ID:
-            self._lose()
-            self.member_id, self.generation = "", -1
-            self._join()
+            self._fenced(error)
         else:
             self._retry_join_later()
 
@@ -340,7 +339,12 @@ class SimMember:
             self._fenced(error)
 
     def _fenced(self, error: ErrorCode) -> None:
-        """The coordinator no longer knows this member or generation: the partitions are lost; rejoin."""
+        """The coordinator no longer knows this member or generation: the partitions are lost; rejoin.
+
+        A static zombie stops instead: rejoining afresh it would be a twin of its replacement (same instance id)."""
+        if self.zombie and self.instance_id is not None:
+            self.kill()
+            return
         self._lose()
         self.generation = -1
         if error == Errors.UNKNOWN_MEMBER_ID:

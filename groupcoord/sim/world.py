@@ -228,6 +228,7 @@ class World:
                     old_zombie.kill()
                 if live.member_id:
                     live.pause()
+                    live.zombie = True
                     self.members[event.member + ZOMBIE_SUFFIX] = live
                 else:
                     live.kill()  # see events.Restart: without a member id it would not be a zombie but a twin

@@ -13,6 +13,7 @@ from groupcoord.sim import (
     Leave,
     Pause,
     Restart,
+    Resume,
     Schedule,
     Subscribe,
     Tick,
@@ -57,3 +58,12 @@ def test_a_restarted_static_member_fences_its_zombie() -> None:
     outcome = assert_schedule_passes(Schedule(seed=203, mode="eager", topics=(("t0", 4),), static=True, events=(
         Join("m0", ("t0",)), Tick(4000), Restart("m0"), Tick(4000))))
     assert outcome.quiescent_checks > 0
+
+
+def test_a_fenced_static_zombie_stops_instead_of_rejoining_as_a_twin() -> None:
+    """Seed 6110 (bench-full): a static zombie woke up after its replacement left, rejoined afresh with the same
+    instance id, and a third process with that id was started: twins (a KIP-345 misconfiguration) shared
+    partitions. A fenced static zombie now stops, as a real one does once its replacement exists."""
+    assert_schedule_passes(Schedule(seed=6110, mode="cooperative", topics=(("t0", 4),), static=True, events=(
+        Join("m0", ("t0",)), Tick(5500), Restart("m0"), Leave("m0"), Tick(15_500), Resume("m0~"), Tick(3000),
+        Join("m1", ("t0",)), Join("m0", ("t0",)))))
