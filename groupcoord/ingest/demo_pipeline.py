@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--leave-after", type=int, default=15_000, help="member 0 leaves after N records")
-    parser.add_argument("--batch", type=int, default=2000, help="max records per partition per sink commit")
+    parser.add_argument("--batch", type=int, default=1000, help="max records per partition per sink commit")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)  # only this script's process; the job logs through groupcoord
 
