@@ -78,12 +78,16 @@ def test_bad_member_options_fail_on_the_driver(spark: SparkSession, root: StateR
         run_members(spark, "g", [TOPIC], 1, work, state_root=str(root.path), no_such_option=1)
 
 
+@pytest.mark.slow
 def test_two_members_split_the_partitions_with_server_side_assignment_and_finish(
         spark: SparkSession, root: StateRoot, tmp_path: Path) -> None:
-    """Default protocol (server-cooperative-sticky): the driver's SparkSession assigns in the reserved slot."""
+    """Default protocol (server-cooperative-sticky): the driver's SparkSession assigns in the reserved slot while
+    both member tasks hold theirs. Both join within the initial delay, so one Spark assignment settles the group;
+    the rebalance timeout leaves room for a cold assignor on a loaded machine."""
     work = SplitThenLeave(str(tmp_path), members=2, share=3, partitions=PARTITIONS)
     config = _config(spark, **{"spark.groupcoord.group.initial.rebalance.delay.ms": "3000"})
-    result = run_members(spark, "split", [TOPIC], 2, work, config=config, state_root=str(root.path), **FAST_MEMBER)
+    result = run_members(spark, "split", [TOPIC], 2, work, config=config, state_root=str(root.path),
+                         **{**FAST_MEMBER, "rebalance_timeout_ms": 180000})
     prefix = spark.sparkContext.appName
     assert result.started_coordinator and result.coordinator is not None
     assert [m.group_instance_id for m in result.members] == [f"{prefix}-0", f"{prefix}-1"]
