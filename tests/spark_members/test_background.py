@@ -1,9 +1,10 @@
-"""BackgroundCoordinator: a coordinator host in a daemon thread, as the driver, the CLI and tests run it."""
+"""BackgroundCoordinator: a coordinator host in a daemon thread, as the driver, the CLI and tests run it.
+
+Its Spark-backed assignment is exercised through ``run_members`` (test_run_members.py)."""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import pytest
 from kafka.structs import TopicPartition
@@ -14,9 +15,6 @@ from groupcoord.log.lease import current_holder
 from groupcoord.member import GroupMember, MemberOptions
 from groupcoord.state_root import StateRoot
 from tests.spark_members.conftest import PARTITIONS, TOPIC
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 OPTIONS = MemberOptions(retry_backoff_ms=20, retry_backoff_max_ms=200, request_timeout_ms=5000)
 
@@ -72,27 +70,6 @@ def test_start_fails_clearly_while_another_process_holds_the_lease(root: StateRo
         assert second.address is None
         lease = current_holder(root)
         assert lease is not None and lease.holder == "first" and lease.address == first.address
-
-
-@pytest.mark.spark
-def test_server_side_groups_are_assigned_on_the_given_spark_session(
-    root: StateRoot, fast_config: Config, spark: SparkSession
-) -> None:
-    with BackgroundCoordinator(root, fast_config, spark=spark):
-        members = [_member(root, assignors=("server-cooperative-sticky",)) for _ in range(2)]
-        try:
-            deadline = time.monotonic() + 60
-            owned: list[frozenset[TopicPartition]] = []
-            while time.monotonic() < deadline:
-                owned = [m.poll(200) for m in members]
-                if sorted(len(o) for o in owned) == [3, 3] and len(owned[0] | owned[1]) == PARTITIONS:
-                    break
-            assert sorted(len(o) for o in owned) == [3, 3]
-            assert owned[0] | owned[1] == {TopicPartition(TOPIC, p) for p in range(PARTITIONS)}
-            assert {m.generation.protocol for m in members} == {"server-cooperative-sticky"}
-        finally:
-            for member in members:
-                member.close()
 
 
 def test_listen_overrides_the_configured_address(root: StateRoot, fast_config: Config) -> None:
