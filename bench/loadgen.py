@@ -181,17 +181,23 @@ class Stats:
     errors: collections.Counter[int] = field(default_factory=collections.Counter)
     failed_members: set[int] = field(default_factory=set)
     connections_lost: int = 0
+    delayed: int = 0
 
 
 class HeartbeatLane:
-    """One shared socket: sends due heartbeat frames in bursts, matches responses in order."""
+    """One shared socket: sends due heartbeat frames in bursts, matches responses in order.
+
+    Like a Kafka client's heartbeat thread, a member never has two heartbeats in flight: its next one is due one
+    interval after the previous was sent, or at once when the previous answer arrives later than that (counted as
+    delayed). An overloaded server therefore sees fewer heartbeats and longer round trips, not an endless queue.
+    """
 
     def __init__(self, connection: Connection, interval_s: float, stats: Stats) -> None:
         self.connection = connection
         self.interval_s = interval_s
         self.stats = stats
         self._due: list[tuple[float, int, bytes]] = []
-        self._in_flight: collections.deque[tuple[float, int]] = collections.deque()
+        self._in_flight: collections.deque[tuple[float, float, int, bytes]] = collections.deque()
         self._wakeup = asyncio.Event()
         self.stopped = False
 
@@ -227,8 +233,7 @@ class HeartbeatLane:
             while self._due and self._due[0][0] <= now:
                 due, index, frame = heapq.heappop(self._due)
                 burst.append(frame)
-                self._in_flight.append((now, index))
-                heapq.heappush(self._due, (due + self.interval_s, index, frame))
+                self._in_flight.append((now, due, index, frame))
             if burst:
                 self.stats.sent += len(burst)
                 writer.write(b"".join(burst))
@@ -245,13 +250,21 @@ class HeartbeatLane:
         stats = self.stats
         while True:
             payload = await read_payload(reader)
-            sent_at, index = self._in_flight.popleft()
+            sent_at, due, index, frame = self._in_flight.popleft()
             correlation_id, _, error = struct.unpack_from(">iih", payload)
             if correlation_id != index:
                 raise RuntimeError(f"response for member {correlation_id} arrived where {index} was expected")
+            now = loop.time()
+            next_due = due + self.interval_s
+            if now > next_due:
+                stats.delayed += 1
+                next_due = now
+            if not self.stopped:
+                heapq.heappush(self._due, (next_due, index, frame))
+                self._wakeup.set()
             stats.answered += 1
             if stats.measuring:
-                stats.rtts.append(loop.time() - sent_at)
+                stats.rtts.append(now - sent_at)
                 stats.answered_in_window += 1
             if error:
                 stats.errors[error] += 1
@@ -388,6 +401,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "errors": {EXPIRY_ERRORS.get(code, str(code)): n for code, n in stats.errors.items()},
         "members_with_errors": len(stats.failed_members),
         "connections_lost": stats.connections_lost,
+        "heartbeats_delayed": stats.delayed,
         "members_present": sum(present.values()),
         "false_expiries": index - sum(present.values()),
         "generator_cpu_s": round(generator_cpu, 1),
