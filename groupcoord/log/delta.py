@@ -127,7 +127,6 @@ class DeltaRecordLog(RecordLog):
         self.retention_hours = retention_hours
         self.fsync = fsync
         self._checkpointer = BackgroundCheckpointer(self.path, interval=checkpoint_interval)
-        self._table: DeltaTable | None = None
         # The segment of the batch at _segment_version, so an append after it knows its partition without a scan.
         self._segment_version: int | None = None
         self._segment = NO_SEGMENT
@@ -260,7 +259,6 @@ class DeltaRecordLog(RecordLog):
                 raise LogFencedError(f"another writer created {self.path} first") from exc
             raise
         self._segment, self._segment_version = segment, 0
-        self._table = None
         return 0
 
     def _rows(
@@ -288,11 +286,9 @@ class DeltaRecordLog(RecordLog):
     # --- table state --------------------------------------------------------------------------------------------
 
     def _latest(self) -> DeltaTable:
-        if self._table is None:
-            self._table = DeltaTable(str(self.path))
-        else:
-            self._table.update_incremental()
-        return self._table
+        # Opened afresh each time: with checkpoints every few versions a fresh open reads one checkpoint and a few
+        # commits, while deltalake 1.6.6's update_incremental of a kept table costs time in proportion to its files.
+        return DeltaTable(str(self.path))
 
     def _segment_of(self, version: int) -> int:
         """The segment the batch at ``version`` belongs to: remembered from the last commit or load, else read."""

@@ -53,9 +53,13 @@ def test_compaction_and_vacuum_keep_every_row_and_shrink_the_file_count(tmp_path
 def test_segments_within_the_retention_are_compacted_not_dropped(tmp_path: Path) -> None:
     log = DeltaRecordLog(tmp_path / "log")
     version = _history(log)
+    before = DeltaRecordLog(tmp_path / "log").load()
     report = run_log_maintenance(log, version, retention_hours=168)
     assert report.dropped_segments == ()
-    assert report.compacted_files == 10
+    assert report.compacted_files == 5 + 5 + 3  # the current segment's files too
+    assert len(DeltaTable(str(tmp_path / "log")).file_uris()) == 3  # one file per segment
+    after = DeltaRecordLog(tmp_path / "log").load()
+    assert (after.records, after.tail_records, after.epoch) == (before.records, before.tail_records, before.epoch)
     rows = DeltaTable(str(tmp_path / "log")).to_pyarrow_table()
     assert rows.num_rows == 5 + 5 + 4 + 5 + 2
     old = [r for r in rows.to_pylist() if r["segment"] == -1]
