@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,6 +15,7 @@ from storage_helpers import offset
 
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.delta import DeltaRecordLog
+from groupcoord.log.lease import LeaseTable
 
 
 def _fill(log: DeltaRecordLog, commits: int, *, start: int = -1) -> int:
@@ -125,3 +128,30 @@ def test_processes_racing_at_one_version_leave_exactly_one_winner(tmp_path: Path
     log = DeltaRecordLog(path)
     assert log.version() == expected + 1
     assert log.batch_ids_after(expected) == {expected + 1: winners[0]}
+
+
+_READER = """
+import sys
+from groupcoord.log.delta import DeltaRecordLog
+from groupcoord.log.lease import LeaseTable
+path = sys.argv[1]
+log = DeltaRecordLog(path + "/log")
+loaded = log.load()
+lease = LeaseTable(path + "/lease").read_current()
+print(len(loaded.records), loaded.version, lease.epoch if lease else None)
+"""
+
+
+@pytest.mark.integration
+def test_processes_that_read_the_log_and_the_lease_exit_cleanly(tmp_path: Path) -> None:
+    # Reads through delta-rs's default filesystem handler could abort the process at exit (rc 134); the log and
+    # the lease read through pyarrow's local filesystem.
+    log = DeltaRecordLog(tmp_path / "log", checkpoint_interval=2)
+    _fill(log, 5)
+    log.close()
+    assert LeaseTable(tmp_path / "lease").try_acquire("h", "127.0.0.1:1") is not None
+    procs = [subprocess.Popen([sys.executable, "-c", _READER, str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in outputs]
+    assert {out.split() == ["5", "4", "1"] for out, _ in outputs} == {True}
