@@ -238,6 +238,8 @@ class HeartbeatLane:
                 self.stats.sent += len(burst)
                 writer.write(b"".join(burst))
                 await writer.drain()
+            if not self._due:
+                continue  # every member's heartbeat is in flight: wait for an answer to schedule the next
             wait = self._due[0][0] - loop.time()
             if wait > 0:
                 self._wakeup.clear()
@@ -363,6 +365,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     window = time.monotonic() - window_started
     generator_cpu = cpu_seconds() - cpu_before
     sent = stats.sent - sent_before
+    crashed = [t.exception() for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
+    if crashed:
+        raise RuntimeError(f"a heartbeat lane failed: {crashed[0]!r}") from crashed[0]
     window_probe = probe.take()
     probe_task.cancel()
     emit("window_end")
