@@ -261,15 +261,20 @@ async def _run(work: Path, members: int, timeout: float) -> FailoverOutcome:
         group.append(newcomer)
         tasks.append(asyncio.create_task(newcomer.run(stop)))
 
+        seen: list[str] = []
+
         async def rebalancing() -> bool:
             described = await describe(first)
-            return described is not None and described.group_state in ("PreparingRebalance", "CompletingRebalance")
+            if described is None or described.group_state not in ("PreparingRebalance", "CompletingRebalance"):
+                return False
+            seen.append(described.group_state)
+            return True
 
         if not await _wait_until(rebalancing, 10, 0.02):
             raise RuntimeError("the newcomer did not start a rebalance")
-        state_at_kill = (await describe(first)).group_state
         killed_at = time.monotonic()
-        holder.kill()
+        holder.kill()  # at once: the group was rebalancing an instant ago, and a 101-member round takes > 500 ms
+        state_at_kill = seen[-1]
         second = await asyncio.to_thread(standby.wait_ready, timeout)
         if second is None:
             raise RuntimeError(f"the standby did not take over:\n{standby.log_tail()}")
