@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv and install groupcoord with its dev extras (once)
 
 run: install ## the pipeline under ./var: 12x100k-record topic -> streaming_ingest (spark-submit, 3 members, one leaves) -> describe, lag, exactly-once check
-	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline; rc=$$?; \
+	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \
 	  echo "make run: $$(( $$(date +%s) - start ))s after install"; exit $$rc
 
 test: install ## run every test (all markers); "no tests collected" counts as a failure

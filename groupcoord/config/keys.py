@@ -152,3 +152,6 @@ REGISTRY.define("instance.prefix", str, None,
 REGISTRY.define("assignor.reserved.slots", int, 1,
                 "Task slots run_members keeps free beside its member tasks for the coordinator's assignment jobs; "
                 "it needs members + this many slots.", minimum=0, maximum=10000)
+REGISTRY.define("assignors", str, "server-cooperative-sticky",
+                "Comma-separated assignors the ingestion job's members offer, preferred first: server-* names are "
+                "assigned by the coordinator with Spark, others (cooperative-sticky, range...) by the group leader.")

@@ -29,6 +29,7 @@ class IngestConfig:
     auto_offset_reset: OffsetReset = "earliest"
     max_records_per_batch: int = 10000
     metadata_refresh_ms: int = 30000
+    assignors: tuple[str, ...] = ("server-cooperative-sticky",)
 
     def __post_init__(self) -> None:
         problems = []
@@ -43,6 +44,8 @@ class IngestConfig:
                 re.compile(self.pattern)
             except re.error as exc:
                 problems.append(f"--pattern {self.pattern!r} is not a regular expression: {exc}")
+        if not self.assignors or not all(self.assignors):
+            problems.append(f"{PREFIX}assignors must name at least one assignor")
         if not self.sink:
             problems.append(f"no sink: pass --sink or set {PREFIX}sink")
         if problems:
@@ -63,4 +66,5 @@ class IngestConfig:
             auto_offset_reset=config["auto.offset.reset"],
             max_records_per_batch=config["max.records.per.batch"],
             metadata_refresh_ms=config["source.metadata.refresh.ms"],
+            assignors=tuple(a.strip() for a in config["assignors"].split(",")),
         )

@@ -71,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--leave-after", type=int, default=15_000, help="member 0 leaves after N records")
     parser.add_argument("--batch", type=int, default=1000, help="max records per partition per sink commit")
+    parser.add_argument("--assignors", default="server-cooperative-sticky",
+                        help="assignors the members offer (cooperative-sticky: leader-side, no Spark assignment job)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)  # only this script's process; the job logs through groupcoord
 
@@ -93,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         str(REPO / "jobs" / "streaming_ingest.py"),
         "--group", GROUP, "--topics", TOPIC, "--sink", str(sink_path), "--members", str(args.members),
         "--available-now", "--demo-leave-after", str(args.leave_after), "--max-records-per-batch", str(args.batch),
+        "--assignors", args.assignors,
     ]
     print("[demo] $ " + " ".join(command), flush=True)
     job_started = time.monotonic()

@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--auto-offset-reset", choices=("earliest", "latest"),
                         help="spark.groupcoord.auto.offset.reset")
     parser.add_argument("--max-records-per-batch", type=int, metavar="N", help="spark.groupcoord.max.records.per.batch")
+    parser.add_argument("--assignors", metavar="A1,A2", help="assignors offered, preferred first "
+                                                             "(spark.groupcoord.assignors)")
     parser.add_argument("--state-root", metavar="DIR", help="state root (spark.groupcoord.state.root)")
     parser.add_argument("--conf-file", metavar="FILE", help="a spark-defaults style file of spark.groupcoord.* keys")
     parser.add_argument("--conf", metavar="KEY=VALUE", action="append", default=[],
@@ -92,7 +94,8 @@ def _run(args: argparse.Namespace) -> int:
         conf_file=args.conf_file, spark_conf=spark.sparkContext.getConf().getAll(), conf=args.conf,
         flags={"group.id": args.group, "topics": args.topics, "pattern": args.pattern, "source": args.source,
                "sink": args.sink, "members": args.members, "available.now": args.available_now,
-               "auto.offset.reset": args.auto_offset_reset, "max.records.per.batch": args.max_records_per_batch,
+               "auto.offset.reset": args.auto_offset_reset, "assignors": args.assignors,
+               "max.records.per.batch": args.max_records_per_batch,
                "state.root": args.state_root or os.environ.get("GROUPCOORD_STATE_ROOT")},
     )
     ingest = IngestConfig.from_config(config)
@@ -102,6 +105,6 @@ def _run(args: argparse.Namespace) -> int:
         root = StateRoot.open(config["state.root"], create=True)
     except StateRootError as exc:
         raise ConfigError(str(exc)) from None
-    run_ingest(spark, ingest, root, demo_leave_after=args.demo_leave_after,
+    run_ingest(spark, ingest, root, demo_leave_after=args.demo_leave_after, config_keys=config,
                tty=False if args.no_progress_tty else None)
     return 0

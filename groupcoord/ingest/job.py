@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.config import ConfigError
+from groupcoord.config import Config, ConfigError
 from groupcoord.ingest.catalog_sync import CatalogSync, topic_filter
 from groupcoord.ingest.config import IngestConfig
 from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
@@ -91,11 +91,13 @@ def stop_on_signal(stop_file: Path) -> Iterator[None]:
 
 def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, demo_leave_after: int | None = None,
                progress_interval_s: float = 2.0, tty: bool | None = None,
-               work_type: Callable[[IngestPlan], IngestWork] = IngestWork, **member_options: Any) -> IngestResult:
+               work_type: Callable[[IngestPlan], IngestWork] = IngestWork, config_keys: Config | None = None,
+               **member_options: Any) -> IngestResult:
     """Run the ingestion job until it is stopped (or, with ``available_now``, until it caught up); see the module.
 
     ``member_options`` go to ``run_members`` (and on to each ``GroupMember``: timeouts, assignors...);
-    ``work_type`` builds the members' work from the plan (a seam for fault-injection tests).
+    ``work_type`` builds the members' work from the plan (a seam for fault-injection tests); ``config_keys`` are
+    the resolved ``spark.groupcoord.*`` keys for the coordinator and members (default: from the Spark conf).
     """
     catalog = TopicCatalog(root)
     source = SourceSpec.parse(config.source, state_root=root)
@@ -125,12 +127,12 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
         sink.table()  # created once here, not raced by every member
         monitor = ProgressMonitor(root, source, sink, config.group_id, wanted, interval_s=progress_interval_s,
                                   tty=tty)
-        options: dict[str, Any] = {"state_root": str(root.path), **member_options}
+        options: dict[str, Any] = {"state_root": str(root.path), "assignors": config.assignors, **member_options}
         if config.pattern is not None:
             options.setdefault("pattern", config.pattern)
         with stop_on_signal(stop_file), monitor:
             result = run_members(spark, config.group_id, list(config.topics) if config.topics else None,
-                                 config.members, work_type(plan), **options)
+                                 config.members, work_type(plan), config=config_keys, **options)
             final = monitor.stop()
         stop_file.unlink(missing_ok=True)
         log.info("ingestion of group %s finished: %s", config.group_id, final.line())

@@ -15,6 +15,7 @@ from kafka.structs import TopicPartition
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 
+from groupcoord.config import resolve_config
 from groupcoord.ingest.config import IngestConfig
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.job import run_ingest
@@ -35,7 +36,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 PARTITIONS = 6
 RECORDS = 3000
 MEMBER_OPTIONS: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
-                                  "rebalance_timeout_ms": 10000, "assignors": ("cooperative-sticky",)}
+                                  "rebalance_timeout_ms": 10000}
+KEYS = resolve_config(flags={"group.initial.rebalance.delay.ms": 200, "group.min.session.timeout.ms": 1000})
 
 
 def produced_frame(spark: SparkSession, root: StateRoot, topic: str) -> DataFrame:
@@ -57,14 +59,16 @@ def committed_offsets(root: StateRoot, group: str) -> dict[TopicPartition, int]:
             if r["group_id"] == group}
 
 
-def ingest(spark: SparkSession, tmp_path: Path, group: str, **options: Any) -> tuple[StateRoot, Path]:
+def ingest(spark: SparkSession, tmp_path: Path, group: str, *, assignors: tuple[str, ...] = ("cooperative-sticky",),
+           **options: Any) -> tuple[StateRoot, Path]:
     """Produce the demo topic into a fresh state root and run the job on it in available-now mode."""
     root = StateRoot.open(tmp_path / "state", create=True)
     create_demo_topic(root, "events", partitions=PARTITIONS, records=RECORDS)
     sink = tmp_path / "sink"
     config = IngestConfig(group_id=group, topics=("events",), pattern=None, source="embedded", sink=str(sink),
-                          members=2, available_now=True, max_records_per_batch=200)
-    run_ingest(spark, config, root, tty=False, progress_interval_s=0.5, **{**MEMBER_OPTIONS, **options})
+                          members=2, available_now=True, max_records_per_batch=200, assignors=assignors)
+    run_ingest(spark, config, root, tty=False, progress_interval_s=0.5, config_keys=KEYS,
+               **{**MEMBER_OPTIONS, **options})
     return root, sink
 
 

@@ -69,7 +69,7 @@ def test_spark_submit_runs_the_job_and_sigterm_commits_and_leaves(tmp_path: Path
          "--conf", f"spark.groupcoord.state.root={root.path}",
          "--conf", "spark.groupcoord.group.initial.rebalance.delay.ms=0",
          str(REPO / "jobs" / "streaming_ingest.py"), "--group", "smoke", "--topics", "events", "--sink", str(sink),
-         "--members", "2", "--max-records-per-batch", "300", "--no-progress-tty"],
+         "--members", "2", "--max-records-per-batch", "300", "--no-progress-tty", "--assignors", "cooperative-sticky"],
         env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 150
