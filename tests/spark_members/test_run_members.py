@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from groupcoord.config import Config, resolve_config
+from groupcoord.host.background import BackgroundCoordinator
 from groupcoord.log.lease import current_holder
 from groupcoord.spark.members import RunMembersError, run_members
 from groupcoord.state.schema import ASSIGNMENTS
@@ -129,3 +130,17 @@ def test_killed_member_worker_rebalances_and_the_retry_rejoins_under_its_instanc
               if r["group_id"] == "killed" and r["generation"] == final and r["member_id"]}
     assert set(owners) == set(range(PARTITIONS)), f"every partition owned in generation {final}"
     assert set(owners.values()) == {"kill-0", victim}
+
+
+def test_a_live_lease_holder_is_used_instead_of_starting_a_coordinator(
+        spark: SparkSession, root: StateRoot, tmp_path: Path, fast_config: Config) -> None:
+    """Another coordinator holds the lease: the driver starts none, and the members find that one (leader-side
+    range assignment here, so no Spark assignor is involved)."""
+    work = SplitThenLeave(str(tmp_path), members=2, share=3, partitions=PARTITIONS)
+    with BackgroundCoordinator(root, fast_config, assignment=False, holder_id="elsewhere") as holder:
+        result = run_members(spark, "holder", [TOPIC], 2, work, config=_config(spark), state_root=str(root.path),
+                             assignors=("range",), **FAST_MEMBER)
+        assert not result.started_coordinator and result.coordinator == holder.address
+        lease = current_holder(root)
+        assert lease is not None and lease.live and lease.holder == "elsewhere"
+    assert sorted(p for m in result.members for _, p in m.assignment) == list(range(PARTITIONS))
