@@ -153,10 +153,10 @@ class CoordinatorHost:
     ) -> None:
         self.root = root
         self.config = config
-        self._assignment_runner = assignment_runner
-        self._on_ready = on_ready
-        self._on_standby = on_standby
-        self._lease_table = LeaseTable(root.lease_path, config=config.lease)
+        self.assignment_runner = assignment_runner
+        self.on_ready = on_ready
+        self.on_standby = on_standby
+        self.lease_table = LeaseTable(root.lease_path, config=config.lease)
         self.serving = asyncio.Event()
         self.endpoint: Endpoint | None = None
         self.coordinator: GroupCoordinator | None = None
@@ -176,7 +176,7 @@ class CoordinatorHost:
         while not stop.is_set():
             try:
                 lease = await asyncio.to_thread(
-                    self._lease_table.try_acquire, self.config.holder_id, self.config.advertised
+                    self.lease_table.try_acquire, self.config.holder_id, self.config.advertised
                 )
             except StorageUnavailableError as exc:
                 log.warning("cannot read the lease (%s); retrying", exc)
@@ -184,11 +184,11 @@ class CoordinatorHost:
             if lease is not None:
                 return lease
             if not announced:
-                current = await asyncio.to_thread(self._lease_table.read_current)
+                current = await asyncio.to_thread(self.lease_table.read_current)
                 holder = f"{current.holder} at {current.address}" if current else "another process"
                 log.info("standing by: the lease is held by %s", holder)
-                if self._on_standby is not None:
-                    self._on_standby(holder)
+                if self.on_standby is not None:
+                    self.on_standby(holder)
                 announced = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.config.standby_poll_ms / 1000)
@@ -254,8 +254,8 @@ class _Term:
                 time.perf_counter() - started,
             )
             self.host.serving.set()
-            if self.host._on_ready is not None:
-                self.host._on_ready(endpoint.bound_address)
+            if self.host.on_ready is not None:
+                self.host.on_ready(endpoint.bound_address)
             self.tasks = [
                 asyncio.create_task(self.renew_forever(), name="lease-renewal"),
                 asyncio.create_task(self.guard_lease(), name="lease-guard"),
@@ -293,7 +293,7 @@ class _Term:
             log.warning("deposed: stepped down from lease epoch %d", self.lease.epoch)
             return
         try:
-            await asyncio.to_thread(self.host._lease_table.release, self.lease)
+            await asyncio.to_thread(self.host.lease_table.release, self.lease)
         except (LeaseLostError, StorageUnavailableError) as exc:
             log.warning("could not release the lease: %s", exc)
 
@@ -338,7 +338,7 @@ class _Term:
         while self.pending_assignments:
             await asyncio.sleep(0)  # let effects of the same moment join this batch
             batch, self.pending_assignments = self.pending_assignments, []
-            runner = self.host._assignment_runner
+            runner = self.host.assignment_runner
             if runner is None:
                 answers: Sequence[CompleteAssignment] = _failed(batch, Errors.INCONSISTENT_GROUP_PROTOCOL)
                 log.warning("refusing server-side assignment for %d group(s): no Spark (serve --no-spark)",
@@ -361,10 +361,10 @@ class _Term:
         while True:
             await asyncio.sleep(self.config.lease.renew_interval_ms / 1000)
             try:
-                await self.update_lease(self.host._lease_table.renew)
+                await self.update_lease(self.host.lease_table.renew)
                 renewals += 1
                 if renewals % 30 == 0:
-                    await self.update_lease(self.host._lease_table.maintain)
+                    await self.update_lease(self.host.lease_table.maintain)
             except LeaseLostError as exc:
                 log.error("lost the lease: %s", exc)
                 self.depose()
