@@ -168,15 +168,15 @@ def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None
 
 def task_slots(sc: SparkContext) -> int:
     """How many tasks can run at once: ``N`` of ``local[N]``/``local[N,F]`` (cores for ``*``), workers x cores of
-    ``local-cluster``, else registered executors x ``spark.executor.cores`` / ``spark.task.cpus``, falling back to
-    ``sc.defaultParallelism`` while that is unknown."""
+    ``local-cluster``, else registered executors x ``spark.executor.cores``, each divided by ``spark.task.cpus``;
+    ``sc.defaultParallelism`` while the executors or their cores are unknown."""
     master = sc.master or ""
+    conf = sc.getConf()
+    task_cpus = int(conf.get("spark.task.cpus", "1") or 1)
     local = _LOCAL_MASTER.fullmatch(master)
     if local is not None:
         threads = local.group(1) or "1"
-        return (os.cpu_count() or 1) if threads == "*" else int(threads)
-    conf = sc.getConf()
-    task_cpus = int(conf.get("spark.task.cpus", "1") or 1)
+        return ((os.cpu_count() or 1) if threads == "*" else int(threads)) // task_cpus
     cluster = _LOCAL_CLUSTER_MASTER.fullmatch(master)
     if cluster is not None:
         return int(cluster.group(1)) * int(cluster.group(2)) // task_cpus
