@@ -47,7 +47,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -118,7 +118,7 @@ class _TaskSpec:
     topics: tuple[str, ...] | None
     prefix: str
     poll_timeout_ms: int
-    member_kwargs: dict[str, Any] = field(default_factory=dict)
+    member_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
 def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None, num_members: int, work: Work,
