@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +19,9 @@ COMMAND_MODULES: tuple[str, ...] = ("groupcoord.cli.topics", "groupcoord.cli.ser
                                      "groupcoord.cli.groups", "groupcoord.cli.coordinator")
 
 log = logging.getLogger("groupcoord")
+
+# What a shell reports for a process killed by SIGPIPE (128 + 13); ``groupcoord ... | head`` ends this way.
+EXIT_BROKEN_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,6 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(debug)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (``groupcoord ... | head``): stop quietly, as Unix tools do, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # the single mapper from errors to exit codes
         if debug:
             raise
