@@ -12,7 +12,11 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 @dataclass(frozen=True, kw_only=True)
 class CoordinatorConfig:
-    """Limits and timings of the group coordinator (Kafka's ``group.*`` and ``offsets.*`` broker settings)."""
+    """Limits and timings of the group coordinator (Kafka's ``group.*`` and ``offsets.*`` broker settings).
+
+    ``server_side_assignment`` says whether the shell can compute ``server-<assignor>`` assignments; the host turns
+    it off when it has no assignment runner (``serve --no-spark``), and JoinGroup then refuses those protocols.
+    """
 
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1_800_000
@@ -22,6 +26,7 @@ class CoordinatorConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+    server_side_assignment: bool = True
 
     def __post_init__(self) -> None:
         if self.min_session_timeout_ms > self.max_session_timeout_ms:

@@ -2,9 +2,17 @@
 
 Checks run in Kafka's order: session-timeout bounds, group size, then for a new member its protocol type and
 protocols, then MEMBER_ID_REQUIRED. A response is parked until the join phase completes.
+
+Without server-side assignment (``CoordinatorConfig.server_side_assignment`` off) ``server-*`` protocols are not
+eligible: they are dropped from the request before anything else looks at it, so protocol selection only sees the
+client-side ones, and a member offering nothing else is refused with INCONSISTENT_GROUP_PROTOCOL before the group is
+touched (rather than being accepted and then failed at every SyncGroup).
 """
 
 from __future__ import annotations
+
+import logging
+from dataclasses import replace
 
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext, heartbeat_key
@@ -24,6 +32,8 @@ from groupcoord.protocol.responses import JoinGroupResponse
 
 _S = GroupState
 
+log = logging.getLogger("groupcoord.coordinator.join")
+
 
 def handle_join(ctx: CoordinatorContext, request: JoinGroupRequest, now_ms: int, token: Token) -> None:
     """Handle one JoinGroup; its response is queued now or when the join phase completes."""
@@ -32,6 +42,7 @@ def handle_join(ctx: CoordinatorContext, request: JoinGroupRequest, now_ms: int,
     if request.rebalance_timeout_ms < -1:
         raise ProtocolError(Errors.INVALID_REQUEST, f"negative rebalance timeout {request.rebalance_timeout_ms}")
     throw_if_invalid_instance_id(request.group_instance_id)
+    request = _eligible_protocols(ctx, request)
     is_new = request.member_id == UNKNOWN_MEMBER_ID
     group = ctx.groups.get(request.group_id)
     if group is None:
@@ -50,6 +61,24 @@ def handle_join(ctx: CoordinatorContext, request: JoinGroupRequest, now_ms: int,
         _join_current_member(ctx, group, request, now_ms, token)
     if group.is_in(_S.PREPARING_REBALANCE):
         rebalance.try_complete_join(ctx, group, now_ms)
+
+
+def _eligible_protocols(ctx: CoordinatorContext, request: JoinGroupRequest) -> JoinGroupRequest:
+    """``request`` without the ``server-*`` protocols when nobody can run a server-side assignor; refuses a member
+    left with no protocol at all."""
+    if ctx.config.server_side_assignment:
+        return request
+    eligible = tuple(p for p in request.protocols if not is_server_side(p.name))
+    if len(eligible) == len(request.protocols):
+        return request
+    if not eligible:
+        log.warning("refusing JoinGroup of %r to group %s: protocols %s need server-side assignment, which this "
+                    "coordinator does not run (no Spark)", request.member_id or request.client_id, request.group_id,
+                    [p.name for p in request.protocols])
+        raise ProtocolError(Errors.INCONSISTENT_GROUP_PROTOCOL,
+                            f"group {request.group_id}: server-side assignment is off and the member offers no "
+                            "client-side protocol")
+    return replace(request, protocols=eligible)
 
 
 def _accept_joining_member(ctx: CoordinatorContext, group: ClassicGroup, member_id: str) -> bool:

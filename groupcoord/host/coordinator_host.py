@@ -138,8 +138,9 @@ class CoordinatorHost:
     """Runs the coordinator of one state root until :meth:`run`'s ``stop`` event is set.
 
     ``on_ready(bound_address)`` is called each time this process starts serving; ``on_standby(holder)`` when it
-    finds the lease held by someone else. ``assignment_runner`` computes ``server-*`` assignments; without one such
-    groups are refused with INCONSISTENT_GROUP_PROTOCOL.
+    finds the lease held by someone else. ``assignment_runner`` computes ``server-*`` assignments; without one the core
+    refuses such protocols at JoinGroup with INCONSISTENT_GROUP_PROTOCOL (and a group already selected on one, loaded
+    from the log, gets the same error at SyncGroup).
     """
 
     def __init__(
@@ -219,7 +220,9 @@ class _Term:
         started = time.perf_counter()
         loaded = await asyncio.to_thread(self.log.load)
         version = await asyncio.to_thread(self.log.takeover, self.lease.epoch, expected_version=loaded.version)
-        core = GroupCoordinator(self.config.coordinator)
+        # Without a runner the core refuses server-* protocols at JoinGroup instead of failing every SyncGroup.
+        core = GroupCoordinator(replace(self.config.coordinator,
+                                        server_side_assignment=self.host.assignment_runner is not None))
         for record in loaded.records:
             core.replay(decode_record(record))
         self.core = core
