@@ -12,8 +12,9 @@ The workload: committers (consumers) each commit the offsets of their ``partitio
 - **at target rate (log + materializer)**: the same, and every durable batch is handed to the :class:`Materializer`
   (flushing every 250 ms in the same process, as ``serve`` runs it); its lag behind the log is sampled every 100 ms.
 - **sustained** (``--full`` only): the log-only target-rate case for 30 minutes, plus record-log maintenance
-  (:func:`maintain_log` in the commit slot) every minute, as the holder's timer does. Ack p99 per minute, and a cold
-  load of the log (as a new holder would do) after the first minute and near the end.
+  (:func:`maintain_record_log`: closed segments compacted outside the commit slot) every minute, as the holder's
+  timer does. Ack p99 per minute, and a cold load of the log (as a new holder would do) after the first minute and
+  near the end.
 
 Records are built once per committer up front, so the benchmark measures the storage path, not record creation.
 """
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import os
 import random
 import tempfile
@@ -42,7 +42,7 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.delta import DeltaRecordLog
-from groupcoord.log.maintenance import maintain_log
+from groupcoord.log.maintenance import maintain_record_log
 from groupcoord.state.materializer import CommittedBatch, Materializer, run_materializer
 from groupcoord.state_root import StateRoot
 
@@ -140,7 +140,7 @@ class _Holder:
         """Record-log maintenance in the commit slot, then state-table compaction, every ``seconds``."""
         while True:
             await asyncio.sleep(seconds)
-            await self.batcher.run_exclusive(functools.partial(maintain_log, self.log))
+            await maintain_record_log(self.batcher, self.log)
             if self.materializer is not None:
                 await asyncio.to_thread(self.materializer.maintain)
             self.run.maintenance += 1

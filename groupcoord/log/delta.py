@@ -71,7 +71,7 @@ LOG_SCHEMA = pa.schema(
     ]
 )
 """The record log table's columns; ``segment`` is the partition column."""
-_FILE_SCHEMA = LOG_SCHEMA.remove(LOG_SCHEMA.get_field_index("segment"))
+FILE_SCHEMA = LOG_SCHEMA.remove(LOG_SCHEMA.get_field_index("segment"))
 """The columns stored in a data file (all but the partition column)."""
 
 _READ_COLUMNS = ["log_version", "epoch", "seq", "kind", "key", "value", "format_version", "snapshot"]
@@ -280,7 +280,7 @@ class DeltaRecordLog(RecordLog):
             _repeat(snapshot, pa.bool_(), count),
         ]
         if segment is None:
-            return pa.Table.from_arrays(columns, schema=_FILE_SCHEMA)
+            return pa.Table.from_arrays(columns, schema=FILE_SCHEMA)
         return pa.Table.from_arrays([*columns, _repeat(segment, pa.int64(), count)], schema=LOG_SCHEMA)
 
     # --- table state --------------------------------------------------------------------------------------------

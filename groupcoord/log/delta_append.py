@@ -69,39 +69,70 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True) -> 
     caller's idea of the table is wrong); any :class:`OSError` or Arrow error means storage trouble, and then
     nothing was committed (an orphaned data file may be left for vacuum).
     """
-    log_dir = table_path / "_delta_log"
-    if not log_dir.is_dir():
-        raise NotADirectoryError(f"{log_dir} is not a readable Delta log directory")
-    if append.version > 0 and not commit_path(table_path, append.version - 1).exists():
-        raise LogFencedError(f"{table_path} has no version {append.version - 1} to append after")
-    relative = "/".join([*(f"{k}={v}" for k, v in append.partition.items()),
-                         f"part-{uuid.uuid4()}.{append.compression}.parquet"])
+    _check_log(table_path, append.version)
+    add = write_data_file(table_path, append.rows, partition=append.partition, compression=append.compression,
+                          fsync=fsync)
+    commit_actions(table_path, append.version, [{"add": add}], fsync=fsync, info={
+        "operation": "WRITE",
+        "operationParameters": {"mode": "Append", "partitionBy": json.dumps(list(append.partition_by))},
+        "isBlindAppend": True,
+        **append.commit_info,
+    })
+
+
+def write_data_file(table_path: Path, rows: pa.Table, *, partition: Mapping[str, str], compression: str = "zstd",
+                    data_change: bool = True, fsync: bool = True) -> dict[str, Any]:
+    """Write ``rows`` (without partition columns) as a new Parquet file of ``partition``; returns its add action.
+
+    The file is not part of the table until a commit holds the action (:func:`commit_actions`).
+    """
+    relative = "/".join([*(f"{k}={v}" for k, v in partition.items()), f"part-{uuid.uuid4()}.{compression}.parquet"])
     data_path = table_path / relative
     data_path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(append.rows, data_path, compression=append.compression)
+    pq.write_table(rows, data_path, compression=compression)
     if fsync:
         _fsync_file(data_path)
         _fsync_dir(data_path.parent)
-    now_ms = int(time.time() * 1000)
-    add = {
+    return {
         "path": relative,
-        "partitionValues": dict(append.partition),
+        "partitionValues": dict(partition),
         "size": data_path.stat().st_size,
-        "modificationTime": now_ms,
-        "dataChange": True,
-        "stats": json.dumps(file_stats(append.rows), separators=(",", ":")),
+        "modificationTime": int(time.time() * 1000),
+        "dataChange": data_change,
+        "stats": json.dumps(file_stats(rows), separators=(",", ":")),
     }
-    info = {
-        "timestamp": now_ms,
-        "operation": "WRITE",
-        "operationParameters": {"mode": "Append", "partitionBy": json.dumps(list(append.partition_by))},
-        "readVersion": append.version - 1,
-        "isBlindAppend": True,
-        "engineInfo": ENGINE_INFO,
-        **append.commit_info,
-    }
-    body = json.dumps({"commitInfo": info}) + "\n" + json.dumps({"add": add}) + "\n"
-    _put_if_absent(log_dir, commit_path(table_path, append.version), body.encode(), fsync=fsync)
+
+
+def remove_action(add: Mapping[str, Any], *, data_change: bool = False) -> dict[str, Any]:
+    """The remove action retiring the file of ``add`` (an add action as :func:`write_data_file` or the log holds)."""
+    return {"remove": {
+        "path": add["path"],
+        "deletionTimestamp": int(time.time() * 1000),
+        "dataChange": data_change,
+        "extendedFileMetadata": True,
+        "partitionValues": dict(add.get("partitionValues") or {}),
+        "size": add["size"],
+    }}
+
+
+def commit_actions(table_path: Path, version: int, actions: list[dict[str, Any]], *, info: Mapping[str, Any],
+                   fsync: bool = True) -> None:
+    """Commit ``actions`` (``{"add": ...}`` / ``{"remove": ...}`` entries) as ``version``, or raise
+    :class:`LogFencedError` if that version exists. ``info`` goes into ``commitInfo`` (operation and extras)."""
+    _check_log(table_path, version)
+    commit_info = {"timestamp": int(time.time() * 1000), "readVersion": version - 1, "engineInfo": ENGINE_INFO,
+                   **info}
+    lines = [json.dumps({"commitInfo": commit_info}), *(json.dumps(action) for action in actions)]
+    _put_if_absent(table_path / "_delta_log", commit_path(table_path, version), ("\n".join(lines) + "\n").encode(),
+                   fsync=fsync)
+
+
+def _check_log(table_path: Path, version: int) -> None:
+    log_dir = table_path / "_delta_log"
+    if not log_dir.is_dir():
+        raise NotADirectoryError(f"{log_dir} is not a readable Delta log directory")
+    if version > 0 and not commit_path(table_path, version - 1).exists():
+        raise LogFencedError(f"{table_path} has no version {version - 1} to append after")
 
 
 def file_stats(rows: pa.Table) -> dict[str, Any]:

@@ -7,6 +7,8 @@ import datetime as dt
 import functools
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute
 import pytest
 from deltalake import DeltaTable
 from storage_helpers import offset
@@ -14,7 +16,12 @@ from storage_helpers import offset
 from groupcoord.log.base import LogFencedError
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.delta import DeltaRecordLog
-from groupcoord.log.maintenance import maintain_log, run_log_maintenance
+from groupcoord.log.maintenance import (
+    maintain_log,
+    maintain_record_log,
+    prepare_compaction,
+    run_log_maintenance,
+)
 
 
 def _history(log: DeltaRecordLog) -> int:
@@ -94,3 +101,55 @@ def test_maintenance_runs_in_the_batcher_slot_between_appends(tmp_path: Path) ->
     loaded = DeltaRecordLog(tmp_path / "log").load()
     assert loaded.version == last
     assert loaded.records[-2:] == (offset("g", 7, 1), offset("g", 7, 2))
+
+
+def test_closed_segments_compacted_outside_the_commit_slot_while_the_writer_appends(tmp_path: Path) -> None:
+    log = DeltaRecordLog(tmp_path / "log")
+    version = _history(log)
+    prepared = prepare_compaction(log)
+    assert prepared is not None and prepared.segments == (-1, 5)
+    # The writer goes on meanwhile: appends to the current segment and a new snapshot (segment 10 becomes closed).
+    version = log.append([offset("g", 3, 30)], expected_version=version)
+    version = log.write_snapshot([offset("g", n, 40 + n) for n in range(5)], expected_version=version)
+    before = DeltaRecordLog(tmp_path / "log").load()
+
+    report = run_log_maintenance(log, version, retention_hours=168, prepared=prepared)
+
+    assert report.compacted_files == 5 + 5 + 4  # the prepared segments, then segment 10 inside the slot
+    files = pa.table(DeltaTable(str(tmp_path / "log")).get_add_actions(flatten=True))
+    assert sorted(files.column("partition.segment").to_pylist()) == [-1, 5, 10, 14]
+    rows = DeltaTable(str(tmp_path / "log")).to_pyarrow_table()
+    old = rows.filter(pa.compute.equal(rows.column("segment"), -1))
+    assert old.column("log_version").to_pylist() == [0, 1, 2, 3, 4]  # one file, in commit order
+    after = DeltaRecordLog(tmp_path / "log").load()
+    assert (after.records, after.tail_records) == (before.records, before.tail_records)
+    assert log.append([offset("g", 9, 9)], expected_version=report.version) == report.version + 1
+
+
+def test_a_prepared_compaction_of_files_removed_meanwhile_is_skipped(tmp_path: Path) -> None:
+    log = DeltaRecordLog(tmp_path / "log")
+    version = _history(log)
+    prepared = prepare_compaction(log)
+    version = run_log_maintenance(log, version, retention_hours=168).version  # compacts everything itself
+    rows_before = DeltaTable(str(tmp_path / "log")).to_pyarrow_table().num_rows
+
+    report = run_log_maintenance(log, version, retention_hours=168, prepared=prepared)
+
+    assert report.compacted_files == 0
+    assert DeltaTable(str(tmp_path / "log")).to_pyarrow_table().num_rows == rows_before == 21
+
+
+def test_maintain_record_log_runs_in_the_batchers_commit_slot(tmp_path: Path) -> None:
+    log = DeltaRecordLog(tmp_path / "log")
+    version = _history(log)
+
+    async def main() -> tuple[int, int]:
+        batcher = CommitBatcher(log, version=version, config=BatcherConfig(linger_ms=1, min_commit_interval_ms=0))
+        maintained = await maintain_record_log(batcher, log)
+        after = await batcher.append([offset("g", 8, 8)])
+        await batcher.close()
+        return maintained, after
+
+    maintained, after = asyncio.run(main())
+    assert after == maintained + 1
+    assert len(DeltaTable(str(tmp_path / "log")).file_uris()) == 4
