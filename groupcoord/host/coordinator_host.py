@@ -68,10 +68,11 @@ def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = Non
     from groupcoord.spark.assignment import SparkAssignmentRunner, local_session
 
     catalog = TopicCatalog(root)
+    weights_path = root.partition_weights_path
     if spark is None:
-        return SparkAssignmentRunner(catalog.partition_counts, session=local_session)
+        return SparkAssignmentRunner(catalog.partition_counts, session=local_session, weights_path=weights_path)
     session = spark
-    return SparkAssignmentRunner(catalog.partition_counts, session=lambda: session)
+    return SparkAssignmentRunner(catalog.partition_counts, session=lambda: session, weights_path=weights_path)
 
 
 async def run_until_stopped(host: CoordinatorHost, stop: asyncio.Event, *, deadline_s: float) -> None:

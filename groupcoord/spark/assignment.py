@@ -14,11 +14,13 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
+from groupcoord.spark.weights import PartitionKey, read_partition_weights, weight_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,7 +60,9 @@ class SparkAssignmentRunner:
     """Computes server-side assignments with the DataFrame assignors.
 
     ``partition_counts`` returns the current topic catalog (topic -> partitions); ``racks`` optionally returns
-    each topic's per-partition racks. The SparkSession is obtained lazily on the first call.
+    each topic's per-partition racks; ``weights_path`` is the checkpoint job's ``partition_weights`` table, read
+    once per call (:mod:`groupcoord.spark.weights`; unmeasured partitions weigh 1.0). The SparkSession is obtained
+    lazily on the first call.
     """
 
     def __init__(
@@ -67,11 +71,13 @@ class SparkAssignmentRunner:
         *,
         session: Callable[[], SparkSession] = local_session,
         racks: Callable[[str], Sequence[Sequence[str]] | None] | None = None,
+        weights_path: Path | None = None,
     ) -> None:
         self._partition_counts = partition_counts
         self._session_factory = session
         self._session: SparkSession | None = None
         self._racks = racks
+        self._weights_path = weights_path
 
     async def __call__(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
         """Assign every group of ``batch``; runs the Spark work off the event loop."""
@@ -94,19 +100,21 @@ class SparkAssignmentRunner:
         if self._session is None:
             self._session = self._session_factory()
         counts = dict(self._partition_counts())
+        weights = read_partition_weights(self._weights_path, {e.group_id for e in batch}) if self._weights_path else {}
         for name, effects in buckets.items():
             started = time.perf_counter()
-            answers.extend(self._assign_bucket(self._session, name, effects, counts))
+            answers.extend(self._assign_bucket(self._session, name, effects, counts, weights))
             log.info("assigned %d group(s) with server-%s in %.3f s", len(effects), name,
                      time.perf_counter() - started)
         return answers
 
     def _assign_bucket(
-        self, spark: SparkSession, name: str, effects: Sequence[NeedsAssignment], counts: Mapping[str, int]
+        self, spark: SparkSession, name: str, effects: Sequence[NeedsAssignment], counts: Mapping[str, int],
+        weights: Mapping[PartitionKey, float],
     ) -> list[CompleteAssignment]:
         from groupcoord.assignors import get_assignor
 
-        members, partitions, owned = self._inputs(spark, effects, counts)
+        members, partitions, owned = self._inputs(spark, effects, counts, weights)
         result = get_assignor(name).assign(members, partitions, owned).toArrow().to_pylist()
         by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         for row in result:
@@ -125,7 +133,8 @@ class SparkAssignmentRunner:
         return answers
 
     def _inputs(
-        self, spark: SparkSession, effects: Sequence[NeedsAssignment], counts: Mapping[str, int]
+        self, spark: SparkSession, effects: Sequence[NeedsAssignment], counts: Mapping[str, int],
+        weights: Mapping[PartitionKey, float],
     ) -> tuple[DataFrame, DataFrame, DataFrame]:
         member_rows: list[tuple[Any, ...]] = []
         owned_rows: list[tuple[Any, ...]] = []
@@ -144,7 +153,8 @@ class SparkAssignmentRunner:
             for topic in sorted(wanted):
                 racks = self._racks(topic) if self._racks else None
                 partition_rows.extend(
-                    (effect.group_id, topic, p, list(racks[p]) if racks else None, 1.0)
+                    (effect.group_id, topic, p, list(racks[p]) if racks else None,
+                     weight_of(weights, effect.group_id, topic, p))
                     for p in range(counts.get(topic, 0))
                 )
         return (
