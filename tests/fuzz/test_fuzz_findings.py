@@ -1,0 +1,32 @@
+"""Findings of ``bench/fuzz.py`` (full mode) outside the wire layer, pinned as tests.
+
+An OffsetCommit naming the same partition twice, once with a negative offset: the core computes one error per
+``(topic, partition)`` key, so the valid duplicate's NONE hides the other's OFFSET_OUT_OF_RANGE; the negative offset
+reaches a record, whose replay raises ``RecordInvariantError`` in the middle of the result. The records replayed
+before it stay in memory although they were never persisted and the client got UNKNOWN_SERVER_ERROR, so the core's
+state no longer matches its log. Found as input 717930 of ``Mutator(20240607)``. The fix belongs in
+``groupcoord/coordinator/offsets.py`` (an error per request entry, not per key); until then the test is a strict
+xfail, so it fails loudly once fixed and the marker must go.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
+from groupcoord.protocol.errors import Errors
+from groupcoord.protocol.requests import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
+
+
+@pytest.mark.xfail(strict=True, reason="core bug: OffsetCommit errors are computed per (topic, partition) key, "
+                   "so a duplicate hides a negative offset (groupcoord/coordinator/offsets.py)")
+def test_a_partition_named_twice_with_a_negative_offset_is_refused_without_touching_state() -> None:
+    core = GroupCoordinator(CoordinatorConfig())
+    request = OffsetCommitRequest(group_id="g", topics=(OffsetCommitTopic("t", (
+        OffsetCommitPartition(0, 5), OffsetCommitPartition(1, -5), OffsetCommitPartition(1, 7))),))
+    result = core.handle(request, 1000, "token")
+    [(_, response)] = result.responses
+    errors = [p.error for t in response.topics for p in t.partitions]
+    assert errors[1] is Errors.OFFSET_OUT_OF_RANGE
+    # whatever was accepted is exactly what the result asks to persist: memory and log agree
+    assert sorted(map(repr, core.snapshot_records())) == sorted(map(repr, result.records))
