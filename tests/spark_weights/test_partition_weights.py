@@ -79,19 +79,6 @@ def test_a_heavy_lag_partition_changes_the_weighted_assignment(
     assert_df_equality(actual, expected, ignore_row_order=True)
 
 
-@pytest.mark.spark
-def test_without_a_weights_table_every_partition_weighs_one(spark: SparkSession, tmp_path: Path) -> None:
-    """No checkpoint job ran: the runner reads nothing, creates no table, and g splits 2 and 2."""
-    root = StateRoot.open(tmp_path / "root", create=True)
-    runner = SparkAssignmentRunner(lambda: {TOPIC: PARTITIONS}, session=lambda: spark,
-                                   weights_path=root.partition_weights_path)
-    actual = spark.createDataFrame(_assigned_rows(runner.assign([_needs("g", "g-a", "g-b")])), ASSIGNED_SCHEMA)
-    expected = spark.createDataFrame([("g", "g-a", TOPIC, 0), ("g", "g-a", TOPIC, 1), ("g", "g-b", TOPIC, 2),
-                                      ("g", "g-b", TOPIC, 3)], ASSIGNED_SCHEMA)
-    assert_df_equality(actual, expected, ignore_row_order=True)
-    assert not root.partition_weights_path.exists()
-
-
 def test_read_keeps_the_newest_weight_per_partition_of_the_requested_groups(tmp_path: Path) -> None:
     """Rows of two runs (appended, as a table older than the overwrite-per-run job could hold): the newer wins; an
     invalid newest weight falls back to the default rather than to the older value; other groups are not read."""
@@ -110,5 +97,7 @@ def test_read_keeps_the_newest_weight_per_partition_of_the_requested_groups(tmp_
     weights = read_partition_weights(path, {"g"})
     assert weights == {("g", TOPIC, 0): 7.0, ("g", TOPIC, 2): 5.0}
     assert weight_of(weights, "g", TOPIC, 1) == DEFAULT_WEIGHT == weight_of(weights, "x", TOPIC, 0)
+    # No checkpoint job ran: nothing to read (group h of the Spark test shows the 1.0 default end to end).
     assert read_partition_weights(tmp_path / "missing", {"g"}) == {}
+    assert not (tmp_path / "missing").exists()
     assert read_partition_weights(path, set()) == {}
