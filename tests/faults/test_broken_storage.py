@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from kafka.protocol.consumer import OffsetFetchRequest
 
 from groupcoord.protocol.errors import Errors
 from groupcoord.server.api import BrokerAddress
@@ -52,6 +53,17 @@ def _assert_refuses_writes_but_answers_heartbeats(client: RawClient, member: Sta
     time.sleep(1.0)  # the batcher keeps retrying in the background meanwhile
     assert commit_error(client, 5) == Errors.COORDINATOR_NOT_AVAILABLE.code
     assert member.heartbeat() == Errors.NONE.code
+    _assert_no_unacknowledged_offset_is_reported(client)
+
+
+def _assert_no_unacknowledged_offset_is_reported(client: RawClient) -> None:
+    """OffsetFetch must not present offset 2 (applied in memory, not durable) as committed: an error, or 1."""
+    response = client.request(OffsetFetchRequest(version=7, group_id="g", require_stable=False, topics=[
+        OffsetFetchRequest.OffsetFetchRequestTopic(name="t", partition_indexes=[0])]))
+    if response.error_code == 0:
+        partition = response.topics[0].partitions[0]
+        assert partition.error_code != 0 or partition.committed_offset == 1, (
+            f"OffsetFetch reported {partition.committed_offset}, which was never acknowledged")
 
 
 def _wait_until_writes_are_acknowledged(client: RawClient, offset: int) -> float:
