@@ -66,8 +66,11 @@ def handle_offset_commit(ctx: CoordinatorContext, request: OffsetCommitRequest, 
     _validate_commit(group, request)
     if group.is_in(_S.COMPLETING_REBALANCE):
         raise ProtocolError(Errors.REBALANCE_IN_PROGRESS, "the group is completing a rebalance")
-    errors = {(t.name, p.partition): _partition_error(ctx, t.name, p) for t in request.topics for p in t.partitions}
-    accepted = [(t.name, p) for t in request.topics for p in t.partitions if not errors[t.name, p.partition].is_error]
+    # One error per request entry, not per (topic, partition): a partition named twice must not let a valid entry
+    # hide an invalid one (the invalid one would then reach a record).
+    errors = [[_partition_error(ctx, t.name, p) for p in t.partitions] for t in request.topics]
+    accepted = [(t.name, p) for t, topic_errors in zip(request.topics, errors, strict=True)
+                for p, error in zip(t.partitions, topic_errors, strict=True) if not error.is_error]
     if accepted:
         if request.group_id not in ctx.groups:
             ctx.register_group(group)
@@ -79,9 +82,9 @@ def handle_offset_commit(ctx: CoordinatorContext, request: OffsetCommitRequest, 
                                 metadata=partition.metadata, commit_timestamp_ms=now_ms, expire_timestamp_ms=expire)
             ctx.append(new_offset_commit_record(group.group_id, topic, partition.partition, value))
     ctx.respond(token, OffsetCommitResponse(topics=tuple(
-        TopicPartitionErrors(t.name, tuple(PartitionError(p.partition, errors[t.name, p.partition])
-                                           for p in t.partitions))
-        for t in request.topics)))
+        TopicPartitionErrors(t.name, tuple(PartitionError(p.partition, error)
+                                           for p, error in zip(t.partitions, topic_errors, strict=True)))
+        for t, topic_errors in zip(request.topics, errors, strict=True))))
 
 
 def _validate_commit(group: ClassicGroup, request: OffsetCommitRequest) -> None:

@@ -4,22 +4,17 @@ An OffsetCommit naming the same partition twice, once with a negative offset: th
 ``(topic, partition)`` key, so the valid duplicate's NONE hides the other's OFFSET_OUT_OF_RANGE; the negative offset
 reaches a record, whose replay raises ``RecordInvariantError`` in the middle of the result. The records replayed
 before it stay in memory although they were never persisted and the client got UNKNOWN_SERVER_ERROR, so the core's
-state no longer matches its log. Found as input 717930 of ``Mutator(20240607)``. The fix belongs in
-``groupcoord/coordinator/offsets.py`` (an error per request entry, not per key); until then the test is a strict
-xfail, so it fails loudly once fixed and the marker must go.
+state no longer matches its log. Found as input 717930 of ``Mutator(20240607)``; fixed in
+``groupcoord/coordinator/offsets.py`` (an error per request entry, not per key).
 """
 
 from __future__ import annotations
-
-import pytest
 
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.protocol.errors import Errors
 from groupcoord.protocol.requests import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: OffsetCommit errors are computed per (topic, partition) key, "
-                   "so a duplicate hides a negative offset (groupcoord/coordinator/offsets.py)")
 def test_a_partition_named_twice_with_a_negative_offset_is_refused_without_touching_state() -> None:
     core = GroupCoordinator(CoordinatorConfig())
     request = OffsetCommitRequest(group_id="g", topics=(OffsetCommitTopic("t", (
