@@ -89,7 +89,9 @@ class Endpoint:
         self._server: asyncio.Server | None = None
         self._bound: BrokerAddress | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self._in_flight: set[asyncio.Task[Any]] = set()
+        # Connection tasks currently inside an adapter, and those of them :meth:`stop` cancelled.
+        self._in_handler: set[asyncio.Task[Any]] = set()
+        self._cancelled_by_stop: set[asyncio.Task[Any]] = set()
         self._stopping = False
 
     @property
@@ -130,7 +132,8 @@ class Endpoint:
         self._stopping = True
         if self._server is not None:
             self._server.close()
-        for task in list(self._in_flight):
+        for task in list(self._in_handler):
+            self._cancelled_by_stop.add(task)
             task.cancel()
         if self._connections:
             _, pending = await asyncio.wait(set(self._connections), timeout=self._config.stop_grace_seconds)
@@ -190,16 +193,25 @@ class Endpoint:
             return encode_response(fallback, correlation_id=correlation_id)
 
     async def _run(self, handler: ApiHandler, ctx: RequestContext) -> Any:
-        """Run one adapter; at :meth:`stop` its work is cancelled and answered with NOT_COORDINATOR."""
-        task = asyncio.ensure_future(handler.handle(ctx))
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        """Run one adapter; at :meth:`stop` its work is cancelled and answered with NOT_COORDINATOR.
+
+        The adapter is awaited in the connection's own task (no task per request: a heartbeat then completes
+        without a single loop turn). To cancel it, :meth:`stop` cancels the connection task while it is in here,
+        and this method turns that one cancellation back into a response.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        self._in_handler.add(task)
         try:
-            return await task
+            return await handler.handle(ctx)
         except asyncio.CancelledError:
-            if self._stopping and task.cancelled():
-                return handler.error_response(ctx, Errors.NOT_COORDINATOR)
-            raise
+            if task not in self._cancelled_by_stop:
+                raise
+            self._cancelled_by_stop.discard(task)
+            task.uncancel()
+            return handler.error_response(ctx, Errors.NOT_COORDINATOR)
         except Exception:
             log.exception("handler for %s v%d failed", ctx.request.api_key.name, ctx.api_version)
             return handler.error_response(ctx, Errors.UNKNOWN_SERVER_ERROR)
+        finally:
+            self._in_handler.discard(task)
