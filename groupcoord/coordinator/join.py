@@ -142,7 +142,7 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
     rebalance.answer_parked(ctx, old, Errors.FENCED_INSTANCE_ID)
     member = group.get(new_member_id)
     unchanged = member.matches(request.protocols)
-    _update_member(member, request, token)
+    _update_member(group, member, request, token)
     rebalance.heartbeat(ctx, group, member, now_ms)
     if group.is_in(_S.STABLE):
         if unchanged:
@@ -150,9 +150,8 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
             ctx.append(new_group_metadata_record(group.group_id, group.to_metadata_value()))
             is_leader = group.is_leader(new_member_id)
             response = rebalance.join_response(group, member, skip_assignment=is_leader)
-            for parked in member.join_tokens:
+            for parked in group.take_join_tokens(member):
                 ctx.respond(parked, response)
-            member.join_tokens = []
         else:
             rebalance.prepare_rebalance(ctx, group, now_ms, f"static member {instance_id} changed its protocols")
     elif group.is_in(_S.COMPLETING_REBALANCE):
@@ -160,11 +159,11 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
         rebalance.prepare_rebalance(ctx, group, now_ms, f"static member {instance_id} rejoined during sync")
 
 
-def _update_member(member: Member, request: JoinGroupRequest, token: Token) -> None:
-    member.protocols = request.protocols
+def _update_member(group: ClassicGroup, member: Member, request: JoinGroupRequest, token: Token) -> None:
+    group.update_protocols(member, request.protocols)
     member.rebalance_timeout_ms = _rebalance_timeout(request)
     member.session_timeout_ms = request.session_timeout_ms
-    member.join_tokens.append(token)
+    group.park_join(member, token)
 
 
 def _join_current_member(ctx: CoordinatorContext, group: ClassicGroup, request: JoinGroupRequest, now_ms: int,
@@ -211,5 +210,5 @@ def _join_pending_member(ctx: CoordinatorContext, group: ClassicGroup, request: 
 
 def _update_member_and_rebalance(ctx: CoordinatorContext, group: ClassicGroup, member: Member,
                                  request: JoinGroupRequest, now_ms: int, token: Token) -> None:
-    _update_member(member, request, token)
+    _update_member(group, member, request, token)
     rebalance.maybe_prepare_rebalance(ctx, group, now_ms, f"member {member.member_id} rejoined")

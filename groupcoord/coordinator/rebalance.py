@@ -72,8 +72,8 @@ def remove_pending_member(ctx: CoordinatorContext, group: ClassicGroup, member_i
 def remove_member_and_update_group(ctx: CoordinatorContext, group: ClassicGroup, member: Member,
                                    now_ms: int) -> None:
     """Remove ``member`` (answering its parked requests with UNKNOWN_MEMBER_ID) and rebalance the rest."""
-    answer_parked(ctx, member, Errors.UNKNOWN_MEMBER_ID)
     group.remove(member.member_id)
+    answer_parked(ctx, member, Errors.UNKNOWN_MEMBER_ID)
     ctx.timers.cancel(heartbeat_key(group.group_id, member.member_id))
     if group.is_in(_S.STABLE, _S.COMPLETING_REBALANCE):
         maybe_prepare_rebalance(ctx, group, now_ms, f"member {member.member_id} left")
@@ -82,7 +82,11 @@ def remove_member_and_update_group(ctx: CoordinatorContext, group: ClassicGroup,
 
 
 def answer_parked(ctx: CoordinatorContext, member: Member, error: ErrorCode) -> None:
-    """Answer every parked JoinGroup and SyncGroup of ``member`` with ``error``."""
+    """Answer every parked JoinGroup and SyncGroup of ``member`` with ``error``.
+
+    ``member`` is no longer in its group (removed, or the fenced half of a static replacement), so its parked
+    JoinGroups are not in the group's tally.
+    """
     member_id = member.member_id if error == Errors.FENCED_INSTANCE_ID else ""
     for token in member.join_tokens:
         ctx.respond(token, JoinGroupResponse(error=error, member_id=member_id))
@@ -183,9 +187,8 @@ def complete_join(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int) -> 
     for member in group.members.values():
         is_leader = group.is_leader(member.member_id)
         response = join_response(group, member, skip_assignment=server_side and is_leader)
-        for token in member.join_tokens:
+        for token in group.take_join_tokens(member):
             ctx.respond(token, response)
-        member.join_tokens = []
         member.is_new = False
         heartbeat(ctx, group, member, now_ms)
         group.pending_sync_members.add(member.member_id)
@@ -219,8 +222,8 @@ def _on_pending_sync_expired(ctx: CoordinatorContext, group_id: str, generation:
     late = [m for m in group.members.values() if m.member_id in group.pending_sync_members]
     log.info("group %s: members %s did not sync in time", group_id, [m.member_id for m in late])
     for member in late:
-        answer_parked(ctx, member, Errors.UNKNOWN_MEMBER_ID)
         group.remove(member.member_id)
+        answer_parked(ctx, member, Errors.UNKNOWN_MEMBER_ID)
         ctx.timers.cancel(heartbeat_key(group_id, member.member_id))
     group.pending_sync_members.clear()
     maybe_prepare_rebalance(ctx, group, now_ms, "members did not sync in time")

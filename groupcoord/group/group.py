@@ -6,12 +6,15 @@ The aggregate only keeps books; it never decides *when* to rebalance or answer (
 
 from __future__ import annotations
 
-from groupcoord.group.member import Member
+from collections import Counter
+
+from groupcoord.group.member import Member, Token
 from groupcoord.group.metadata import GroupMetadataValue
 from groupcoord.group.selection import candidate_protocols, select_protocol
 from groupcoord.group.state import GroupState, IllegalStateTransition, can_rebalance, is_legal_transition
 from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
 from groupcoord.protocol.consumer_protocol import subscribed_topics as decode_topics
+from groupcoord.protocol.requests import JoinGroupProtocol
 from groupcoord.protocol.responses import JoinGroupMember
 
 SERVER_ASSIGNOR_PREFIX = "server-"
@@ -29,6 +32,10 @@ class ClassicGroup:
     ``members`` keeps join order (the leader falls back to the oldest member). ``pending_members`` are members that
     got MEMBER_ID_REQUIRED (KIP-394) and have not joined yet; ``pending_sync_members`` are members of the new
     generation that have not sent SyncGroup yet.
+
+    Two tallies keep the checks every JoinGroup makes O(1): how many members have a parked JoinGroup, and how many
+    members support each protocol name. They stay right because a member's protocols and parked JoinGroups only
+    change through this class (:meth:`update_protocols`, :meth:`park_join`, :meth:`take_join_tokens`).
     """
 
     def __init__(self, group_id: str, *, now_ms: int) -> None:
@@ -47,6 +54,8 @@ class ClassicGroup:
         self.new_member_added = False
         self.in_initial_delay = False
         self.subscribed_topics: frozenset[str] | None = None
+        self._awaiting_join = 0
+        self._protocol_support: Counter[str] = Counter()
 
     # --- state -------------------------------------------------------------------------------------------------
     def is_in(self, *states: GroupState) -> bool:
@@ -90,6 +99,7 @@ class ClassicGroup:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self._count(member, +1)
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -101,6 +111,7 @@ class ClassicGroup:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
+        self._count(member, -1)
         if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         self.pending_sync_members.discard(member_id)
@@ -137,6 +148,8 @@ class ClassicGroup:
                      session_timeout_ms=member.session_timeout_ms, protocol_type=member.protocol_type,
                      protocols=member.protocols, join_tokens=member.join_tokens, sync_tokens=member.sync_tokens)
         member.member_id = new_member_id
+        if member.join_tokens:
+            self._awaiting_join -= 1
         member.join_tokens = []
         member.sync_tokens = []
         self.members[new_member_id] = member
@@ -148,11 +161,43 @@ class ClassicGroup:
             self.pending_sync_members.add(new_member_id)
         return old
 
+    def update_protocols(self, member: Member, protocols: tuple[JoinGroupProtocol, ...]) -> None:
+        """Give ``member`` (of this group) new ``protocols``."""
+        self._count_protocols(member, -1)
+        member.protocols = protocols
+        self._count_protocols(member, +1)
+
+    def _count(self, member: Member, sign: int) -> None:
+        """Add (``sign`` +1) or take away (-1) ``member``'s share of the tallies."""
+        if member.is_awaiting_join:
+            self._awaiting_join += sign
+        self._count_protocols(member, sign)
+
+    def _count_protocols(self, member: Member, sign: int) -> None:
+        for name in set(member.protocol_names):
+            self._protocol_support[name] += sign
+            if not self._protocol_support[name]:
+                del self._protocol_support[name]
+
     # --- joining -----------------------------------------------------------------------------------------------
     @property
     def num_awaiting_join(self) -> int:
         """Members whose JoinGroup is parked."""
-        return sum(1 for m in self.members.values() if m.is_awaiting_join)
+        return self._awaiting_join
+
+    def park_join(self, member: Member, token: Token) -> None:
+        """Park a JoinGroup of ``member`` (of this group) until the join phase completes."""
+        if not member.join_tokens:
+            self._awaiting_join += 1
+        member.join_tokens.append(token)
+
+    def take_join_tokens(self, member: Member) -> list[Token]:
+        """The parked JoinGroups of ``member`` (of this group), which is no longer awaiting join afterwards."""
+        tokens = member.join_tokens
+        if tokens:
+            self._awaiting_join -= 1
+        member.join_tokens = []
+        return tokens
 
     def has_all_members_joined(self) -> bool:
         """True when every member rejoined and no member id handed out is still to join."""
@@ -174,11 +219,15 @@ class ClassicGroup:
     def supports_protocols(self, protocol_type: str, protocol_names: list[str], *, excluding: str | None = None
                            ) -> bool:
         """Whether a member with this protocol type and these protocols may join (``excluding`` its old self)."""
-        others = [m.protocol_names for m in self.members.values() if m.member_id != excluding]
+        excluded = self.members.get(excluding) if excluding is not None else None
+        others = len(self.members) - (excluded is not None)
         if not others:
             return bool(protocol_type) and bool(protocol_names)
-        candidates = set(candidate_protocols(others))
-        return protocol_type == self.protocol_type and any(name in candidates for name in protocol_names)
+        if protocol_type != self.protocol_type:
+            return False
+        # A protocol every other member supports: its tally, less the excluded member's own vote, is ``others``.
+        excluded_names = set(excluded.protocol_names) if excluded is not None else set()
+        return any(self._protocol_support[name] - (name in excluded_names) == others for name in protocol_names)
 
     def select_protocol(self) -> str:
         """The protocol the members vote for."""
