@@ -9,7 +9,8 @@ The cycle, repeated until stopped:
 3. **Serve.** Start the Kafka endpoint and the timers; every record goes through the commit batcher and is
    acknowledged only once durable; the catalog is polled for partition changes; snapshots and log maintenance run
    in the batcher's commit slot.
-4. **Renew.** Renew the lease every ``lease.renew.interval.ms``. If renewal has not succeeded by expiry minus
+4. **Renew.** Renew the lease every ``lease.renew.interval.ms``, from a thread of its own (:class:`LeaseKeeper`) so a
+   busy event loop cannot delay it. If renewal has not succeeded by expiry minus
    ``lease.safety.ms``, or the log or the lease was taken by someone else, stop answering every group API at once
    (NOT_COORDINATOR) and go back to standby.
 
@@ -23,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -197,6 +199,76 @@ class CoordinatorHost:
         return None
 
 
+LOOP_LAG_WARN_S = 0.5
+"""A wake-up of the loop-lag watch this much late is logged: members' requests wait about as long."""
+
+
+class LeaseKeeper:
+    """Renews a held lease from a dedicated thread and fences the holder the moment it may no longer serve.
+
+    On the event loop, a renewal waits for its timer and then for its result callback behind every ready request:
+    a join storm of thousands of members delayed it past ``lease.safety.ms`` and the holder stepped down. Here the
+    thread sleeps on its own clock, commits the renewal (delta-rs releases the GIL while it writes) and checks the
+    safe window every ``check_s``. ``on_lost`` is called from this thread, once, when the lease is lost or its
+    window has closed; it must be thread-safe.
+    """
+
+    def __init__(self, table: LeaseTable, lease: HeldLease, *, renew_interval_s: float, check_s: float,
+                 on_lost: Callable[[str], None], maintain_every: int = 30) -> None:
+        self._table = table
+        self._lease = lease
+        self._renew_interval_s = renew_interval_s
+        self._check_s = check_s
+        self._on_lost = on_lost
+        self._maintain_every = maintain_every
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+
+    @property
+    def lease(self) -> HeldLease:
+        """The newest lease committed (what a release must be committed on top of)."""
+        with self._lock:
+            return self._lease
+
+    def start(self) -> None:
+        """Start renewing."""
+        self._thread.start()
+
+    def stop(self) -> HeldLease:
+        """Stop renewing (a commit under way lands first; blocks until it has) and return the newest lease."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        return self.lease
+
+    def _run(self) -> None:
+        renewals = 0
+        next_renewal = time.monotonic() + self._renew_interval_s
+        while not self._stopping.wait(max(0.0, min(self._check_s, next_renewal - time.monotonic()))):
+            if time.monotonic() >= next_renewal:
+                next_renewal = time.monotonic() + self._renew_interval_s
+                try:
+                    self._update(self._table.renew)
+                    renewals += 1
+                    if renewals % self._maintain_every == 0:
+                        self._update(self._table.maintain)
+                except LeaseLostError as exc:
+                    self._on_lost(f"lost the lease: {exc}")
+                    return
+                except StorageUnavailableError as exc:
+                    log.warning("lease renewal failed (%s); serving until %s at most", exc, self.lease.serve_until)
+            lease = self.lease
+            if not lease.may_serve(utc_now()):
+                self._on_lost(f"lease epoch {lease.epoch} not renewed in time: no longer serving")
+                return
+
+    def _update(self, operation: Callable[[HeldLease], HeldLease]) -> None:
+        renewed = operation(self.lease)
+        with self._lock:
+            self._lease = renewed
+
+
 class _Term:
     """One term as lease holder: from load to step-down. Owns the core, the batcher and the endpoint."""
 
@@ -216,6 +288,8 @@ class _Term:
         self.pending_assignments: list[NeedsAssignment] = []
         self.assigning: asyncio.Task[None] | None = None
         self.tasks: list[asyncio.Task[Any]] = []
+        self.keeper: LeaseKeeper | None = None
+        self.loop = asyncio.get_running_loop()
 
     async def serve(self) -> None:
         started = time.perf_counter()
@@ -260,9 +334,13 @@ class _Term:
             self.host.serving.set()
             if self.host.on_ready is not None:
                 self.host.on_ready(endpoint.bound_address)
+            self.keeper = LeaseKeeper(
+                self.host.lease_table, self.lease, renew_interval_s=self.config.lease.renew_interval_ms / 1000,
+                check_s=self.config.lease_check_ms / 1000, on_lost=self.depose_from_thread,
+            )
+            self.keeper.start()
             self.tasks = [
-                asyncio.create_task(self.renew_forever(), name="lease-renewal"),
-                asyncio.create_task(self.guard_lease(), name="lease-guard"),
+                asyncio.create_task(self.watch_loop_lag(), name="loop-lag"),
                 asyncio.create_task(self.watch_catalog(), name="catalog-watch"),
                 asyncio.create_task(self.maintain_forever(), name="log-maintenance"),
                 asyncio.create_task(run_materializer(self.materializer), name="materializer"),
@@ -285,6 +363,8 @@ class _Term:
         for task in self.tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.keeper is not None:
+            self.lease = await asyncio.to_thread(self.keeper.stop)
         if self.host.endpoint is not None:
             await self.host.endpoint.stop()
         await self.batcher.close(drain=not deposed)
@@ -360,45 +440,23 @@ class _Term:
 
     # --- background duties ----------------------------------------------------------------------------------------
 
-    async def renew_forever(self) -> None:
-        renewals = 0
+    async def watch_loop_lag(self) -> None:
+        """Log when the event loop wakes up late: requests wait that long too (renewal does not, see
+        :class:`LeaseKeeper`)."""
+        interval = self.config.lease_check_ms / 1000
         while True:
-            await asyncio.sleep(self.config.lease.renew_interval_ms / 1000)
-            try:
-                await self.update_lease(self.host.lease_table.renew)
-                renewals += 1
-                if renewals % 30 == 0:
-                    await self.update_lease(self.host.lease_table.maintain)
-            except LeaseLostError as exc:
-                log.error("lost the lease: %s", exc)
-                self.depose()
-                return
-            except StorageUnavailableError as exc:
-                log.warning("lease renewal failed (%s); serving until %s at most", exc, self.lease.serve_until)
+            expected = time.monotonic() + interval
+            await asyncio.sleep(interval)
+            lag = time.monotonic() - expected
+            if lag > LOOP_LAG_WARN_S:
+                log.warning("the event loop woke up %.2f s late (busy serving)", lag)
 
-    async def update_lease(self, operation: Callable[[HeldLease], HeldLease]) -> None:
-        """Run a lease commit off the loop and keep the lease it returns, even when step-down cancels this task
-        meanwhile: the commit lands anyway, and the release must be committed on top of it."""
-        commit = asyncio.ensure_future(asyncio.to_thread(operation, self.lease))
-        try:
-            self.lease = await asyncio.shield(commit)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                self.lease = await commit
-            raise
-
-    async def guard_lease(self) -> None:
-        """Stop answering every group API before the lease could expire unrenewed."""
-        while True:
-            if not self.lease.may_serve(utc_now()):
-                log.error("lease epoch %d not renewed in time: no longer serving", self.lease.epoch)
-                self.depose()
-                return
-            await asyncio.sleep(self.config.lease_check_ms / 1000)
-
-    def depose(self) -> None:
+    def depose_from_thread(self, reason: str) -> None:
+        """Stop answering at once (the flag is read by the loop), then step down on the loop."""
+        log.error("%s", reason)
         self.service.unavailable = Errors.NOT_COORDINATOR
-        self.deposed.set()
+        with contextlib.suppress(RuntimeError):  # the loop has already closed: nothing left to step down
+            self.loop.call_soon_threadsafe(self.deposed.set)
 
     async def watch_catalog(self) -> None:
         watcher = CatalogWatcher(TopicCatalog(self.host.root))
