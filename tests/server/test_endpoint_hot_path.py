@@ -3,7 +3,8 @@
 * ``stop()`` still turns an adapter that is mid-request into a NOT_COORDINATOR answer (it cancels the connection
   task while it is inside the adapter, not a per-request task);
 * pipelined requests on one socket are answered in request order, one at a time;
-* the fast header v1 reader agrees with kafka-python's schema reader on every input, garbage included.
+* the fast header v1 reader agrees with kafka-python's schema reader on every input, garbage included;
+* packed Heartbeat responses are byte for byte what kafka-python encodes.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.protocol.api_header import RequestHeader
-from kafka.protocol.consumer import HeartbeatRequest
+from kafka.protocol.consumer import HeartbeatRequest, HeartbeatResponse
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
-from groupcoord.server.codec import MalformedFrame, decode_request
+from groupcoord.server.codec import MalformedFrame, decode_request, encode_response
 from groupcoord.server.versions import ApiKey
 
 from .conftest import RawClient, RunningEndpoint, decode_response
@@ -141,3 +142,19 @@ def test_a_heartbeat_decodes_the_same_through_the_fast_header() -> None:
     assert (decoded.header.correlation_id, decoded.header.client_id) == (7, "client-\u00e9")
     assert decoded.body.member_id == "member-\u00e9"
     assert decoded.body.generation_id == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    version=st.integers(0, 4),
+    error_code=st.integers(-32768, 32767),
+    throttle_time_ms=st.integers(0, 2**31 - 1),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+)
+def test_packed_heartbeat_responses_are_kafka_pythons_bytes(version: int, error_code: int, throttle_time_ms: int,
+                                                           correlation_id: int) -> None:
+    response = HeartbeatResponse(version=version, throttle_time_ms=throttle_time_ms, error_code=error_code)
+    packed = encode_response(response, correlation_id=correlation_id)
+    reference = HeartbeatResponse(version=version, throttle_time_ms=throttle_time_ms, error_code=error_code)
+    reference.with_header(correlation_id=correlation_id)
+    assert packed == bytes(reference.encode(header=True, framed=True))
