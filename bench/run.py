@@ -13,7 +13,7 @@ import time
 
 from bench import report
 
-BENCHMARKS: tuple[str, ...] = ("commit_throughput", "load_time", "simulate", "fuzz", "member_capacity", "failover",
+BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "load_time", "simulate", "fuzz", "member_capacity", "failover",
                                  "rebalance_latency")
 
 

@@ -3,11 +3,15 @@
 The assignors reuse intermediate frames in several branches. Spark's logical plans are trees, so every reuse copies
 the whole sub-plan and analysis/optimisation time grows multiplicatively with the depth of reuse (seconds, then
 out-of-memory, for the sticky plan). :func:`cut` replaces a frame by a local checkpoint of its (not yet computed)
-RDD: later plans see a leaf, and the rows are computed once, inside the caller's job, then reused by every branch.
+RDD: later plans see a leaf that keeps the frame's output partitioning, and the rows are computed once, inside the
+caller's job, then reused by every branch.
 
-Adaptive execution would run the sub-plan's shuffle stages at checkpoint time, which would make ``assign`` eager; so
-the sub-plan is planned with AQE off (the final query still uses it). The session setting is switched under a lock
-and restored at once; only this planning step sees it.
+Planning the sub-plan must not run anything, or ``assign`` would be eager and every cut would cost a Spark job. Two
+session settings would: adaptive execution (it runs shuffle stages while planning) and broadcast joins (a broadcast
+is collected when the plan is prepared). Both are switched off for this planning step only, under a lock, and
+restored at once. The inputs are co-partitioned by group (:mod:`groupcoord.assignors.partitioning`), and with
+``requireAllClusterKeysForCoPartition`` off (same lock) Spark uses that for joins too, so the resulting plans need
+no exchange at all: a broadcast would only add a job.
 """
 
 from __future__ import annotations
@@ -16,7 +20,12 @@ import threading
 
 from pyspark.sql import DataFrame
 
-_AQE = "spark.sql.adaptive.enabled"
+_PLANNING: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # Join sides hash-partitioned by the group alone are co-partitioned for any join keyed by the group and more.
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+}
 _LOCK = threading.Lock()
 
 
@@ -24,9 +33,14 @@ def cut(frame: DataFrame) -> DataFrame:
     """Return ``frame`` as a lazily computed local checkpoint: same rows, a leaf in any later plan."""
     conf = frame.sparkSession.conf
     with _LOCK:
-        before = conf.get(_AQE)
-        conf.set(_AQE, "false")
+        before: dict[str, str | None] = {key: conf.get(key, None) for key in _PLANNING}
+        for key, value in _PLANNING.items():
+            conf.set(key, value)
         try:
             return frame.localCheckpoint(eager=False)
         finally:
-            conf.set(_AQE, before if before is not None else "true")
+            for key, previous in before.items():
+                if previous is None:
+                    conf.unset(key)
+                else:
+                    conf.set(key, previous)

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from groupcoord.assignors.errors import AssignorInputError
+from groupcoord.assignors.partitioning import partition_count
 
 GROUP = "_g"
 """The internal group column; the caller's ``group_id`` is renamed to it."""
@@ -75,11 +76,19 @@ def _accepts(kind: str, data_type: T.DataType) -> bool:
     return isinstance(data_type, T.ArrayType) and isinstance(data_type.elementType, T.StringType)
 
 
+def _one_group(column: Column) -> Column:
+    """The constant group ``""`` of an unbatched call, written so that the optimiser cannot fold it.
+
+    A literal would be folded away, and with it the hash partitioning by group that spares every later shuffle.
+    """
+    return F.coalesce(F.substring(column.cast("string"), 1, 0), F.lit(""))
+
+
 def _normalise(frame: DataFrame, what: str, columns: tuple[_Column, ...], batched: bool) -> DataFrame:
     """Check ``frame``'s columns against ``columns`` and select them in canonical form, group column first."""
     fields = {f.name: f.dataType for f in frame.schema.fields}
     selected: list[Column] = [
-        (F.col("group_id") if batched else F.lit("")).cast("string").alias(GROUP),
+        (F.col("group_id") if batched else _one_group(F.col(columns[0].name))).cast("string").alias(GROUP),
     ]
     for column in columns:
         if column.name not in fields:
@@ -139,6 +148,11 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
         norm_owned = members.sparkSession.createDataFrame([], schema)
     else:
         norm_owned = _normalise(owned, "owned", _OWNED, batched)
+    # The one shuffle of each input: every later window and join is keyed by a superset of the group column.
+    n = partition_count([members, partitions, *([] if owned is None else [owned])], batched=batched)
+    norm_members, norm_partitions, norm_owned = (
+        frame.repartition(n, GROUP) for frame in (norm_members, norm_partitions, norm_owned)
+    )
 
     norm_members = _fail_when(
         norm_members.withColumn("_dup", F.count(F.lit(1)).over(_by(GROUP, "member_id"))),
