@@ -13,8 +13,8 @@ import time
 
 from bench import report
 
-BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "load_time", "simulate", "fuzz", "member_capacity", "failover",
-                                 "rebalance_latency")
+BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "load_time", "simulate", "fuzz", "member_capacity",
+                                 "failover", "rebalance_latency")
 
 
 def main(argv: list[str] | None = None) -> int:
