@@ -29,7 +29,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.config import Config
@@ -43,7 +42,7 @@ from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.config import LeaseConfig, LogConfig
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import HeldLease, LeaseLostError, LeaseTable, utc_now
-from groupcoord.log.maintenance import maintain_log
+from groupcoord.log.maintenance import maintain_record_log
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import BrokerAddress
 from groupcoord.server.coordinator_service import CoordinatorService
@@ -53,6 +52,7 @@ from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state.materializer import CommittedBatch, Materializer, MaterializerConfig, run_materializer
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
+from groupcoord.topics.maintenance import maintain_topic_logs
 from groupcoord.topics.watch import CatalogWatcher
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ class _Term:
         # Without a runner the core refuses server-* protocols at JoinGroup instead of failing every SyncGroup.
         core = GroupCoordinator(replace(self.config.coordinator,
                                         server_side_assignment=self.host.assignment_runner is not None))
-        for record in loaded.records:
+        for record in loaded.compacted().records:  # the latest record per key replays to the same hard state
             core.replay(decode_record(record))
         self.core = core
         self.records_since_snapshot = loaded.tail_records
@@ -368,6 +368,7 @@ class _Term:
         if self.host.endpoint is not None:
             await self.host.endpoint.stop()
         await self.batcher.close(drain=not deposed)
+        await asyncio.to_thread(self.log.close)  # waits for a background checkpoint in progress
         if not deposed:
             try:
                 await asyncio.to_thread(self.materializer.flush)
@@ -471,12 +472,20 @@ class _Term:
             await asyncio.sleep(self.config.metadata_refresh_ms / 1000)
 
     async def maintain_forever(self) -> None:
+        """Keep every table the holder writes small: the record log (only its final swap holds the commit slot),
+        the topic logs and the materialized state tables (both off the loop)."""
+        retention_hours = self.config.log.retention_hours
         while True:
             await asyncio.sleep(self.config.log.maintenance_interval_ms / 1000)
             try:
-                await self.batcher.run_exclusive(partial(maintain_log, self.log))
+                await maintain_record_log(self.batcher, self.log, retention_hours=retention_hours)
             except StorageUnavailableError as exc:
                 log.warning("log maintenance failed: %s", exc)
+            await asyncio.to_thread(maintain_topic_logs, self.host.root, retention_hours=retention_hours)
+            try:
+                await asyncio.to_thread(self.materializer.maintain)
+            except Exception as exc:  # a failed compaction must not stop the holder; the next run retries
+                log.warning("maintenance of the state tables failed: %s", exc)
 
 
 def _failed(batch: Sequence[NeedsAssignment], error: ErrorCode) -> list[CompleteAssignment]:
