@@ -113,9 +113,10 @@ class SparkAssignmentRunner:
         weights: Mapping[PartitionKey, float],
     ) -> list[CompleteAssignment]:
         from groupcoord.assignors import get_assignor
+        from groupcoord.assignors.collect import to_arrow  # bad input values surface as one-line AssignorInputError
 
         members, partitions, owned = self._inputs(spark, effects, counts, weights)
-        result = get_assignor(name).assign(members, partitions, owned).toArrow().to_pylist()
+        result = to_arrow(get_assignor(name).assign(members, partitions, owned)).to_pylist()
         by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         for row in result:
             by_member[(row["group_id"], row["member_id"])][row["topic"]].append(row["partition"])
