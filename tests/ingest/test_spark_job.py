@@ -1,5 +1,6 @@
 """The ingestion job in local Spark: executor tasks are the members (``run_members``), the sink is checked with
-chispa against the produced records, and a member's Python worker killed mid-batch loses and duplicates nothing."""
+chispa against the produced records (from the embedded log and from a Kafka-compatible broker, Tansu), and a member's
+Python worker killed mid-batch loses and duplicates nothing."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
 from groupcoord.topics.local_delta import local_dataset
 from groupcoord.topics.log_table import create_topic_log
+from tests.ingest.test_kafka_source import PARTITIONS as KAFKA_PARTITIONS
+from tests.ingest.test_kafka_source import PER_PARTITION, produce
 
 # The fault-injecting work below travels to the executors by value (the tests package is not importable there).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -85,6 +88,26 @@ def test_the_job_ingests_the_embedded_log_exactly_once_with_executor_members(
         spark: SparkSession, tmp_path: Path) -> None:
     root, sink = ingest(spark, tmp_path, "e2e")
     assert_exactly_once(spark, root, sink, "e2e")
+
+
+def test_the_job_ingests_a_kafka_topic_exactly_once_with_executor_members(
+        spark: SparkSession, tmp_path: Path, tansu: str) -> None:
+    produced = produce(tansu, "clicks")
+    root = StateRoot.open(tmp_path / "state", create=True)
+    sink = tmp_path / "sink"
+    config = IngestConfig(group_id="kafka-e2e", topics=("clicks",), pattern=None, source=f"kafka://{tansu}",
+                          sink=str(sink), members=2, available_now=True, max_records_per_batch=200,
+                          assignors=("cooperative-sticky",))
+    run_ingest(spark, config, root, tty=False, progress_interval_s=0.5, config_keys=KEYS, **MEMBER_OPTIONS)
+
+    columns = ["topic", "partition", "offset", "value"]
+    expected = spark.createDataFrame(produced.select(columns)).selectExpr(
+        "topic", "cast(partition as int) as partition", "offset", "value")
+    assert_df_equality(sink_frame(spark, sink).select(columns), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+    committed = committed_offsets(root, "kafka-e2e")
+    assert committed == DeltaSink(sink, "kafka-e2e").versions(committed)
+    assert sorted(committed.values()) == [PER_PARTITION] * KAFKA_PARTITIONS
 
 
 class KillingIngest(MemberIngest):
