@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -16,22 +14,9 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """``local[4,4]`` (4 slots, task retries), UI off, 2 shuffle partitions, UTC. Built once per test session."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from groupcoord.spark.session import local_session
 
-    session = (
-        SparkSession.builder.master("local[4,4]")
-        .appName("groupcoord-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.default.parallelism", "4")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session(master="local[4,4]", app_name="groupcoord-tests",
+                            extra={"spark.default.parallelism": "4"})
     yield session
     session.stop()

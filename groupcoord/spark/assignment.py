@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
+from groupcoord.spark import session as spark_session
 from groupcoord.spark.weights import PartitionKey, read_partition_weights, weight_of
 
 if TYPE_CHECKING:
@@ -42,16 +41,7 @@ def local_session() -> SparkSession:
     if active is not None:
         return active
     started = time.perf_counter()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("groupcoord-serve-assignor")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = spark_session.local_session(master="local[2]", app_name="groupcoord-serve-assignor")
     log.info("started a local SparkSession for server-side assignment in %.1f s", time.perf_counter() - started)
     return session
 

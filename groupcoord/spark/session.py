@@ -1,0 +1,63 @@
+"""The one builder of a *local* SparkSession: tests, ``groupcoord serve`` outside a driver, and benchmarks.
+
+Every local session groupcoord starts shares the same settings: no UI and no console progress bar (nobody watches
+them, and the UI takes a port), UTC for both Spark SQL and the JVM (Delta timestamps are UTC, and a result must not
+depend on the machine's zone), Arrow on (state and assignments cross between Spark and delta-rs as Arrow), few
+shuffle partitions (the data is small), the Python workers on this interpreter, and Spark's own logging quiet.
+
+spark-submit entry points (``jobs/``, :mod:`groupcoord.admin.checkpoint_job`, :mod:`groupcoord.ingest.entry`) do
+NOT use this: they must take the master and every setting from spark-submit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+UTC_JAVA_OPTION = "-Duser.timezone=UTC"
+
+_EMPTY: Mapping[str, str] = {}
+
+
+def local_settings(*, shuffle_partitions: int = 2) -> dict[str, str]:
+    """The Spark settings every local session gets (before the caller's ``extra``)."""
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": UTC_JAVA_OPTION,
+        "spark.executor.extraJavaOptions": UTC_JAVA_OPTION,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+    }
+
+
+def local_session(
+    *,
+    master: str,
+    app_name: str,
+    shuffle_partitions: int = 2,
+    log_level: str = "ERROR",
+    extra: Mapping[str, str] = _EMPTY,
+) -> SparkSession:
+    """Get or create a SparkSession on ``master`` (``local[2]``, ``local[4,4]``, ``local[*]``) with the shared settings.
+
+    ``extra`` adds or overrides settings (``spark.driver.memory``, ``spark.default.parallelism``, ...). As with
+    ``getOrCreate``, an already running session is returned; static settings (master, JVM options) then keep the
+    values it was started with.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**local_settings(shuffle_partitions=shuffle_partitions), **extra}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(log_level)
+    return session
