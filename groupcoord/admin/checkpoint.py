@@ -20,7 +20,7 @@ import datetime as dt
 import re
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,7 @@ from deltalake import write_deltalake
 from groupcoord.admin.burrow import GroupStatus, Observation, PartitionStatus, group_status, partition_status
 from groupcoord.admin.lag import lag_frame, log_end_table
 from groupcoord.admin.log_offsets import log_bounds, partition_counts
-from groupcoord.config import Config
+from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.state.schema import GROUPS, OFFSETS, TIMESTAMP
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
@@ -74,18 +74,12 @@ class CheckpointError(ValueError):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CheckpointConfig:
+class CheckpointConfig(KeyedConfig):
     """Settings of the checkpoint job, from ``checkpoint.*`` keys."""
 
-    window: int = 10
-    table: str | None = None
-    prometheus_file: str | None = None
-
-    @classmethod
-    def from_config(cls, config: Config) -> CheckpointConfig:
-        """Read ``checkpoint.window``, ``checkpoint.table`` and ``checkpoint.prometheus.file``."""
-        return cls(window=config["checkpoint.window"], table=config["checkpoint.table"],
-                   prometheus_file=config["checkpoint.prometheus.file"])
+    window: int = field(default=10, metadata=from_key("checkpoint.window"))
+    table: str | None = field(default=None, metadata=from_key("checkpoint.table"))
+    prometheus_file: str | None = field(default=None, metadata=from_key("checkpoint.prometheus.file"))
 
     def table_path(self, root: StateRoot) -> Path:
         """Where the ``offset_checkpoints`` table lives: ``checkpoint.table``, else ``<root>/offset_checkpoints``."""

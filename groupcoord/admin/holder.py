@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from groupcoord.admin.wire import AdminClient
 from groupcoord.config import Config
+from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.log.lease import current_holder
 from groupcoord.state_root import StateRoot
 
@@ -24,16 +25,11 @@ _LOOPBACK_ANY_PORT = "127.0.0.1:0"
 
 
 @dataclass(frozen=True, kw_only=True)
-class AdminConfig:
+class AdminConfig(KeyedConfig):
     """How long an admin write waits to take the lease and for the coordinator's answers."""
 
-    lease_wait_ms: int = 30000
-    request_timeout_ms: int = 30000
-
-    @classmethod
-    def from_config(cls, config: Config) -> AdminConfig:
-        """Read ``admin.lease.wait.ms`` and ``admin.request.timeout.ms``."""
-        return cls(lease_wait_ms=config["admin.lease.wait.ms"], request_timeout_ms=config["admin.request.timeout.ms"])
+    lease_wait_ms: int = field(default=30000, metadata=from_key("admin.lease.wait.ms"))
+    request_timeout_ms: int = field(default=30000, metadata=from_key("admin.request.timeout.ms"))
 
 
 class CoordinatorUnreachableError(RuntimeError):

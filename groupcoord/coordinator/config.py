@@ -2,29 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from groupcoord.config import Config
+from groupcoord.config.binding import KeyedConfig, from_key, minutes_to_ms
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 """How long a brand-new member's JoinGroup may stay parked before it is dropped (Kafka's constant)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class CoordinatorConfig:
+class CoordinatorConfig(KeyedConfig):
     """Limits and timings of the group coordinator (Kafka's ``group.*`` and ``offsets.*`` broker settings).
 
     ``server_side_assignment`` says whether the shell can compute ``server-<assignor>`` assignments; the host turns
     it off when it has no assignment runner (``serve --no-spark``), and JoinGroup then refuses those protocols.
     """
 
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    initial_rebalance_delay_ms: int = 3000
-    group_max_size: int = 2**31 - 1
-    offsets_retention_ms: int = 10080 * 60 * 1000
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
+    min_session_timeout_ms: int = field(default=6000, metadata=from_key("group.min.session.timeout.ms"))
+    max_session_timeout_ms: int = field(default=1_800_000, metadata=from_key("group.max.session.timeout.ms"))
+    initial_rebalance_delay_ms: int = field(default=3000, metadata=from_key("group.initial.rebalance.delay.ms"))
+    group_max_size: int = field(default=2**31 - 1, metadata=from_key("group.max.size"))
+    offsets_retention_ms: int = field(default=10080 * 60 * 1000,
+                                      metadata=from_key("offsets.retention.minutes", convert=minutes_to_ms))
+    offsets_retention_check_interval_ms: int = field(
+        default=600_000, metadata=from_key("offsets.retention.check.interval.ms"))
+    offset_metadata_max_bytes: int = field(default=4096, metadata=from_key("offset.metadata.max.bytes"))
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
     server_side_assignment: bool = True
 
@@ -33,16 +35,3 @@ class CoordinatorConfig:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if self.group_max_size < 1 or self.offsets_retention_ms <= 0:
             raise ValueError("group.max.size and offsets.retention.minutes must be positive")
-
-    @classmethod
-    def from_config(cls, config: Config) -> CoordinatorConfig:
-        """Read the coordinator keys from resolved configuration."""
-        return cls(
-            min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
-            max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
-            initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
-            group_max_size=int(config["group.max.size"]),
-            offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60 * 1000,
-            offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
-            offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
-        )

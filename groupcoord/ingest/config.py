@@ -3,33 +3,39 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from groupcoord.config import Config, ConfigError
+from groupcoord.config import ConfigError
+from groupcoord.config.binding import KeyedConfig, from_key, split_list, split_list_or_none
 from groupcoord.config.registry import PREFIX
 
 OffsetReset = Literal["earliest", "latest"]
 
 
+def _or_empty(value: str | None) -> str:
+    return value or ""
+
+
 @dataclass(frozen=True, kw_only=True)
-class IngestConfig:
+class IngestConfig(KeyedConfig):
     """What one ingestion run consumes, from where, into which sink, with how many members.
 
     Exactly one of ``topics`` and ``pattern`` is set. ``source`` is ``embedded`` or ``kafka://HOST:PORT[,...]``.
     """
 
-    group_id: str
-    topics: tuple[str, ...] | None
-    pattern: str | None
-    source: str
-    sink: str
-    members: int
-    available_now: bool = False
-    auto_offset_reset: OffsetReset = "earliest"
-    max_records_per_batch: int = 10000
-    metadata_refresh_ms: int = 30000
-    assignors: tuple[str, ...] = ("server-cooperative-sticky",)
+    group_id: str = field(metadata=from_key("group.id", convert=_or_empty))
+    topics: tuple[str, ...] | None = field(metadata=from_key("topics", convert=split_list_or_none))
+    pattern: str | None = field(metadata=from_key("pattern"))
+    source: str = field(metadata=from_key("source"))
+    sink: str = field(metadata=from_key("sink", convert=_or_empty))
+    members: int = field(metadata=from_key("members"))
+    available_now: bool = field(default=False, metadata=from_key("available.now"))
+    auto_offset_reset: OffsetReset = field(default="earliest", metadata=from_key("auto.offset.reset"))
+    max_records_per_batch: int = field(default=10000, metadata=from_key("max.records.per.batch"))
+    metadata_refresh_ms: int = field(default=30000, metadata=from_key("source.metadata.refresh.ms"))
+    assignors: tuple[str, ...] = field(default=("server-cooperative-sticky",),
+                                       metadata=from_key("assignors", convert=split_list))
 
     def __post_init__(self) -> None:
         problems = []
@@ -50,21 +56,3 @@ class IngestConfig:
             problems.append(f"no sink: pass --sink or set {PREFIX}sink")
         if problems:
             raise ConfigError("; ".join(problems))
-
-    @classmethod
-    def from_config(cls, config: Config) -> IngestConfig:
-        """Build from resolved configuration (raises :class:`ConfigError` naming what is missing)."""
-        topics = config["topics"]
-        return cls(
-            group_id=config["group.id"] or "",
-            topics=tuple(t.strip() for t in topics.split(",")) if topics else None,
-            pattern=config["pattern"],
-            source=config["source"],
-            sink=config["sink"] or "",
-            members=config["members"],
-            available_now=config["available.now"],
-            auto_offset_reset=config["auto.offset.reset"],
-            max_records_per_batch=config["max.records.per.batch"],
-            metadata_refresh_ms=config["source.metadata.refresh.ms"],
-            assignors=tuple(a.strip() for a in config["assignors"].split(",")),
-        )

@@ -2,43 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from groupcoord.config import PREFIX, Config, ConfigError
-
-
-@dataclass(frozen=True, kw_only=True)
-class LogConfig:
-    """Record log and commit batcher settings (``log.*`` and ``history.retention.hours``)."""
-
-    linger_ms: int = 5
-    min_commit_interval_ms: int = 50
-    checkpoint_interval: int = 10
-    snapshot_interval: int = 100_000
-    retention_hours: int = 168
-    maintenance_interval_ms: int = 60_000
-
-    @classmethod
-    def from_config(cls, config: Config) -> LogConfig:
-        """Read the ``log.*`` keys and the history retention from ``config``."""
-        return cls(
-            linger_ms=config["log.linger.ms"],
-            min_commit_interval_ms=config["log.min.commit.interval.ms"],
-            checkpoint_interval=config["log.checkpoint.interval"],
-            snapshot_interval=config["log.snapshot.interval"],
-            retention_hours=config["history.retention.hours"],
-            maintenance_interval_ms=config["log.maintenance.interval.ms"],
-        )
+from groupcoord.config import PREFIX, ConfigError
+from groupcoord.config.binding import KeyedConfig, from_key
 
 
 @dataclass(frozen=True, kw_only=True)
-class LeaseConfig:
+class LogConfig(KeyedConfig):
+    """Record log and commit batcher settings (``log.*``), and ``history.retention.hours`` for the other tables
+    the holder maintains."""
+
+    linger_ms: int = field(default=5, metadata=from_key("log.linger.ms"))
+    min_commit_interval_ms: int = field(default=50, metadata=from_key("log.min.commit.interval.ms"))
+    checkpoint_interval: int = field(default=10, metadata=from_key("log.checkpoint.interval"))
+    snapshot_interval: int = field(default=100_000, metadata=from_key("log.snapshot.interval"))
+    retention_hours: int = field(default=168, metadata=from_key("history.retention.hours"))
+    retention_minutes: int = field(default=10, metadata=from_key("log.retention.minutes"))
+    maintenance_interval_ms: int = field(default=60_000, metadata=from_key("log.maintenance.interval.ms"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaseConfig(KeyedConfig):
     """Election lease timing (``lease.*``). A holder must be able to renew at least once inside its safe window."""
 
-    renew_interval_ms: int = 2000
-    timeout_ms: int = 10_000
-    safety_ms: int = 2000
-    retention_hours: int = 168
+    renew_interval_ms: int = field(default=2000, metadata=from_key("lease.renew.interval.ms"))
+    timeout_ms: int = field(default=10_000, metadata=from_key("lease.timeout.ms"))
+    safety_ms: int = field(default=2000, metadata=from_key("lease.safety.ms"))
+    retention_hours: int = field(default=168, metadata=from_key("history.retention.hours"))
 
     def __post_init__(self) -> None:
         if self.renew_interval_ms + self.safety_ms >= self.timeout_ms:
@@ -46,13 +37,3 @@ class LeaseConfig:
                 f"{PREFIX}lease.renew.interval.ms ({self.renew_interval_ms}) plus {PREFIX}lease.safety.ms "
                 f"({self.safety_ms}) must be below {PREFIX}lease.timeout.ms ({self.timeout_ms})"
             )
-
-    @classmethod
-    def from_config(cls, config: Config) -> LeaseConfig:
-        """Read the ``lease.*`` keys and the history retention from ``config``."""
-        return cls(
-            renew_interval_ms=config["lease.renew.interval.ms"],
-            timeout_ms=config["lease.timeout.ms"],
-            safety_ms=config["lease.safety.ms"],
-            retention_hours=config["history.retention.hours"],
-        )

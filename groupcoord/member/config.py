@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupcoord.config import Config, resolve_config
+from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.member.heartbeat import HeartbeatTiming
 
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky", "server-cooperative-sticky"})
@@ -15,28 +15,15 @@ COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky", "server-cooperative-sti
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemberOptions:
+class MemberOptions(KeyedConfig):
     """Client settings from the ``spark.groupcoord.member.*`` keys."""
 
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 2000
-    request_timeout_ms: int = 30000
-    metadata_max_age_ms: int = 5000
-    auto_commit_interval_ms: int = 5000
-    client_id: str = "groupcoord-member"
-
-    @classmethod
-    def from_config(cls, config: Config | None = None) -> MemberOptions:
-        """Read the ``member.*`` keys (registry defaults when ``config`` is ``None``)."""
-        config = config if config is not None else resolve_config()
-        return cls(
-            retry_backoff_ms=config["member.retry.backoff.ms"],
-            retry_backoff_max_ms=config["member.retry.backoff.max.ms"],
-            request_timeout_ms=config["member.request.timeout.ms"],
-            metadata_max_age_ms=config["member.metadata.max.age.ms"],
-            auto_commit_interval_ms=config["member.auto.commit.interval.ms"],
-            client_id=config["member.client.id"],
-        )
+    retry_backoff_ms: int = field(default=100, metadata=from_key("member.retry.backoff.ms"))
+    retry_backoff_max_ms: int = field(default=2000, metadata=from_key("member.retry.backoff.max.ms"))
+    request_timeout_ms: int = field(default=30000, metadata=from_key("member.request.timeout.ms"))
+    metadata_max_age_ms: int = field(default=5000, metadata=from_key("member.metadata.max.age.ms"))
+    auto_commit_interval_ms: int = field(default=5000, metadata=from_key("member.auto.commit.interval.ms"))
+    client_id: str = field(default="groupcoord-member", metadata=from_key("member.client.id"))
 
 
 def parse_bootstrap(servers: str | Sequence[str]) -> tuple[tuple[str, int], ...]:

@@ -19,10 +19,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.config import Config
+from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.protocol.errors import Errors
 from groupcoord.server.adapters.api_versions import unsupported_version_response
 from groupcoord.server.api import ApiHandler, BrokerAddress, Dispatcher, RequestContext
@@ -45,27 +45,28 @@ def parse_host_port(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _host_of(value: str) -> str:
+    return parse_host_port(value)[0]
+
+
+def _port_of(value: str) -> int:
+    return parse_host_port(value)[1]
+
+
+def _optional_host_port(value: str | None) -> tuple[str, int] | None:
+    return parse_host_port(value) if value else None
+
+
 @dataclass(frozen=True, kw_only=True)
-class EndpointConfig:
+class EndpointConfig(KeyedConfig):
     """Where the endpoint listens, what it advertises, and how large a request may be."""
 
-    host: str = "127.0.0.1"
-    port: int = 0
-    advertised: tuple[str, int] | None = None
-    max_request_bytes: int = 104857600
+    host: str = field(default="127.0.0.1", metadata=from_key("listen", convert=_host_of))
+    port: int = field(default=0, metadata=from_key("listen", convert=_port_of))
+    advertised: tuple[str, int] | None = field(
+        default=None, metadata=from_key("advertised.listener", convert=_optional_host_port))
+    max_request_bytes: int = field(default=104857600, metadata=from_key("socket.request.max.bytes"))
     stop_grace_seconds: float = 5.0
-
-    @classmethod
-    def from_config(cls, config: Config) -> EndpointConfig:
-        """Read ``listen``, ``advertised.listener`` and ``socket.request.max.bytes``."""
-        host, port = parse_host_port(config["listen"])
-        advertised = config["advertised.listener"]
-        return cls(
-            host=host,
-            port=port,
-            advertised=parse_host_port(advertised) if advertised else None,
-            max_request_bytes=config["socket.request.max.bytes"],
-        )
 
 
 class Endpoint:

@@ -32,14 +32,14 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError
 
-from groupcoord.config import Config
+from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.hard_state import HardStateStore
 from groupcoord.coordinator.records import (
@@ -68,23 +68,13 @@ OPERATION_KEY = "groupcoord.operation"
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaterializerConfig:
+class MaterializerConfig(KeyedConfig):
     """Flush timing and the Delta properties of the state tables."""
 
-    interval_ms: int = 250
-    lag_target_ms: int = 1000
-    checkpoint_interval: int = 10
-    retention_hours: int = 168
-
-    @classmethod
-    def from_config(cls, config: Config) -> MaterializerConfig:
-        """Read ``state.materialize.*``, ``log.checkpoint.interval`` and ``history.retention.hours``."""
-        return cls(
-            interval_ms=config["state.materialize.interval.ms"],
-            lag_target_ms=config["state.materialize.lag.target.ms"],
-            checkpoint_interval=config["log.checkpoint.interval"],
-            retention_hours=config["history.retention.hours"],
-        )
+    interval_ms: int = field(default=250, metadata=from_key("state.materialize.interval.ms"))
+    lag_target_ms: int = field(default=1000, metadata=from_key("state.materialize.lag.target.ms"))
+    checkpoint_interval: int = field(default=10, metadata=from_key("log.checkpoint.interval"))
+    retention_hours: int = field(default=168, metadata=from_key("history.retention.hours"))
 
 
 @dataclass(frozen=True, kw_only=True)
