@@ -21,8 +21,10 @@ Records are built once per committer up front, so the benchmark measures the sto
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import datetime as dt
+import json
 import os
 import random
 import tempfile
@@ -80,6 +82,7 @@ class _Run:
     offsets: int = 0
     snapshots: int = 0
     maintenance: int = 0
+    maintenance_log: list[dict[str, Any]] = field(default_factory=list)
     loads: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -95,9 +98,11 @@ def _ms(seconds: float) -> float:
 class _Holder:
     """The storage side of a lease holder: record log, batcher, materializer, snapshots (as the host wires them)."""
 
-    def __init__(self, root: StateRoot, *, run: _Run, state: list[EncodedRecord], materialize: bool) -> None:
+    def __init__(self, root: StateRoot, *, run: _Run, state: list[EncodedRecord], materialize: bool,
+                 snapshot_interval: int = SNAPSHOT_INTERVAL) -> None:
         self.root = root
         self.log = DeltaRecordLog(root.log_path)
+        self.snapshot_interval = snapshot_interval
         self.run = run
         self.materializer = Materializer(root) if materialize else None
         self.state = state  # what a snapshot writes: one record per partition offset the workload commits
@@ -120,7 +125,7 @@ class _Holder:
                                                     committed_at=dt.datetime.now(dt.UTC)))
         self.run.offsets += len(encoded)
         self.since_snapshot += len(encoded)
-        if self.since_snapshot >= SNAPSHOT_INTERVAL and not self.snapshotting:
+        if self.since_snapshot >= self.snapshot_interval and not self.snapshotting:
             self.snapshotting = True
             self.tasks.append(asyncio.create_task(self._snapshot()))
 
@@ -137,13 +142,20 @@ class _Holder:
             self.snapshotting = False
 
     async def maintain_every(self, seconds: float) -> None:
-        """Record-log maintenance in the commit slot, then state-table compaction, every ``seconds``."""
+        """Record-log maintenance (only its commit in the commit slot), then state-table compaction, every
+        ``seconds``; records how long each run took and the live files after it."""
         while True:
             await asyncio.sleep(seconds)
-            await maintain_record_log(self.batcher, self.log)
+            started = time.monotonic()
+            report = await maintain_record_log(self.batcher, self.log)
             if self.materializer is not None:
                 await asyncio.to_thread(self.materializer.maintain)
+            live = await asyncio.to_thread(lambda: len(self.log.table().file_uris()))
             self.run.maintenance += 1
+            self.run.maintenance_log.append({
+                "at_s": round(started - self.started), "took_s": round(time.monotonic() - started, 2),
+                "dropped_segments": len(report.dropped_segments), "compacted_files": report.compacted_files,
+                "vacuumed_files": report.vacuumed_files, "live_files": live})
 
     async def cold_load(self, label: str) -> None:
         """Time a fresh load of the log (a new holder's first step) while the writer keeps going."""
@@ -187,10 +199,11 @@ def _prebuilt(workload: Workload) -> list[_Request]:
     return built
 
 
-def _new_holder(path: Path, requests: list[_Request], *, materialize: bool) -> _Holder:
+def _new_holder(path: Path, requests: list[_Request], *, materialize: bool,
+                snapshot_interval: int = SNAPSHOT_INTERVAL) -> _Holder:
     state = {record.key: record for _, encoded in requests for record in encoded}
     return _Holder(StateRoot.open(path, create=True), run=_Run(), state=list(state.values()),
-                   materialize=materialize)
+                   materialize=materialize, snapshot_interval=snapshot_interval)
 
 
 async def _drive(holder: _Holder, workload: Workload, requests: list[_Request],
@@ -268,16 +281,18 @@ async def _case(path: Path, case: str, workload: Workload, *, materialize: bool)
     return _summarize(case, workload, holder, elapsed)
 
 
-async def _sustained(path: Path, workload: Workload, *, maintenance_s: float = 60.0) -> dict[str, Any]:
+async def _sustained(path: Path, workload: Workload, *, maintenance_s: float = 60.0,
+                     snapshot_interval: int = SNAPSHOT_INTERVAL) -> dict[str, Any]:
     requests = _prebuilt(workload)
-    holder = _new_holder(path, requests, materialize=False)
+    holder = _new_holder(path, requests, materialize=False, snapshot_interval=snapshot_interval)
     await holder.start()
+    first, last = min(60.0, workload.seconds / 5), workload.seconds - min(75.0, workload.seconds / 5)
 
     async def loads() -> None:
-        await asyncio.sleep(60)
-        await holder.cold_load("after 1 min")
-        await asyncio.sleep(max(0.0, workload.seconds - 60 - 75))
-        await holder.cold_load(f"after {round((workload.seconds - 75) / 60)} min")
+        await asyncio.sleep(first)
+        await holder.cold_load(f"after {first / 60:.1f} min")
+        await asyncio.sleep(max(0.0, last - first))
+        await holder.cold_load(f"after {last / 60:.1f} min")
 
     def background() -> list[asyncio.Task[Any]]:
         return [asyncio.create_task(holder.maintain_every(maintenance_s)), asyncio.create_task(loads())]
@@ -292,7 +307,8 @@ async def _sustained(path: Path, workload: Workload, *, maintenance_s: float = 6
     live_files = len(holder.log.table().file_uris())
     return {**summary, "ack_p99_ms_first_min": per_minute[0], "ack_p99_ms_last_min": per_minute[-1],
             "ack_p99_ms_per_min": per_minute, "loads": holder.run.loads, "maintenance_runs": holder.run.maintenance,
-            "live_log_files_at_end": live_files}
+            "maintenance": holder.run.maintenance_log, "live_log_files_at_end": live_files,
+            "snapshot_interval": snapshot_interval}
 
 
 def main(full: bool) -> None:
@@ -340,3 +356,23 @@ def main(full: bool) -> None:
         "loop woke from 10 ms sleeps (CPU starvation shows there first). files_per_hour counts the record "
         "log's data files created (one per commit) before compaction.",
     )
+
+
+def sustained_main(argv: list[str] | None = None) -> None:
+    """``python -m bench.commit_throughput --sustained SECONDS [--snapshot-interval N] [--maintenance-s S]``: a
+    shorter sustained run (printed, not recorded), e.g. with a low snapshot interval to reach the segment count of
+    the 30-minute run sooner."""
+    parser = argparse.ArgumentParser(prog="bench.commit_throughput")
+    parser.add_argument("--sustained", type=float, required=True, metavar="SECONDS")
+    parser.add_argument("--snapshot-interval", type=int, default=SNAPSHOT_INTERVAL)
+    parser.add_argument("--maintenance-s", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="groupcoord-bench-") as tmp:
+        result = asyncio.run(_sustained(Path(tmp) / "sustained", Workload(
+            committers=200, partitions_each=50, seconds=args.sustained, rate=TARGET_RATE),
+            maintenance_s=args.maintenance_s, snapshot_interval=args.snapshot_interval))
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    sustained_main()

@@ -70,8 +70,14 @@ REGISTRY.define("log.snapshot.interval", int, 100000,
                 "Records appended after the latest snapshot that make the coordinator write a new snapshot, so a "
                 "load replays at most about this many records after the snapshot.", minimum=1, maximum=INT32_MAX)
 REGISTRY.define("history.retention.hours", int, 168,
-                "How long history is kept: record-log segments superseded by a newer snapshot, Delta log entries "
-                "(delta.logRetentionDuration) and unreferenced data files (vacuum).", minimum=1, maximum=INT32_MAX)
+                "How long history is kept in the materialized state tables, topic logs and lease table: Delta log "
+                "entries (delta.logRetentionDuration) and unreferenced data files (vacuum), so time travel (as_of) "
+                "reaches this far back.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("log.retention.minutes", int, 10,
+                "How long the record log keeps its own Delta history: log entries and the data files of superseded "
+                "segments and compacted commits. Bounded on purpose: at 20 commits/s the log creates 72,000 files "
+                "an hour, and every checkpoint lists each file removed within this window.", minimum=1,
+                maximum=INT32_MAX)
 REGISTRY.define("log.maintenance.interval.ms", int, 60000,
                 "How often the lease holder runs record-log and lease-table maintenance (compaction, retention, "
                 "vacuum, checkpoint, metadata clean-up).", minimum=1000, maximum=INT32_MAX)

@@ -281,7 +281,7 @@ class _Term:
         self.log = DeltaRecordLog(
             host.root.log_path,
             checkpoint_interval=self.config.log.checkpoint_interval,
-            retention_hours=self.config.log.retention_hours,
+            retention_minutes=self.config.log.retention_minutes,
         )
         self.records_since_snapshot = 0
         self.snapshotting = False
@@ -478,7 +478,7 @@ class _Term:
         while True:
             await asyncio.sleep(self.config.log.maintenance_interval_ms / 1000)
             try:
-                await maintain_record_log(self.batcher, self.log, retention_hours=retention_hours)
+                await maintain_record_log(self.batcher, self.log)
             except StorageUnavailableError as exc:
                 log.warning("log maintenance failed: %s", exc)
             await asyncio.to_thread(maintain_topic_logs, self.host.root, retention_hours=retention_hours)

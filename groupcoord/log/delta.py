@@ -16,8 +16,10 @@ written in the background (:mod:`groupcoord.log.checkpointer`), and reads go thr
 
 Segments. Rows are partitioned by ``segment``: the log version of the snapshot that opened the segment, or -1
 before the first snapshot. A snapshot batch at version V opens segment V. :meth:`DeltaRecordLog.load` reads only
-the newest segment (partition pruning), i.e. the latest snapshot plus the tail after it; older segments are kept
-for ``history.retention.hours`` and then deleted by maintenance. The schema is documented in
+the newest segment (partition pruning), i.e. the latest snapshot plus the tail after it. Maintenance
+(:mod:`groupcoord.log.maintenance`) keeps only the newest two segments live and the removed files for
+``log.retention.minutes``, so the live file set, the checkpoints and the directories stay bounded however long the
+coordinator runs (the module explains the measurements behind this). The schema is documented in
 ``docs/state-tables.md``.
 """
 
@@ -77,12 +79,15 @@ FILE_SCHEMA = LOG_SCHEMA.remove(LOG_SCHEMA.get_field_index("segment"))
 _READ_COLUMNS = ["log_version", "epoch", "seq", "kind", "key", "value", "format_version", "snapshot"]
 
 
-def table_properties(*, checkpoint_interval: int, retention_hours: int) -> dict[str, str]:
-    """Delta table properties of groupcoord's tables: checkpoint interval and retention, protocol (1,2) only."""
+def table_properties(*, checkpoint_interval: int, retention_hours: int = 0, retention_minutes: int = 0
+                     ) -> dict[str, str]:
+    """Delta table properties of groupcoord's tables: checkpoint interval and retention (``retention_hours`` or,
+    for the record log, ``retention_minutes``), protocol (1,2) only."""
+    retention = f"interval {retention_minutes} minutes" if retention_minutes else f"interval {retention_hours} hours"
     return {
         "delta.checkpointInterval": str(checkpoint_interval),
-        "delta.logRetentionDuration": f"interval {retention_hours} hours",
-        "delta.deletedFileRetentionDuration": f"interval {retention_hours} hours",
+        "delta.logRetentionDuration": retention,
+        "delta.deletedFileRetentionDuration": retention,
         "delta.enableExpiredLogCleanup": "true",
     }
 
@@ -120,12 +125,15 @@ class DeltaRecordLog(RecordLog):
     (the commit batcher guarantees it).
     """
 
-    def __init__(self, path: str | Path, *, checkpoint_interval: int = 10, retention_hours: int = 168,
+    def __init__(self, path: str | Path, *, checkpoint_interval: int = 10, retention_minutes: int = 10,
                  fsync: bool = True) -> None:
         self.path = Path(path)
         self.checkpoint_interval = checkpoint_interval
-        self.retention_hours = retention_hours
+        self.retention = dt.timedelta(minutes=retention_minutes)
+        """How long superseded data files and Delta log entries are kept (``log.retention.minutes``)."""
         self.fsync = fsync
+        self.removals_at = -1
+        """The newest version known to have removed files (maintenance); a plan made before it is stale."""
         self._checkpointer = BackgroundCheckpointer(self.path, interval=checkpoint_interval)
         # The segment of the batch at _segment_version, so an append after it knows its partition without a scan.
         self._segment_version: int | None = None
@@ -182,6 +190,7 @@ class DeltaRecordLog(RecordLog):
         tail = int(pc.sum(pc.invert(pc.or_(rows.column("snapshot"), control))).as_py() or 0)
         self.epoch = max(self.epoch, epoch)
         self._segment, self._segment_version = segment, version
+        self.removals_at = max(self.removals_at, version)  # whatever removed files before, it is behind the load
         self.records_since_snapshot = tail
         self._checkpointer.restart_from(version)
         log.info("loaded %s at version %d: segment %d, %d records (%d after the snapshot), epoch %d",
@@ -204,11 +213,19 @@ class DeltaRecordLog(RecordLog):
         self.records_since_snapshot = 0
         return version
 
-    def note_external_commit(self, version: int) -> None:
-        """Tell the log that its own maintenance committed ``version`` (the segment is unchanged)."""
+    def properties(self) -> dict[str, str]:
+        """The Delta table properties the record log is created with (and maintenance keeps)."""
+        return table_properties(checkpoint_interval=self.checkpoint_interval,
+                                retention_minutes=max(1, round(self.retention.total_seconds() / 60)))
+
+    def note_external_commit(self, version: int, *, removed_files: bool = False) -> None:
+        """Tell the log that its own maintenance committed ``version`` (the segment is unchanged), and whether
+        that commit removed files."""
         if self._segment_version is not None:
             self._segment_version = version
-        self._checkpointer.restart_from(version)
+        if removed_files:
+            self.removals_at = max(self.removals_at, version)
+        self._checkpointer.committed(version)
 
     def close(self) -> None:
         """Wait for a background checkpoint in progress; the log stays usable (a later commit restarts it)."""
@@ -249,9 +266,7 @@ class DeltaRecordLog(RecordLog):
                 mode="error",
                 partition_by=["segment"],
                 name="groupcoord_record_log",
-                configuration=table_properties(
-                    checkpoint_interval=self.checkpoint_interval, retention_hours=self.retention_hours
-                ),
+                configuration=self.properties(),
                 commit_properties=commit_properties(batch_id=batch_id, epoch=self.epoch),
             )
         except DeltaError as exc:

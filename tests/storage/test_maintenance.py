@@ -1,4 +1,5 @@
-"""Record-log maintenance: retention of superseded segments, compaction, vacuum; loads are unaffected."""
+"""Record-log maintenance: superseded segments dropped, compaction outside the commit slot, garbage collection
+within the log retention; loads are unaffected."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from groupcoord.log.base import LogFencedError
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.maintenance import (
+    WRITE_GUARD,
+    collect_garbage,
+    commit_plan,
     maintain_log,
     maintain_record_log,
-    prepare_compaction,
+    plan_maintenance,
     run_log_maintenance,
 )
 
@@ -42,35 +46,52 @@ def _data_files(path: Path) -> int:
     return sum(1 for _ in path.glob("segment=*/*.parquet"))
 
 
-def test_compaction_and_vacuum_keep_every_row_and_shrink_the_file_count(tmp_path: Path) -> None:
+def _live(path: Path) -> pa.Table:
+    return pa.table(DeltaTable(str(path)).get_add_actions(flatten=True))
+
+
+def test_segments_before_the_previous_one_are_dropped_and_the_kept_ones_compacted(tmp_path: Path) -> None:
     log = DeltaRecordLog(tmp_path / "log")
     version = _history(log)
     before = DeltaRecordLog(tmp_path / "log").load()
-    files_before = _data_files(tmp_path / "log")
-    report = run_log_maintenance(log, version, retention_hours=0)
-    assert report.dropped_segments == (-1, 5)
-    assert report.vacuumed_files > 0
-    assert _data_files(tmp_path / "log") < files_before
+    report = run_log_maintenance(log, version)
+    assert report.dropped_segments == (-1,)
+    assert report.compacted_files == 5 + 3  # segment 5 and the current segment 10, one file each now
+    assert report.vacuumed_files == 0  # the removed files are kept for the log retention
+    live = _live(tmp_path / "log")
+    assert sorted(live.column("partition.segment").to_pylist()) == [5, 10]
     after = DeltaRecordLog(tmp_path / "log").load()
-    assert (after.records, after.tail_records) == (before.records, before.tail_records)
+    assert (after.records, after.tail_records, after.epoch) == (before.records, before.tail_records, before.epoch)
     assert after.version == report.version
+    kept = DeltaTable(str(tmp_path / "log")).to_pyarrow_table()
+    assert sorted(kept.column("log_version").to_pylist()) == [5, 5, 5, 5, 5, 6, 7, 8, 9, 10, 10, 10, 10, 10, 11, 12]
+    # Delta history still time-travels to before the drop, in the log retention.
+    old = DeltaTable(str(tmp_path / "log"), version=version).to_pyarrow_table()
+    assert old.num_rows == 5 + 5 + 4 + 5 + 2
     assert log.append([offset("g", 9, 9)], expected_version=report.version) == report.version + 1
 
 
-def test_segments_within_the_retention_are_compacted_not_dropped(tmp_path: Path) -> None:
-    log = DeltaRecordLog(tmp_path / "log")
+def test_garbage_beyond_the_retention_is_deleted_and_the_live_files_stay(tmp_path: Path) -> None:
+    log = DeltaRecordLog(tmp_path / "log", retention_minutes=1)
     version = _history(log)
-    before = DeltaRecordLog(tmp_path / "log").load()
-    report = run_log_maintenance(log, version, retention_hours=168)
-    assert report.dropped_segments == ()
-    assert report.compacted_files == 5 + 5 + 3  # the current segment's files too
-    assert len(DeltaTable(str(tmp_path / "log")).file_uris()) == 3  # one file per segment
-    after = DeltaRecordLog(tmp_path / "log").load()
-    assert (after.records, after.tail_records, after.epoch) == (before.records, before.tail_records, before.epoch)
-    rows = DeltaTable(str(tmp_path / "log")).to_pyarrow_table()
-    assert rows.num_rows == 5 + 5 + 4 + 5 + 2
-    old = [r for r in rows.to_pylist() if r["segment"] == -1]
-    assert sorted(r["log_version"] for r in old) == [0, 1, 2, 3, 4]
+    files_before = _data_files(tmp_path / "log")
+    version = run_log_maintenance(log, version).version
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1) + WRITE_GUARD + dt.timedelta(seconds=5)
+    vacuumed = collect_garbage(log, now=later)
+    assert vacuumed == files_before  # every original file was removed by the maintenance commit
+    assert _data_files(tmp_path / "log") == 2
+    assert not (tmp_path / "log" / "segment=-1").exists()  # the dropped segment's directory too
+    loaded = DeltaRecordLog(tmp_path / "log").load()
+    assert loaded.version == version and loaded.tail_records == 2
+
+
+def test_garbage_collection_keeps_what_a_version_inside_the_retention_reads(tmp_path: Path) -> None:
+    log = DeltaRecordLog(tmp_path / "log", retention_minutes=60)
+    version = _history(log)
+    run_log_maintenance(log, version)
+    # Everything was written just now: far inside the window, so nothing may go, however old the files look.
+    assert collect_garbage(log, now=dt.datetime.now(dt.UTC) + WRITE_GUARD) == 0
+    assert DeltaTable(str(tmp_path / "log"), version=version).to_pyarrow_table().num_rows == 21
 
 
 def test_maintenance_behind_a_rival_commit_is_fenced(tmp_path: Path) -> None:
@@ -78,7 +99,7 @@ def test_maintenance_behind_a_rival_commit_is_fenced(tmp_path: Path) -> None:
     version = _history(log)
     DeltaRecordLog(tmp_path / "log").append([offset("rival", 0, 1)], expected_version=version)
     with pytest.raises(LogFencedError):
-        maintain_log(log, version, retention_hours=0)
+        maintain_log(log, version)
 
 
 def test_maintenance_runs_in_the_batcher_slot_between_appends(tmp_path: Path) -> None:
@@ -88,9 +109,7 @@ def test_maintenance_runs_in_the_batcher_slot_between_appends(tmp_path: Path) ->
     async def main() -> tuple[int, int, int]:
         batcher = CommitBatcher(log, version=version, config=BatcherConfig(linger_ms=1, min_commit_interval_ms=0))
         first = asyncio.ensure_future(batcher.append([offset("g", 7, 1)]))
-        maintained = asyncio.ensure_future(
-            batcher.run_exclusive(functools.partial(maintain_log, log, retention_hours=0, now=dt.datetime.now(dt.UTC)))
-        )
+        maintained = asyncio.ensure_future(batcher.run_exclusive(functools.partial(maintain_log, log)))
         last = asyncio.ensure_future(batcher.append([offset("g", 7, 2)]))
         result = await asyncio.gather(first, maintained, last)
         await batcher.close()
@@ -103,40 +122,50 @@ def test_maintenance_runs_in_the_batcher_slot_between_appends(tmp_path: Path) ->
     assert loaded.records[-2:] == (offset("g", 7, 1), offset("g", 7, 2))
 
 
-def test_closed_segments_compacted_outside_the_commit_slot_while_the_writer_appends(tmp_path: Path) -> None:
+def test_a_plan_made_while_the_writer_appends_commits_after_its_appends(tmp_path: Path) -> None:
     log = DeltaRecordLog(tmp_path / "log")
     version = _history(log)
-    prepared = prepare_compaction(log)
-    assert prepared is not None and prepared.segments == (-1, 5)
-    # The writer goes on meanwhile: appends to the current segment and a new snapshot (segment 10 becomes closed).
+    plan = plan_maintenance(log)
+    assert plan is not None and plan.dropped == (-1,)
+    # The writer goes on meanwhile: appends to the current segment and a new snapshot (segment 14).
     version = log.append([offset("g", 3, 30)], expected_version=version)
     version = log.write_snapshot([offset("g", n, 40 + n) for n in range(5)], expected_version=version)
     before = DeltaRecordLog(tmp_path / "log").load()
 
-    report = run_log_maintenance(log, version, retention_hours=168, prepared=prepared)
+    version = commit_plan(log, plan, version)
 
-    assert report.compacted_files == 5 + 5 + 4  # the prepared segments, then segment 10 inside the slot
-    files = pa.table(DeltaTable(str(tmp_path / "log")).get_add_actions(flatten=True))
-    assert sorted(files.column("partition.segment").to_pylist()) == [-1, 5, 10, 14]
+    live = _live(tmp_path / "log")
+    # Segment 10's planned files became one; the append made after the plan stays a file of its own.
+    assert sorted(live.column("partition.segment").to_pylist()) == [5, 10, 10, 14]
     rows = DeltaTable(str(tmp_path / "log")).to_pyarrow_table()
-    old = rows.filter(pa.compute.equal(rows.column("segment"), -1))
-    assert old.column("log_version").to_pylist() == [0, 1, 2, 3, 4]  # one file, in commit order
+    assert rows.num_rows == 5 + 4 + 5 + 2 + 1 + 5
     after = DeltaRecordLog(tmp_path / "log").load()
     assert (after.records, after.tail_records) == (before.records, before.tail_records)
-    assert log.append([offset("g", 9, 9)], expected_version=report.version) == report.version + 1
+    assert log.append([offset("g", 9, 9)], expected_version=version) == version + 1
 
 
-def test_a_prepared_compaction_of_files_removed_meanwhile_is_skipped(tmp_path: Path) -> None:
+def test_a_plan_made_before_a_later_maintenance_commit_is_skipped(tmp_path: Path) -> None:
     log = DeltaRecordLog(tmp_path / "log")
     version = _history(log)
-    prepared = prepare_compaction(log)
-    version = run_log_maintenance(log, version, retention_hours=168).version  # compacts everything itself
+    stale = plan_maintenance(log)
+    assert stale is not None
+    version = run_log_maintenance(log, version).version
     rows_before = DeltaTable(str(tmp_path / "log")).to_pyarrow_table().num_rows
 
-    report = run_log_maintenance(log, version, retention_hours=168, prepared=prepared)
+    assert commit_plan(log, stale, version) == version
+    assert DeltaTable(str(tmp_path / "log")).to_pyarrow_table().num_rows == rows_before == 16
 
-    assert report.compacted_files == 0
-    assert DeltaTable(str(tmp_path / "log")).to_pyarrow_table().num_rows == rows_before == 21
+
+def test_a_table_created_with_other_retention_properties_gets_the_log_retention(tmp_path: Path) -> None:
+    old = DeltaRecordLog(tmp_path / "log", retention_minutes=7 * 24 * 60)
+    version = _history(old)
+    log = DeltaRecordLog(tmp_path / "log")
+    log.load()
+    report = run_log_maintenance(log, version)
+    assert report.version == version + 2  # the properties, then the drop and compaction
+    configuration = DeltaTable(str(tmp_path / "log")).metadata().configuration
+    assert configuration["delta.deletedFileRetentionDuration"] == "interval 10 minutes"
+    assert run_log_maintenance(log, report.version).version == report.version  # nothing left to do
 
 
 def test_maintain_record_log_runs_in_the_batchers_commit_slot(tmp_path: Path) -> None:
@@ -145,11 +174,11 @@ def test_maintain_record_log_runs_in_the_batchers_commit_slot(tmp_path: Path) ->
 
     async def main() -> tuple[int, int]:
         batcher = CommitBatcher(log, version=version, config=BatcherConfig(linger_ms=1, min_commit_interval_ms=0))
-        maintained = await maintain_record_log(batcher, log)
+        maintained = (await maintain_record_log(batcher, log)).version
         after = await batcher.append([offset("g", 8, 8)])
         await batcher.close()
         return maintained, after
 
     maintained, after = asyncio.run(main())
     assert after == maintained + 1
-    assert len(DeltaTable(str(tmp_path / "log")).file_uris()) == 4
+    assert len(DeltaTable(str(tmp_path / "log")).file_uris()) == 3  # segments 5 and 10, and the new append
