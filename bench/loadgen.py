@@ -33,6 +33,7 @@ from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, OffsetCo
 from kafka.protocol.metadata import ApiVersionsRequest
 
 from groupcoord.protocol.consumer_protocol import Subscription, encode_subscription
+from groupcoord.protocol.errors import Errors, error_for_code
 
 CLIENT_ID = "loadgen"
 EXPIRY_ERRORS = {22: "ILLEGAL_GENERATION", 25: "UNKNOWN_MEMBER_ID", 27: "REBALANCE_IN_PROGRESS"}
@@ -125,48 +126,168 @@ def commit_request(member: Membership, topic: str, offsets: dict[int, int]) -> A
                 for p, o in offsets.items()])])
 
 
+class JoinRoundTimeout(Exception):
+    """A join round did not finish in time; the message names the members left waiting and what others got."""
+
+
+JOIN_RETRY_ERRORS: tuple[type[BaseException], ...] = (JoinRoundTimeout, ConnectionError, asyncio.IncompleteReadError)
+"""Failures after which :func:`join_group` simply runs the round again (bounded by its ``attempts``)."""
+
+
+HEARTBEAT_WHILE_WAITING_S = 0.25
+"""How often a member that has synced heartbeats while the rest of its round finishes."""
+
+
+@dataclass
+class RoundState:
+    """One join round of one group: where each member is, and the generation each has synced."""
+
+    members: Sequence[Membership]
+    synced: dict[str, int] = field(default_factory=dict)
+    steps: dict[str, str] = field(default_factory=dict)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def step(self, member: Membership, text: str) -> None:
+        """Record what ``member`` is doing now (for the timeout message)."""
+        self.steps[member.instance] = text
+
+    def complete(self) -> bool:
+        """Every member synced, all in one generation."""
+        return len(self.synced) == len(self.members) and len(set(self.synced.values())) == 1
+
+    def story(self) -> str:
+        """The unfinished members and their last step, then a tally of the finished ones' generations."""
+        waiting = [m for m in self.members if m.instance not in self.synced]
+        shown = "; ".join(f"{m.instance}: {self.steps.get(m.instance, 'not started')}" for m in waiting[:5])
+        more = f"; and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+        tally = collections.Counter(self.synced.values())
+        done = ", ".join(f"generation {g} x {n}" for g, n in sorted(tally.items())) or "none"
+        return f"{len(waiting)} of {len(self.members)} members unfinished ({shown}{more}); synced: {done}"
+
+
+async def _member_cycle(connection: Connection, member: Membership, state: RoundState, *, session_timeout_ms: int,
+                        rebalance_timeout_ms: int, metadata: bytes, assign: Any) -> int | None:
+    """Like a consumer's join loop: JoinGroup, SyncGroup, then heartbeat until the whole round has synced.
+
+    A SyncGroup or Heartbeat answered REBALANCE_IN_PROGRESS means a later member's JoinGroup started a new
+    generation: join again. Any other error ends the cycle with that code.
+    """
+    rebalancing = Errors.REBALANCE_IN_PROGRESS.code
+    while True:
+        state.synced.pop(member.instance, None)
+        state.step(member, "JoinGroup sent, no answer")
+        joined = await connection.request(join_request(
+            member, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+            metadata=metadata))
+        if joined.error_code:
+            state.step(member, f"JoinGroup answered {error_for_code(joined.error_code).name}")
+            return int(joined.error_code)
+        member.member_id, member.generation = joined.member_id, joined.generation_id
+        assignments: dict[str, bytes] = {}
+        if joined.leader == joined.member_id:
+            member_ids = [m.member_id for m in joined.members]
+            assignments = assign(member_ids) if assign is not None else {m: b"" for m in member_ids}
+        state.step(member, f"joined generation {member.generation}; SyncGroup sent, no answer")
+        synced = await connection.request(sync_request(member, assignments))
+        if synced.error_code == rebalancing:
+            continue
+        if synced.error_code:
+            state.step(member, f"SyncGroup answered {error_for_code(synced.error_code).name}")
+            return int(synced.error_code)
+        state.synced[member.instance] = member.generation
+        state.step(member, f"synced generation {member.generation}, heartbeating")
+        state.changed.set()
+        outcome = await _heartbeat_until_round_completes(connection, member, state)
+        if outcome != rebalancing:
+            return outcome
+
+
+async def _heartbeat_until_round_completes(connection: Connection, member: Membership, state: RoundState) -> int | None:
+    """``None`` once the round is complete, else the first error a Heartbeat got (REBALANCE_IN_PROGRESS: rejoin)."""
+    while not state.complete():
+        state.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(state.changed.wait(), HEARTBEAT_WHILE_WAITING_S)
+        if state.complete():
+            break
+        beat = await connection.request(heartbeat_request(member))
+        if beat.error_code:
+            state.step(member, f"Heartbeat answered {error_for_code(beat.error_code).name}")
+            return int(beat.error_code)
+    state.changed.set()
+    return None
+
+
 async def join_round(host: str, port: int, members: Sequence[Membership], *, session_timeout_ms: int,
-                     rebalance_timeout_ms: int, metadata: bytes, assign: Any = None) -> int | None:
-    """Join ``members`` (all of one group) in one round, each on its own connection, and sync them.
+                     rebalance_timeout_ms: int, metadata: bytes, timeout_s: float, assign: Any = None) -> int | None:
+    """Join ``members`` (all of one group), each on its own connection, until all have synced one generation.
 
     ``assign(member_ids) -> {member_id: assignment bytes}`` is the leader's assignor (default: empty assignments).
-    Returns ``None`` when every member is in the new generation, else the first error code (the round must be
-    repeated, e.g. when it completed before every member's JoinGroup arrived).
+    Each member runs a consumer's join loop (:func:`_member_cycle`), so a round whose first members complete a
+    generation before the last ones' JoinGroup arrives still converges. Returns ``None`` when every member is in
+    one generation, else the first error code the coordinator answered. Raises :class:`JoinRoundTimeout`, naming
+    the unfinished members and their last step, when the round takes longer than ``timeout_s``.
     """
-    connections = await asyncio.gather(*(Connection.open(host, port) for _ in members))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    state = RoundState(members)
+    opening = [asyncio.ensure_future(Connection.open(host, port)) for _ in members]
+    cycles: list[asyncio.Future[int | None]] = []
     try:
-        joined = await asyncio.gather(*(
-            c.request(join_request(m, session_timeout_ms=session_timeout_ms,
-                                   rebalance_timeout_ms=rebalance_timeout_ms, metadata=metadata))
-            for c, m in zip(connections, members, strict=True)))
-        for member, response in zip(members, joined, strict=True):
-            member.member_id, member.generation = response.member_id, response.generation_id
-        failed = next((r.error_code for r in joined if r.error_code), None)
-        generations = {r.generation_id for r in joined}
-        if failed is not None or len(generations) != 1:
-            return failed or 27  # members in different rounds: REBALANCE_IN_PROGRESS for the late ones
-        leader = next(r for r in joined if r.leader == r.member_id)
-        member_ids = [m.member_id for m in leader.members]
-        assignments = assign(member_ids) if assign is not None else {m: b"" for m in member_ids}
-        synced = await asyncio.gather(*(
-            c.request(sync_request(m, assignments if m.member_id == leader.member_id else {}))
-            for c, m in zip(connections, members, strict=True)))
-        return next((r.error_code for r in synced if r.error_code), None)
+        _, unopened = await asyncio.wait(opening, timeout=timeout_s)
+        if unopened:
+            raise JoinRoundTimeout(f"group {members[0].group}: {len(unopened)} of {len(members)} connections "
+                                   f"were not open after {timeout_s:.1f} s")
+        cycles = [asyncio.ensure_future(_member_cycle(
+            task.result(), member, state, session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms, metadata=metadata, assign=assign))
+            for task, member in zip(opening, members, strict=True)]
+        pending = set(cycles)
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=max(0.0, deadline - loop.time()),
+                                               return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                raise JoinRoundTimeout(f"group {members[0].group}: the join round did not finish in "
+                                       f"{timeout_s:.1f} s: {state.story()}")
+            for task in done:
+                error = task.result()  # a lost connection raises here
+                if error is not None:
+                    return error
+        return None
     finally:
-        await asyncio.gather(*(c.close() for c in connections))
+        for task in (*opening, *cycles):
+            task.cancel()
+        await asyncio.gather(*cycles, return_exceptions=True)
+        opened = await asyncio.gather(*opening, return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in opened if isinstance(c, Connection)))
 
 
 async def join_group(host: str, port: int, members: Sequence[Membership], *, attempts: int = 5,
                      **options: Any) -> int:
     """Repeat :func:`join_round` until every member is in one generation; returns the rounds it took.
 
-    Raises ``RuntimeError`` after ``attempts`` failed rounds.
+    A round that ends in an error code, times out or loses a connection is repeated (the members are static, so
+    a repeated JoinGroup replaces the waiting one). Raises ``RuntimeError`` with the last round's story after
+    ``attempts`` failed rounds.
     """
+    last = ""
     for attempt in range(1, attempts + 1):
-        error = await join_round(host, port, members, **options)
+        try:
+            error = await join_round(host, port, members, **options)
+        except JOIN_RETRY_ERRORS as exc:
+            last = str(exc) or type(exc).__name__
+            log_line(f"join round {attempt}/{attempts} failed: {last}")
+            continue
         if error is None:
             return attempt
-    raise RuntimeError(f"group {members[0].group}: no complete round in {attempts} attempts (last error {error})")
+        last = f"the coordinator answered {error_for_code(error).name}"
+    raise RuntimeError(f"group {members[0].group}: no complete round in {attempts} attempts; last: {last}")
+
+
+def log_line(text: str) -> None:
+    """A diagnostic line on stderr (stdout carries only the JSON events)."""
+    sys.stderr.write(f"loadgen: {text}\n")
+    sys.stderr.flush()
 
 
 @dataclass
@@ -340,8 +461,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     probe_task = asyncio.create_task(probe.run_forever())
     for wave in range(0, len(groups), args.groups_per_wave):
         rounds = await asyncio.gather(*(
-            join_group(host, port, group, session_timeout_ms=args.session_timeout_ms,
-                       rebalance_timeout_ms=args.rebalance_timeout_ms, metadata=metadata)
+            join_group(host, port, group, attempts=args.join_attempts, session_timeout_ms=args.session_timeout_ms,
+                       rebalance_timeout_ms=args.rebalance_timeout_ms, metadata=metadata,
+                       timeout_s=args.join_timeout_ms / 1000)
             for group in groups[wave:wave + args.groups_per_wave]))
         join_rounds += sum(rounds)
         for group in groups[wave:wave + args.groups_per_wave]:
@@ -438,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-timeout-ms", type=int, default=45000)
     parser.add_argument("--rebalance-timeout-ms", type=int, default=60000)
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the measured window")
+    parser.add_argument("--join-timeout-ms", type=int, default=30_000,
+                        help="longest one group's join round (connect, JoinGroup, SyncGroup) may take")
+    parser.add_argument("--join-attempts", type=int, default=5, help="join rounds per group before giving up")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))
     emit("result", **result)
