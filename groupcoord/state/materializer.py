@@ -165,10 +165,24 @@ class Materializer:
             self._pending.append(batch)
             self._log_version = max(self._log_version, batch.log_version)
 
-    def flush(self) -> int:
-        """Materialize every queued batch; returns the rows written. On failure the batches stay queued."""
+    def queued(self) -> int:
+        """How many batches are queued now. :func:`run_materializer` reads it on the event loop, between two
+        loop turns, so that a flush never splits the batches of one log version (see :meth:`flush`)."""
         with self._queue_lock:
-            batches = list(self._pending)
+            return len(self._pending)
+
+    def flush(self, count: int | None = None) -> int:
+        """Materialize the first ``count`` queued batches (all by default); returns the rows written. On failure
+        the batches stay queued.
+
+        Every request of one log commit submits its own batch, all with the commit's version, and rows at or below
+        a table's highest written version are skipped as already written. So a flush must take either all or none
+        of a version's batches: the holder submits them in one pass of the event loop right after the commit, so
+        a count read on the loop between passes (:meth:`queued`) never splits one. A flush of everything is safe
+        when no submission is under way (shutdown).
+        """
+        with self._queue_lock:
+            batches = self._pending[:count] if count is not None else list(self._pending)
         if not batches:
             return 0
         written = self.apply_batches(batches)
@@ -331,7 +345,7 @@ async def run_materializer(materializer: Materializer, *, executor: Executor | N
     while True:
         await asyncio.sleep(interval)
         try:
-            await loop.run_in_executor(executor, materializer.flush)
+            await loop.run_in_executor(executor, materializer.flush, materializer.queued())
         except (OSError, DeltaError, pa.ArrowException) as exc:
             log.warning("materializing state failed, will retry: %s", exc)
         lag = materializer.lag()

@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable
 
+from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record
 from groupcoord.protocol import MemberIdentity
 from groupcoord.state.materializer import CommittedBatch, Materializer, MaterializerConfig, run_materializer
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TIMESTAMP
@@ -204,6 +209,57 @@ def test_run_materializer_flushes_submitted_batches_in_the_background(
     asyncio.run(main())
     assert materializer.materialized_version == 0
     assert read_view(root, GROUPS).num_rows == 1
+
+
+class _GatedExecutor(ThreadPoolExecutor):
+    """Runs each job only once ``gate`` is set; ``scheduled`` tells that a job arrived, ``ran`` that one finished."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.scheduled, self.gate, self.ran = threading.Event(), threading.Event(), threading.Event()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.scheduled.set()
+
+        def gated() -> Any:
+            self.gate.wait()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.ran.set()
+
+        return super().submit(gated)
+
+
+def test_run_materializer_never_splits_the_batches_of_one_log_version(root: StateRoot) -> None:
+    # As in the holder, every request of a commit submits its own batch with the commit's version, in one pass of
+    # the loop. Here the flush thread runs in the middle of that pass: it must not take only the first batch, or the
+    # second would look already written (rows at or below a table's highest version are skipped).
+    materializer = Materializer(root, config=MaterializerConfig(interval_ms=10))
+    executor = _GatedExecutor()
+    first, second = (CommittedBatch(records=(new_offset_commit_record("g", "t", partition, OffsetValue(
+        offset=5, leader_epoch=-1, metadata="", commit_timestamp_ms=1)),), log_version=3, epoch=1,
+        committed_at=dt.datetime.now(dt.UTC)) for partition in (0, 1))
+
+    async def main() -> None:
+        task = asyncio.create_task(run_materializer(materializer, executor=executor))
+        while not executor.scheduled.is_set():
+            await asyncio.sleep(0.001)
+        materializer.submit(first)  # the pass: no await until the second submit
+        executor.gate.set()
+        assert executor.ran.wait(10)
+        materializer.submit(second)
+        while materializer.lag().pending_batches:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(main())
+    finally:
+        executor.shutdown()
+    assert sorted(read_rows(root, OFFSETS).column("partition").to_pylist()) == [0, 1]
 
 
 def test_tables_stay_on_delta_protocol_1_2_with_utc_timestamps(
