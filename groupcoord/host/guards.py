@@ -46,10 +46,17 @@ class CrashPointLog(RecordLog):
         return version
 
     def write_snapshot(
-        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None
+        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None,
+        tail: Sequence[EncodedRecord] = (),
     ) -> int:
-        """Write a snapshot through the wrapped log."""
-        return self.inner.write_snapshot(records, expected_version=expected_version, batch_id=batch_id)
+        """Write a snapshot through the wrapped log; with a ``tail`` (writes to acknowledge) between the two crash
+        points, as an append."""
+        if tail:
+            crash_point("before-commit")
+        version = self.inner.write_snapshot(records, expected_version=expected_version, batch_id=batch_id, tail=tail)
+        if tail:
+            crash_point("after-commit")
+        return version
 
     def batch_ids_after(self, version: int) -> dict[int, str | None]:
         """The wrapped log's batch tags after ``version``."""

@@ -117,9 +117,15 @@ class RecordLog(ABC):
 
     @abstractmethod
     def write_snapshot(
-        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None
+        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None,
+        tail: Sequence[EncodedRecord] = (),
     ) -> int:
-        """Append ``records`` as a snapshot: a batch that alone rebuilds the hard state. Same contract as append."""
+        """Append ``records`` as a snapshot: a batch that alone rebuilds the hard state. Same contract as append.
+
+        ``tail`` holds records produced after the snapshot was taken, committed in the same batch after it (the
+        commit batcher folds the writes queued behind a snapshot into its commit instead of giving the snapshot a
+        commit of its own); a load counts them as the tail after the snapshot.
+        """
 
     @abstractmethod
     def batch_ids_after(self, version: int) -> dict[int, str | None]:

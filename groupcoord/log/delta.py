@@ -201,16 +201,19 @@ class DeltaRecordLog(RecordLog):
 
     def append(self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None) -> int:
         """Commit ``records`` as Delta version ``expected_version + 1``, or raise fenced/unavailable."""
-        version = self._commit(records, expected_version=expected_version, batch_id=batch_id, snapshot=False)
-        self.records_since_snapshot += sum(1 for r in records if r.kind != EPOCH_KIND)
+        version = self._commit(records, expected_version=expected_version, batch_id=batch_id, snapshot_rows=0)
+        self.records_since_snapshot += _data_records(records)
         return version
 
     def write_snapshot(
-        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None
+        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None,
+        tail: Sequence[EncodedRecord] = (),
     ) -> int:
-        """Commit ``records`` as a snapshot opening a new segment at the new version."""
-        version = self._commit(records, expected_version=expected_version, batch_id=batch_id, snapshot=True)
-        self.records_since_snapshot = 0
+        """Commit ``records`` as a snapshot opening a new segment at the new version, then ``tail`` in the same
+        commit (rows with ``snapshot`` false, after the snapshot's in ``seq`` order)."""
+        version = self._commit([*records, *tail], expected_version=expected_version, batch_id=batch_id,
+                               snapshot_rows=len(records) or -1)
+        self.records_since_snapshot = _data_records(tail)
         return version
 
     def properties(self) -> dict[str, str]:
@@ -237,16 +240,17 @@ class DeltaRecordLog(RecordLog):
         return tuple(self._checkpointer.written)
 
     def _commit(
-        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None, snapshot: bool
+        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None, snapshot_rows: int
     ) -> int:
+        """Commit ``records`` whose first ``snapshot_rows`` are a snapshot (0: an append; -1: an empty snapshot)."""
         new_version = expected_version + 1
         with classified_errors(f"appending version {new_version} to {self.path}"):
             if expected_version < 0:
-                return self._create(records, batch_id=batch_id, snapshot=snapshot)
-            segment = new_version if snapshot else self._segment_of(expected_version)
+                return self._create(records, batch_id=batch_id, snapshot_rows=snapshot_rows)
+            segment = new_version if snapshot_rows else self._segment_of(expected_version)
             append_file(self.path, FileAppend(
                 version=new_version,
-                rows=self._rows(records, version=new_version, segment=None, snapshot=snapshot),
+                rows=self._rows(records, version=new_version, segment=None, snapshot_rows=snapshot_rows),
                 partition={"segment": str(segment)},
                 partition_by=("segment",),
                 commit_info=commit_metadata(batch_id=batch_id, epoch=self.epoch),
@@ -255,14 +259,14 @@ class DeltaRecordLog(RecordLog):
         self._checkpointer.committed(new_version)
         return new_version
 
-    def _create(self, records: Sequence[EncodedRecord], *, batch_id: str | None, snapshot: bool) -> int:
+    def _create(self, records: Sequence[EncodedRecord], *, batch_id: str | None, snapshot_rows: int) -> int:
         if self.exists():
             raise LogFencedError(f"expected an empty log, but {self.path} already has a table")
-        segment = 0 if snapshot else NO_SEGMENT
+        segment = 0 if snapshot_rows else NO_SEGMENT
         try:
             write_deltalake(
                 str(self.path),
-                self._rows(records, version=0, segment=segment, snapshot=snapshot),
+                self._rows(records, version=0, segment=segment, snapshot_rows=snapshot_rows),
                 mode="error",
                 partition_by=["segment"],
                 name="groupcoord_record_log",
@@ -277,11 +281,15 @@ class DeltaRecordLog(RecordLog):
         return 0
 
     def _rows(
-        self, records: Sequence[EncodedRecord], *, version: int, segment: int | None, snapshot: bool
+        self, records: Sequence[EncodedRecord], *, version: int, segment: int | None, snapshot_rows: int
     ) -> pa.Table:
-        """The batch as rows of :data:`LOG_SCHEMA`; without the ``segment`` column when ``segment`` is ``None``
-        (a data file of a partitioned table does not store its partition column)."""
+        """The batch as rows of :data:`LOG_SCHEMA`, the first ``snapshot_rows`` flagged ``snapshot``; without the
+        ``segment`` column when ``segment`` is ``None`` (a data file of a partitioned table does not store its
+        partition column)."""
         count = len(records)
+        snapshot_count = min(max(snapshot_rows, 0), count)
+        flags = pa.concat_arrays([_repeat(True, pa.bool_(), snapshot_count),
+                                  _repeat(False, pa.bool_(), count - snapshot_count)])
         now = dt.datetime.now(dt.UTC)
         columns = [
             _repeat(version, pa.int64(), count),
@@ -292,7 +300,7 @@ class DeltaRecordLog(RecordLog):
             pa.array([r.value for r in records], pa.binary()),
             pa.array([r.format_version for r in records], pa.int32()),
             _repeat(now, pa.timestamp("us", tz="UTC"), count),
-            _repeat(snapshot, pa.bool_(), count),
+            flags,
         ]
         if segment is None:
             return pa.Table.from_arrays(columns, schema=FILE_SCHEMA)
@@ -324,6 +332,10 @@ class DeltaRecordLog(RecordLog):
 
 def _repeat(value: object, type_: pa.DataType, count: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, type_), count)
+
+
+def _data_records(records: Sequence[EncodedRecord]) -> int:
+    return sum(1 for r in records if r.kind != EPOCH_KIND)
 
 
 def _sequence(count: int) -> pa.Array:

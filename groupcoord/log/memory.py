@@ -19,6 +19,7 @@ class InMemoryRecordLog(RecordLog):
         self.batches: list[tuple[EncodedRecord, ...]] = []
         self.batch_ids: list[str | None] = []
         self.snapshot_versions: list[int] = []
+        self.snapshot_sizes: list[int] = []
 
     def version(self) -> int:
         """Index of the last batch, -1 when empty."""
@@ -33,11 +34,13 @@ class InMemoryRecordLog(RecordLog):
         return self.version()
 
     def write_snapshot(
-        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None
+        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None,
+        tail: Sequence[EncodedRecord] = (),
     ) -> int:
-        """Append ``records`` as a snapshot batch."""
-        version = self.append(records, expected_version=expected_version, batch_id=batch_id)
+        """Append ``records`` (then ``tail``) as a snapshot batch."""
+        version = self.append([*records, *tail], expected_version=expected_version, batch_id=batch_id)
         self.snapshot_versions.append(version)
+        self.snapshot_sizes.append(len(records))
         return version
 
     def batch_ids_after(self, version: int) -> dict[int, str | None]:
@@ -49,6 +52,6 @@ class InMemoryRecordLog(RecordLog):
         start = self.snapshot_versions[-1] if self.snapshot_versions else 0
         _, epoch = split_control(r for batch in self.batches for r in batch)
         records, _ = split_control(r for batch in self.batches[start:] for r in batch)
-        snapshot_size = len(self.batches[start]) if self.snapshot_versions else 0
+        snapshot_size = self.snapshot_sizes[-1] if self.snapshot_versions else 0
         self.epoch = epoch or 0
         return LoadedLog(tuple(records), self.version(), epoch or 0, len(records) - snapshot_size)

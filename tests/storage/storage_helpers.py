@@ -46,11 +46,13 @@ class FaultyLog(RecordLog):
                             len(records))
 
     def write_snapshot(
-        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None
+        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None,
+        tail: Sequence[EncodedRecord] = (),
     ) -> int:
         return self._commit(
-            lambda: self.inner.write_snapshot(records, expected_version=expected_version, batch_id=batch_id),
-            len(records),
+            lambda: self.inner.write_snapshot(records, expected_version=expected_version, batch_id=batch_id,
+                                              tail=tail),
+            len(records) + len(tail),
         )
 
     def batch_ids_after(self, version: int) -> dict[int, str | None]:

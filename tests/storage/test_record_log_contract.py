@@ -85,6 +85,19 @@ def test_load_returns_the_latest_snapshot_and_the_tail_after_it(log_factory: Log
     assert loaded.tail_records == 2
 
 
+def test_a_snapshot_with_a_tail_loads_as_the_snapshot_then_the_tail(log_factory: LogFactory) -> None:
+    log = log_factory()
+    version = log.append([offset("g", p, 1) for p in range(3)], expected_version=-1)
+    version = log.write_snapshot([offset("g", p, 1) for p in range(3)], expected_version=version,
+                                 tail=[offset("g", 0, 5), offset("g", 3, 5)])
+    version = log.append([offset("g", 1, 6)], expected_version=version)
+    loaded = log_factory().load()
+    assert loaded.version == version
+    assert loaded.records == (offset("g", 0, 1), offset("g", 1, 1), offset("g", 2, 1), offset("g", 0, 5),
+                              offset("g", 3, 5), offset("g", 1, 6))
+    assert loaded.tail_records == 3
+
+
 def test_batch_ids_after_names_the_batches_committed_since_a_version(log_factory: LogFactory) -> None:
     log = log_factory()
     v0 = log.append([offset("g", 0, 1)], expected_version=-1, batch_id="b-0")
