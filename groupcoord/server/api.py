@@ -33,7 +33,8 @@ class RequestContext:
 
     @property
     def body(self) -> Any:
-        """The kafka-python request object."""
+        """The kafka-python request object (a :class:`~groupcoord.server.heartbeat_decode.HeartbeatBody` with the same
+        fields for a usual Heartbeat, read by the fast path)."""
         return self.request.body
 
     @property

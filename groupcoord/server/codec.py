@@ -52,6 +52,7 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 
+from groupcoord.server.heartbeat_decode import FLEXIBLE_FROM, read_heartbeat_body, skip_empty_tag_section
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange, supported_range
 
 # (request class, response class) per served API.
@@ -76,6 +77,7 @@ SCHEMAS: Mapping[ApiKey, tuple[Any, Any]] = {
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: identical in every header version
 _INT16 = struct.Struct(">h")
 _API_KEYS: Mapping[int, ApiKey] = {key.value: key for key in ApiKey}  # a dict lookup; ApiKey(n) costs 10 times more
+_HEARTBEAT = ApiKey.HEARTBEAT.value
 
 # Heartbeat responses, framed: size, correlation id, then v0 error code; v1-v3 throttle time and error code;
 # v4 (flexible) an empty tag section after the header and after the body.
@@ -136,11 +138,14 @@ class DecodedRequest:
         return self.header.api_version
 
 
-def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> DecodedRequest:
+def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
+                   fast_paths: bool = True) -> DecodedRequest:
     """Decode one request frame payload (everything after the 4-byte size).
 
     Raises :class:`MalformedFrame` when the header cannot be read, :class:`UnsupportedApi` for an API key or version
-    outside ``ranges`` and :class:`MalformedRequest` when the body does not decode.
+    outside ``ranges`` and :class:`MalformedRequest` when the body does not decode. A usual Heartbeat is read by
+    :mod:`groupcoord.server.heartbeat_decode` (its body is then a ``HeartbeatBody``, not kafka-python's object);
+    ``fast_paths=False`` forces the generic codec (tests compare the two).
     """
     if len(payload) < _HEADER_PREFIX.size:
         raise MalformedFrame(f"request of {len(payload)} bytes is shorter than a request header")
@@ -148,6 +153,10 @@ def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SU
     advertised = supported_range(api_key, ranges)
     if advertised is None or api_version not in advertised:
         raise UnsupportedApi(RequestHeaderInfo(api_key, api_version, correlation_id, None))
+    if api_key == _HEARTBEAT and fast_paths:
+        fast = _decode_heartbeat(payload, api_version, correlation_id)
+        if fast is not None:
+            return fast
     request_class = SCHEMAS[_API_KEYS[api_key]][0]
     if request_class.flexible_version_q(api_version):
         client_id, body_offset = _decode_flexible_header(payload)
@@ -162,6 +171,23 @@ def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SU
     if null_field is not None:
         raise MalformedRequest(header, f"null {null_field} (the field is not nullable at this version)")
     return DecodedRequest(header, body)
+
+
+def _decode_heartbeat(payload: bytes, api_version: int, correlation_id: int) -> DecodedRequest | None:
+    """A usual Heartbeat read with ``struct``, or ``None`` for the generic codec to decide."""
+    try:
+        client_id, offset = _decode_header_v1(payload)
+    except MalformedFrame:
+        return None
+    if api_version >= FLEXIBLE_FROM:
+        after_tags = skip_empty_tag_section(payload, offset)
+        if after_tags is None:
+            return None
+        offset = after_tags
+    body = read_heartbeat_body(payload, offset, api_version)
+    if body is None:
+        return None
+    return DecodedRequest(RequestHeaderInfo(_HEARTBEAT, api_version, correlation_id, client_id), body)
 
 
 def _decode_header_v1(payload: bytes) -> tuple[str | None, int]:
