@@ -13,7 +13,11 @@ pieces itself:
    which fails if that version already exists. Exactly one writer wins each version, and a reader never sees a
    partial commit.
 
-Both files are fsynced before the commit is linked, and the directory after, so a commit that returns is durable.
+Both files (and the data file's directory entry) are fsynced before the commit is linked, and the log directory
+after, so a commit that returns is durable. The three first fsyncs run concurrently: they have no order among them,
+and on a journaling filesystem concurrent fsyncs share journal commits, so an append waits for two rounds of
+fsync instead of four (measured on the benchmark machine: fsync was ~16 ms of a ~22 ms append at p50, and most of
+its tail).
 Table creation, metadata changes, checkpoints and maintenance stay with delta-rs; only plain appends take this path.
 """
 
@@ -24,7 +28,8 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +44,8 @@ ENGINE_INFO = "groupcoord-delta-append"
 """``engineInfo`` of the commits written here (delta-rs writes its own name there)."""
 
 _STATS_TYPES = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_timestamp)
+_SYNC_POOL = ThreadPoolExecutor(2, thread_name_prefix="groupcoord-fsync")
+"""Runs the fsyncs an append can wait for concurrently (see the module docs)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,8 +78,10 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True) -> 
     """
     _check_log(table_path, append.version)
     add = write_data_file(table_path, append.rows, partition=append.partition, compression=append.compression,
-                          fsync=fsync)
-    commit_actions(table_path, append.version, [{"add": add}], fsync=fsync, info={
+                          fsync=False)
+    data_path = table_path / add["path"]
+    commit_actions(table_path, append.version, [{"add": add}], fsync=fsync,
+                   sync_first=(data_path, data_path.parent), info={
         "operation": "WRITE",
         "operationParameters": {"mode": "Append", "partitionBy": json.dumps(list(append.partition_by))},
         "isBlindAppend": True,
@@ -116,15 +125,17 @@ def remove_action(add: Mapping[str, Any], *, data_change: bool = False) -> dict[
 
 
 def commit_actions(table_path: Path, version: int, actions: list[dict[str, Any]], *, info: Mapping[str, Any],
-                   fsync: bool = True) -> None:
+                   fsync: bool = True, sync_first: Sequence[Path] = ()) -> None:
     """Commit ``actions`` (``{"add": ...}`` / ``{"remove": ...}`` entries) as ``version``, or raise
-    :class:`LogFencedError` if that version exists. ``info`` goes into ``commitInfo`` (operation and extras)."""
+    :class:`LogFencedError` if that version exists. ``info`` goes into ``commitInfo`` (operation and extras);
+    with ``fsync``, the files and directories in ``sync_first`` are made durable (concurrently with the commit
+    file's own fsync) before the commit is linked."""
     _check_log(table_path, version)
     commit_info = {"timestamp": int(time.time() * 1000), "readVersion": version - 1, "engineInfo": ENGINE_INFO,
                    **info}
     lines = [json.dumps({"commitInfo": commit_info}), *(json.dumps(action) for action in actions)]
     _put_if_absent(table_path / "_delta_log", commit_path(table_path, version), ("\n".join(lines) + "\n").encode(),
-                   fsync=fsync)
+                   fsync=fsync, sync_first=sync_first)
 
 
 def _check_log(table_path: Path, version: int) -> None:
@@ -163,14 +174,14 @@ def _millis_iso(when: dt.datetime, *, up: bool) -> str:
     return whole.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{whole.microsecond // 1000:03d}Z"
 
 
-def _put_if_absent(directory: Path, target: Path, body: bytes, *, fsync: bool) -> None:
+def _put_if_absent(directory: Path, target: Path, body: bytes, *, fsync: bool, sync_first: Sequence[Path] = ()
+                   ) -> None:
     temporary = directory / f"_commit_{uuid.uuid4()}.json.tmp"
     try:
         with open(temporary, "wb") as handle:
             handle.write(body)
-            if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
+        if fsync:
+            _fsync_all([temporary, *sync_first])
         try:
             os.link(temporary, target)
         except FileExistsError:
@@ -180,6 +191,23 @@ def _put_if_absent(directory: Path, target: Path, body: bytes, *, fsync: bool) -
         temporary.unlink(missing_ok=True)
     if fsync:
         _fsync_dir(directory)
+
+
+def _fsync_all(paths: Sequence[Path]) -> None:
+    """fsync every file or directory of ``paths`` concurrently; raises the first failure."""
+    futures = [_SYNC_POOL.submit(_fsync_path, path) for path in paths[1:]]
+    try:
+        _fsync_path(paths[0])
+    finally:
+        for future in futures:
+            future.result()
+
+
+def _fsync_path(path: Path) -> None:
+    if path.is_dir():
+        _fsync_dir(path)
+    else:
+        _fsync_file(path)
 
 
 def _fsync_file(path: Path) -> None:
