@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext
-from groupcoord.coordinator.validation import (
-    throw_if_dead,
-    throw_if_illegal_generation,
-    throw_if_invalid_group_id,
-    throw_if_not_current_member,
-)
+from groupcoord.coordinator.validation import current_member_group
 from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
 from groupcoord.protocol.errors import Errors, ProtocolError
@@ -20,13 +15,8 @@ from groupcoord.protocol.responses import HeartbeatResponse
 def handle_heartbeat(ctx: CoordinatorContext, request: HeartbeatRequest, now_ms: int, token: Token) -> None:
     """UNKNOWN_MEMBER_ID for strangers, ILLEGAL_GENERATION for another generation, REBALANCE_IN_PROGRESS while
     preparing a rebalance (the member must rejoin), else NONE; every accepted heartbeat restarts the session."""
-    throw_if_invalid_group_id(request.group_id)
-    group = ctx.groups.get(request.group_id)
-    if group is None:
-        raise ProtocolError(Errors.UNKNOWN_MEMBER_ID, f"group {request.group_id} does not exist")
-    throw_if_dead(group)
-    throw_if_not_current_member(group, request.member_id, request.group_instance_id)
-    throw_if_illegal_generation(group, request.generation_id)
+    group = current_member_group(
+        ctx.groups, request.group_id, request.member_id, request.group_instance_id, request.generation_id)
     if group.is_in(GroupState.EMPTY):
         raise ProtocolError(Errors.UNKNOWN_MEMBER_ID, f"group {group.group_id} is empty")
     rebalance.heartbeat(ctx, group, group.get(request.member_id), now_ms)

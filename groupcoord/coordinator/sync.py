@@ -12,12 +12,7 @@ import logging
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext
 from groupcoord.coordinator.effects import CompleteAssignment
-from groupcoord.coordinator.validation import (
-    throw_if_dead,
-    throw_if_illegal_generation,
-    throw_if_invalid_group_id,
-    throw_if_not_current_member,
-)
+from groupcoord.coordinator.validation import current_member_group
 from groupcoord.group.group import ClassicGroup, is_server_side
 from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
@@ -32,13 +27,8 @@ _S = GroupState
 
 def handle_sync(ctx: CoordinatorContext, request: SyncGroupRequest, now_ms: int, token: Token) -> None:
     """Handle one SyncGroup; in CompletingRebalance its response waits for the persisted assignment."""
-    throw_if_invalid_group_id(request.group_id)
-    group = ctx.groups.get(request.group_id)
-    if group is None:
-        raise ProtocolError(Errors.UNKNOWN_MEMBER_ID, f"group {request.group_id} does not exist")
-    throw_if_dead(group)
-    throw_if_not_current_member(group, request.member_id, request.group_instance_id)
-    throw_if_illegal_generation(group, request.generation_id)
+    group = current_member_group(
+        ctx.groups, request.group_id, request.member_id, request.group_instance_id, request.generation_id)
     if request.protocol_type is not None and request.protocol_type != group.protocol_type:
         raise ProtocolError(Errors.INCONSISTENT_GROUP_PROTOCOL, f"protocol type is {group.protocol_type}")
     if request.protocol_name is not None and request.protocol_name != group.protocol_name:

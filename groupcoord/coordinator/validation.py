@@ -4,6 +4,7 @@ changes anything, so a rejected request always leaves state as it was."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.group.group import ClassicGroup
@@ -55,6 +56,25 @@ def throw_if_illegal_generation(group: ClassicGroup, generation_id: int) -> None
     if generation_id != group.generation_id:
         raise ProtocolError(Errors.ILLEGAL_GENERATION,
                             f"generation {generation_id} is not the group's {group.generation_id}")
+
+
+def current_member_group(
+    groups: Mapping[str, ClassicGroup], group_id: str, member_id: str, group_instance_id: str | None,
+    generation_id: int,
+) -> ClassicGroup:
+    """The live group of a member of the current generation, as Heartbeat and SyncGroup require.
+
+    Raises INVALID_GROUP_ID, UNKNOWN_MEMBER_ID (no such group or member), COORDINATOR_NOT_AVAILABLE (Dead),
+    FENCED_INSTANCE_ID or ILLEGAL_GENERATION, in Kafka's order.
+    """
+    throw_if_invalid_group_id(group_id)
+    group = groups.get(group_id)
+    if group is None:
+        raise ProtocolError(Errors.UNKNOWN_MEMBER_ID, f"group {group_id} does not exist")
+    throw_if_dead(group)
+    throw_if_not_current_member(group, member_id, group_instance_id)
+    throw_if_illegal_generation(group, generation_id)
+    return group
 
 
 def throw_if_invalid_instance_id(group_instance_id: str | None) -> None:
