@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import gc
 import json
 import os
 import random
@@ -116,6 +117,7 @@ class _Holder:
         if self.materializer is not None:
             self.tasks += [asyncio.create_task(run_materializer(self.materializer)),
                            asyncio.create_task(self._sample_lag())]
+        gc.freeze()  # as the host does after its load: the prebuilt requests stay out of full collections
         self.started = time.monotonic()
 
     async def commit(self, typed: tuple[OffsetCommitRecord, ...], encoded: list[EncodedRecord]) -> None:
@@ -178,6 +180,7 @@ class _Holder:
             self.run.lags.append((time.monotonic() - self.started, self.materializer.lag().seconds))
 
     async def stop(self) -> None:
+        gc.unfreeze()
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import socket
 import threading
@@ -301,6 +302,10 @@ class _Term:
         for record in loaded.compacted().records:  # the latest record per key replays to the same hard state
             core.replay(decode_record(record))
         self.core = core
+        # Everything alive now (the loaded state, imported modules) lives as long as the term: moved out of the
+        # collector's reach, a full collection walks only what serving allocates (measured at the commit target
+        # with the materializer: full collections went from ~30 ms to a few, stalling every thread less).
+        gc.freeze()
         self.records_since_snapshot = loaded.tail_records
         self.materializer = Materializer(self.host.root, config=self.config.materializer)
         try:  # the new holder restates the queryable tables; failing that must not stop it serving
@@ -357,6 +362,7 @@ class _Term:
         """Stop answering, stop the endpoint, drain (if still the holder) and release the lease."""
         deposed = self.deposed.is_set()
         self.host.serving.clear()
+        gc.unfreeze()  # this term's state may be collected again once it is gone
         await self.service.stop(Errors.NOT_COORDINATOR)
         for task in [*self.tasks, *([self.assigning] if self.assigning else [])]:
             task.cancel()
