@@ -9,12 +9,14 @@ Requests coalesce: when commits outrun the thread, it checkpoints the newest ver
 the ones in between (a checkpoint covers every earlier version). A checkpoint at a committed version is valid
 whoever writes later versions meanwhile, so it needs no coordination with the writer. The thread is an ordinary
 (non-daemon) executor thread: interpreter exit waits for a checkpoint in progress rather than killing delta-rs
-mid-write.
+mid-write. It runs at a lower scheduling priority (:func:`lower_thread_priority`) than the acknowledgement path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +24,21 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 log = logging.getLogger("groupcoord.log.checkpointer")
+
+BACKGROUND_NICE = 10
+"""Scheduling niceness of the log's background threads (checkpoints, maintenance planning, garbage collection)."""
+
+
+def lower_thread_priority() -> None:
+    """Make the calling thread yield the CPU to the acknowledgement path (event loop, commits): on Linux a thread
+    has its own niceness. Background work on a machine short of cores otherwise delays acknowledgements."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not permitted: run at normal priority
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+
+
+def background_executor(name: str) -> ThreadPoolExecutor:
+    """A one-thread executor running at :data:`BACKGROUND_NICE`."""
+    return ThreadPoolExecutor(1, thread_name_prefix=name, initializer=lower_thread_priority)
 
 
 class BackgroundCheckpointer:
@@ -49,7 +66,7 @@ class BackgroundCheckpointer:
                 return
             self._scheduled = True
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-checkpoint")
+                self._executor = background_executor("groupcoord-checkpoint")
             self._executor.submit(self._run)
 
     def restart_from(self, version: int) -> None:

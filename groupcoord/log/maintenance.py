@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import logging
 import os
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ from deltalake.exceptions import DeltaError
 
 from groupcoord.log.base import LogFencedError
 from groupcoord.log.batcher import CommitBatcher
+from groupcoord.log.checkpointer import background_executor
 from groupcoord.log.delta import FILE_SCHEMA, DeltaRecordLog, classified_errors
 from groupcoord.log.delta_append import commit_actions, remove_action, write_data_file
 
@@ -65,6 +67,8 @@ WRITE_GUARD = dt.timedelta(minutes=2)
 collection never deletes a file younger than the retention cutoff minus this."""
 KEPT_SEGMENTS = 2
 """Segments kept live: the newest (what a load reads) and the one before it."""
+_BACKGROUND = background_executor("groupcoord-log-maintenance")
+"""Planning and garbage collection run here, at a lower priority than the acknowledgement path."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +106,12 @@ class MaintenancePlan:
 async def maintain_record_log(batcher: CommitBatcher, record_log: DeltaRecordLog, *,
                               now: dt.datetime | None = None) -> MaintenanceReport:
     """Plan in a thread, commit the plan in the batcher's commit slot, then collect garbage in a thread."""
-    plan = await asyncio.to_thread(plan_maintenance, record_log)
+    loop = asyncio.get_running_loop()
+    plan = await loop.run_in_executor(_BACKGROUND, plan_maintenance, record_log)
     version = batcher.version
     if plan is not None and not plan.empty:
         version = await batcher.run_exclusive(lambda expected: commit_plan(record_log, plan, expected))
-    vacuumed = await asyncio.to_thread(collect_garbage, record_log, now=now)
+    vacuumed = await loop.run_in_executor(_BACKGROUND, functools.partial(collect_garbage, record_log, now=now))
     return _report(version, plan, vacuumed)
 
 
