@@ -77,11 +77,13 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True) -> 
     nothing was committed (an orphaned data file may be left for vacuum).
     """
     _check_log(table_path, append.version)
+    created = _missing_directories(table_path, append.partition)
     add = write_data_file(table_path, append.rows, partition=append.partition, compression=append.compression,
                           fsync=False)
     data_path = table_path / add["path"]
+    # A new partition directory's own entry must be durable too: sync the directories that hold the new entries.
     commit_actions(table_path, append.version, [{"add": add}], fsync=fsync,
-                   sync_first=(data_path, data_path.parent), info={
+                   sync_first=(data_path, data_path.parent, *(d.parent for d in created)), info={
         "operation": "WRITE",
         "operationParameters": {"mode": "Append", "partitionBy": json.dumps(list(append.partition_by))},
         "isBlindAppend": True,
@@ -97,11 +99,11 @@ def write_data_file(table_path: Path, rows: pa.Table, *, partition: Mapping[str,
     """
     relative = "/".join([*(f"{k}={v}" for k, v in partition.items()), f"part-{uuid.uuid4()}.{compression}.parquet"])
     data_path = table_path / relative
+    created = _missing_directories(table_path, partition)
     data_path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(rows, data_path, compression=compression)
     if fsync:
-        _fsync_file(data_path)
-        _fsync_dir(data_path.parent)
+        _fsync_all([data_path, data_path.parent, *(d.parent for d in created)])
     return {
         "path": relative,
         "partitionValues": dict(partition),
@@ -136,6 +138,16 @@ def commit_actions(table_path: Path, version: int, actions: list[dict[str, Any]]
     lines = [json.dumps({"commitInfo": commit_info}), *(json.dumps(action) for action in actions)]
     _put_if_absent(table_path / "_delta_log", commit_path(table_path, version), ("\n".join(lines) + "\n").encode(),
                    fsync=fsync, sync_first=sync_first)
+
+
+def _missing_directories(table_path: Path, partition: Mapping[str, str]) -> list[Path]:
+    """The partition directories (outermost first) that do not exist yet and a write into ``partition`` creates."""
+    directory, missing = table_path, []
+    for key, value in partition.items():
+        directory = directory / f"{key}={value}"
+        if not directory.exists():
+            missing.append(directory)
+    return missing
 
 
 def _check_log(table_path: Path, version: int) -> None:

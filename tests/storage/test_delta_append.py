@@ -124,3 +124,34 @@ def test_the_checkpointer_skips_versions_it_cannot_keep_up_with_and_ends_at_the_
     assert checkpointer.written == sorted(set(checkpointer.written))
     assert len(checkpointer.written) < 30  # requests made while one was queued were folded into it
     assert json.loads((tmp_path / "log" / "_delta_log" / "_last_checkpoint").read_text())["version"] == 29
+
+
+def test_an_append_makes_its_files_and_every_new_directory_entry_durable_before_linking_the_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import groupcoord.log.delta_append as delta_append
+
+    log = DeltaRecordLog(tmp_path / "log")
+    version = log.append([offset("g", 0, 1)], expected_version=-1)
+    synced: list[Path] = []
+    real_link = delta_append.os.link
+
+    def recording(path: Path) -> None:
+        synced.append(path)
+
+    def link(source: str, target: Path) -> None:
+        synced.append(Path("<link>"))
+        real_link(source, target)
+
+    monkeypatch.setattr(delta_append, "_fsync_path", recording)
+    monkeypatch.setattr(delta_append, "_fsync_dir", recording)
+    monkeypatch.setattr(delta_append.os, "link", link)
+    version = log.write_snapshot([offset("g", 0, 1)], expected_version=version)  # opens a new segment directory
+
+    root, segment = tmp_path / "log", tmp_path / "log" / f"segment={version}"
+    before_link = synced[:synced.index(Path("<link>"))]
+    [data_file] = segment.glob("*.parquet")
+    assert {data_file, segment, root} <= set(before_link)
+    assert synced[-1] == root / "_delta_log"  # the commit's own entry, after the link
+    synced.clear()
+    log.append([offset("g", 0, 2)], expected_version=version)  # the directory exists now: no need for the root
+    assert root not in synced
