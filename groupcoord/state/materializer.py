@@ -51,6 +51,7 @@ from groupcoord.coordinator.records import (
     new_offset_tombstone,
 )
 from groupcoord.log.base import EPOCH_KIND
+from groupcoord.log.checkpointer import background_executor
 from groupcoord.log.delta import table_properties
 from groupcoord.state.rows import RowBuilder, commit_generations
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
@@ -348,23 +349,34 @@ def _millis(when: dt.datetime) -> int:
 async def run_materializer(materializer: Materializer, *, executor: Executor | None = None) -> None:
     """Flush ``materializer`` every ``interval_ms`` in ``executor`` until cancelled, logging the lag.
 
+    Without an ``executor`` the flushes run in a thread of their own at a lower scheduling priority than the
+    event loop and the log's commits (:func:`~groupcoord.log.checkpointer.background_executor`): on a machine
+    short of cores, materializing then waits rather than the acknowledgements.
+
     Flushes start ``interval_ms`` apart (not ``interval_ms`` after the previous one ended), so the lag stays near
     the interval plus one flush even when flushes are slow. A failed flush (storage unavailable) keeps its batches
     queued and is retried at the next tick. On cancellation nothing is flushed: call :meth:`Materializer.flush`
     once more at shutdown if wanted.
     """
     loop = asyncio.get_running_loop()
+    own = executor is None
+    if executor is None:
+        executor = background_executor("groupcoord-materializer")
     interval = materializer.config.interval_ms / 1000
     next_start = loop.time() + interval
-    while True:
-        await asyncio.sleep(max(0.0, next_start - loop.time()))
-        next_start = loop.time() + interval
-        try:
-            await loop.run_in_executor(executor, materializer.flush, materializer.queued())
-        except (OSError, DeltaError, pa.ArrowException) as exc:
-            log.warning("materializing state failed, will retry: %s", exc)
-        lag = materializer.lag()
-        if lag.seconds * 1000 > materializer.config.lag_target_ms:
-            log.warning("state tables lag the log: %s", lag)
-        else:
-            log.debug("%s", lag)
+    try:
+        while True:
+            await asyncio.sleep(max(0.0, next_start - loop.time()))
+            next_start = loop.time() + interval
+            try:
+                await loop.run_in_executor(executor, materializer.flush, materializer.queued())
+            except (OSError, DeltaError, pa.ArrowException) as exc:
+                log.warning("materializing state failed, will retry: %s", exc)
+            lag = materializer.lag()
+            if lag.seconds * 1000 > materializer.config.lag_target_ms:
+                log.warning("state tables lag the log: %s", lag)
+            else:
+                log.debug("%s", lag)
+    finally:
+        if own:
+            executor.shutdown(wait=False)  # a flush under way finishes (its writes hold the write lock)
