@@ -8,7 +8,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from groupcoord.assignors.lineage import cut
+from groupcoord.assignors.lineage import cut, planning
 from groupcoord.assignors.prepare import Prepared, prepare
 from groupcoord.assignors.schema import GROUP, normalise_inputs
 
@@ -31,10 +31,12 @@ class Assignor(ABC):
         Schema errors raise :class:`~groupcoord.assignors.errors.AssignorInputError` here; value errors are raised
         when the result is evaluated.
         """
-        prepared = prepare(normalise_inputs(members, partitions, owned))
-        # Cutting the result plans the whole assignment here, under the planning settings of ``cut``: the caller's
-        # action then runs a single job over co-partitioned leaves, whatever its own session settings.
-        result = cut(self._assign(prepared))
+        inputs = normalise_inputs(members, partitions, owned)
+        # Cutting the result plans the whole assignment here, under the planning settings: the caller's action then
+        # runs a single job over co-partitioned leaves, whatever its own session settings.
+        with planning(members.sparkSession, shuffle_partitions=inputs.partition_count):
+            prepared = prepare(inputs)
+            result = cut(self._assign(prepared))
         # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.
         result = result.select(
             F.coalesce(F.col(GROUP), F.lit("")).alias(GROUP),

@@ -1,4 +1,4 @@
-"""Cutting a DataFrame's plan into a leaf without running anything.
+"""Cutting a DataFrame's plan into a leaf without running anything, under the assignors' planning settings.
 
 The assignors reuse intermediate frames in several branches. Spark's logical plans are trees, so every reuse copies
 the whole sub-plan and analysis/optimisation time grows multiplicatively with the depth of reuse (seconds, then
@@ -6,41 +6,69 @@ out-of-memory, for the sticky plan). :func:`cut` replaces a frame by a local che
 RDD: later plans see a leaf that keeps the frame's output partitioning, and the rows are computed once, inside the
 caller's job, then reused by every branch.
 
-Planning the sub-plan must not run anything, or ``assign`` would be eager and every cut would cost a Spark job. Two
-session settings would: adaptive execution (it runs shuffle stages while planning) and broadcast joins (a broadcast
-is collected when the plan is prepared). Both are switched off for this planning step only, under a lock, and
-restored at once. The inputs are co-partitioned by group (:mod:`groupcoord.assignors.partitioning`), and with
-``requireAllClusterKeysForCoPartition`` off (same lock) Spark uses that for joins too, so the resulting plans need
-no exchange at all: a broadcast would only add a job.
+Cutting plans the sub-plan at once, so it must happen inside :func:`planning`, which switches a few session settings
+for the duration of one ``assign`` call (one lock, one switch, one restore per call):
+
+- adaptive execution off: it would run shuffle stages while planning (``assign`` would be eager, a job per cut);
+- broadcast joins off: a broadcast is collected when the plan is prepared (again a job per cut), and the inputs are
+  co-partitioned by group (:mod:`groupcoord.assignors.partitioning`) so a broadcast would only add work;
+- ``requireAllClusterKeysForCoPartition`` off: join sides hash-partitioned by the group alone are co-partitioned for
+  any join keyed by the group and more, so the plans need no exchange beyond the one per input;
+- ``spark.sql.shuffle.partitions`` set to the call's partition count: the inputs' first windows, partitioned by the
+  group alone, are where the one exchange per input is planned (:mod:`groupcoord.assignors.partitioning`).
+
+The settings are session-wide. The lock serialises assignor calls; a query that another thread plans on the same
+session during those milliseconds would see them too (results are the same, only the plan shape differs), so the
+coordinator runs assignments on its own thread and the settings are restored before ``assign`` returns.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 _PLANNING: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
-    # Join sides hash-partitioned by the group alone are co-partitioned for any join keyed by the group and more.
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
 }
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+_ACTIVE = threading.local()
 
 
-def cut(frame: DataFrame) -> DataFrame:
-    """Return ``frame`` as a lazily computed local checkpoint: same rows, a leaf in any later plan."""
-    conf = frame.sparkSession.conf
+@contextmanager
+def planning(session: SparkSession, *, shuffle_partitions: int) -> Iterator[None]:
+    """Hold the assignors' planning settings on ``session`` (under a lock) while the body builds and cuts a plan."""
+    settings = {**_PLANNING, "spark.sql.shuffle.partitions": str(shuffle_partitions)}
+    conf = session.conf
     with _LOCK:
-        before: dict[str, str | None] = {key: conf.get(key, None) for key in _PLANNING}
-        for key, value in _PLANNING.items():
-            conf.set(key, value)
+        before: dict[str, str | None] = {key: conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            if before[key] != value:
+                conf.set(key, value)
+        depth = getattr(_ACTIVE, "depth", 0)
+        _ACTIVE.depth = depth + 1
         try:
-            return frame.localCheckpoint(eager=False)
+            yield
         finally:
+            _ACTIVE.depth = depth
             for key, previous in before.items():
+                if previous == settings[key]:
+                    continue
                 if previous is None:
                     conf.unset(key)
                 else:
                     conf.set(key, previous)
+
+
+def cut(frame: DataFrame) -> DataFrame:
+    """Return ``frame`` as a lazily computed local checkpoint: same rows, a leaf in any later plan.
+
+    Must be called inside :func:`planning`.
+    """
+    if not getattr(_ACTIVE, "depth", 0):
+        raise RuntimeError("lineage.cut() outside lineage.planning()")
+    return frame.localCheckpoint(eager=False)

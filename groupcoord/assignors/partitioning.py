@@ -5,9 +5,15 @@ subset of the clustering keys as satisfying it, and two sides partitioned by ``_
 partitions as compatible for a join; so after this one exchange per input, the whole plan runs without another
 shuffle: one result stage after three small map stages, whatever the number of windows.
 
+The exchange is not a ``repartition``: Spark plans ``repartition(1, ...)`` as ``SinglePartition``, and a join of
+two ``SinglePartition`` sides is re-shuffled (a single partition cannot be used to shuffle the other side), two
+stages per join. Instead each input's first window is partitioned by the group alone and planned with
+``spark.sql.shuffle.partitions`` set to the partition count (:func:`groupcoord.assignors.lineage.planning`): the
+exchange Spark inserts for it is ``hashpartitioning(_g, n)``, co-partitioned with the other inputs even for ``n = 1``.
+
 The number of partitions is decided from the plan, never from a count: a single group (no ``group_id``) is one
-partition by construction, and a batch gets one partition per ``_BYTES_PER_PARTITION`` of the optimiser's size
-estimate, capped by ``spark.sql.shuffle.partitions``.
+partition, and a batch gets one partition per ``_BYTES_PER_PARTITION`` of the optimiser's size estimate, capped by
+the session's ``spark.sql.shuffle.partitions``.
 """
 
 from __future__ import annotations
@@ -25,12 +31,9 @@ def estimated_bytes(frame: DataFrame) -> int:
     return size if isinstance(size, int) else int(size.toString())
 
 
-def partition_count(frames: list[DataFrame], *, batched: bool) -> int:
-    """How many partitions the inputs are hashed into: 1 for one group, else sized from the plan's estimate."""
+def partition_count(frames: list[DataFrame], *, batched: bool, size: int) -> int:
+    """How many partitions inputs of ``size`` estimated bytes are hashed into (1 for a single group)."""
     if not batched:
         return 1
-    session = frames[0].sparkSession
-    cap = int(session.conf.get("spark.sql.shuffle.partitions") or "200")
-    size = sum(estimated_bytes(frame) for frame in frames)
+    cap = int(frames[0].sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
     return max(1, min(cap, math.ceil(size / _BYTES_PER_PARTITION)))
-

@@ -61,12 +61,9 @@ def prepare(inputs: Inputs) -> Prepared:
     topic_subs = subscriptions.where(F.col("sub_index") == 0).select(GROUP, "topic", "n_subs")
     partitions = cut(given.join(topic_subs, [GROUP, "topic"]))
 
-    generation = F.coalesce(F.col("generation"), F.lit(-1))
     claims = cut(
         inputs.owned.where(F.col("member_id").isNotNull() & F.col("topic").isNotNull())
-        .withColumn("_gen", generation)
-        .withColumn("_top", F.max("_gen").over(Window.partitionBy(GROUP)))
-        .where(F.col("_gen") == F.col("_top"))
+        .where(F.coalesce(F.col("generation"), F.lit(-1)) == F.col("_top"))
         .select(GROUP, "member_id", "topic", "partition")
         .distinct()
     )

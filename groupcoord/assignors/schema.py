@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from groupcoord.assignors.errors import AssignorInputError
-from groupcoord.assignors.partitioning import partition_count
+from groupcoord.assignors.partitioning import estimated_bytes, partition_count
 
 GROUP = "_g"
 """The internal group column; the caller's ``group_id`` is renamed to it."""
@@ -58,12 +58,18 @@ _NULL_TYPES: dict[str, T.DataType] = {
 
 @dataclass(frozen=True)
 class Inputs:
-    """The normalised inputs of one ``assign`` call; ``batched`` says whether the caller gave ``group_id``."""
+    """The normalised inputs of one ``assign`` call.
+
+    ``batched`` says whether the caller gave ``group_id``. Every frame is hash-partitioned by ``_g`` into
+    ``partition_count`` partitions once planned with ``spark.sql.shuffle.partitions`` set to that number (see
+    :mod:`groupcoord.assignors.partitioning`). ``owned`` carries ``_top``, the group's highest claim generation.
+    """
 
     members: DataFrame
     partitions: DataFrame
     owned: DataFrame
     batched: bool
+    partition_count: int
 
 
 def _accepts(kind: str, data_type: T.DataType) -> bool:
@@ -148,27 +154,35 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
         norm_owned = members.sparkSession.createDataFrame([], schema)
     else:
         norm_owned = _normalise(owned, "owned", _OWNED, batched)
-    # The one shuffle of each input: every later window and join is keyed by a superset of the group column.
-    n = partition_count([members, partitions, *([] if owned is None else [owned])], batched=batched)
-    norm_members, norm_partitions, norm_owned = (
-        frame.repartition(n, GROUP) for frame in (norm_members, norm_partitions, norm_owned)
-    )
-
+    given = [members, partitions, *([] if owned is None else [owned])]
+    size = sum(estimated_bytes(frame) for frame in given)
+    n = partition_count(given, batched=batched, size=size)
+    # The one shuffle of each input is the exchange of its first window, partitioned by the group alone (see
+    # ``partitioning``): duplicate checks compare neighbours in sorted order, and the owned claims' top generation.
+    by_group = Window.partitionBy(GROUP)
+    by_member = by_group.orderBy("member_id")
+    norm_members = norm_members.withColumn("_dup", _same_as_neighbour(by_member, "member_id"))
     norm_members = _fail_when(
-        norm_members.withColumn("_dup", F.count(F.lit(1)).over(_by(GROUP, "member_id"))),
-        (F.col("_dup") > 1) | F.col("member_id").isNull(),
+        norm_members,
+        F.col("_dup") | F.col("member_id").isNull(),
         F.concat(F.lit("duplicate or null member_id "), F.coalesce(F.col("member_id"), F.lit("null")),
                  F.lit(" in group '"), F.col(GROUP), F.lit("'")),
     ).drop("_dup")
+    by_partition = by_group.orderBy("topic", "partition")
+    norm_partitions = norm_partitions.withColumn("_dup", _same_as_neighbour(by_partition, "topic", "partition"))
     norm_partitions = _fail_when(
-        norm_partitions.withColumn("_dup", F.count(F.lit(1)).over(_by(GROUP, "topic", "partition"))),
-        F.col("partition").isNull() | (F.col("partition") < 0) | F.col("topic").isNull() | (F.col("_dup") > 1),
+        norm_partitions,
+        F.col("partition").isNull() | (F.col("partition") < 0) | F.col("topic").isNull() | F.col("_dup"),
         F.concat(
-            F.when(F.col("_dup") > 1, F.lit("duplicate")).otherwise(F.lit("negative or null")),
+            F.when(F.col("_dup"), F.lit("duplicate")).otherwise(F.lit("negative or null")),
             F.lit(" partition "), F.coalesce(F.col("topic"), F.lit("null")), F.lit("-"),
             F.coalesce(F.col("partition").cast("string"), F.lit("null")),
         ),
     ).drop("_dup")
+    claimed = F.col("member_id").isNotNull() & F.col("topic").isNotNull()
+    norm_owned = norm_owned.withColumn(
+        "_top", F.max(F.when(claimed, F.coalesce(F.col("generation"), F.lit(-1)))).over(by_group)
+    )
     norm_partitions = norm_partitions.withColumn("weight", F.coalesce(F.col("weight"), F.lit(1.0)))
     norm_partitions = _fail_when(
         norm_partitions, F.col("weight") < 0, F.concat(F.lit("negative weight for partition "), F.col("topic"))
@@ -178,8 +192,16 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
         F.col("partition") < 0,
         F.concat(F.lit("negative partition in owned: "), F.col("topic"), F.lit("-"), F.col("partition").cast("string")),
     )
-    return Inputs(norm_members, norm_partitions, norm_owned, batched)
+    return Inputs(norm_members, norm_partitions, norm_owned, batched, n)
 
 
-def _by(*names: str) -> WindowSpec:
-    return Window.partitionBy(*names)
+def _same_as_neighbour(window: WindowSpec, *names: str) -> Column:
+    """True where the previous or next row of ``window`` has the same (non-null) ``names``: a duplicate."""
+    def same(offset: int) -> Column:
+        matches = [F.lag(name, offset).over(window) == F.col(name) for name in names]
+        condition = matches[0]
+        for match in matches[1:]:
+            condition = condition & match
+        return F.coalesce(condition, F.lit(False))
+
+    return same(1) | same(-1)
