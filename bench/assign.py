@@ -229,6 +229,7 @@ def main(full: bool) -> None:
     """Run the small-group, size and batch cases and record them."""
     from groupcoord.assignors import ASSIGNOR_NAMES
 
+    load_before = os.getloadavg()[0]
     spark = _session()
     names = tuple(ASSIGNOR_NAMES)
     small = _small(spark, names, repeats=9 if full else 5)
@@ -257,11 +258,13 @@ def main(full: bool) -> None:
                 "batch_10k_groups_s": "< 10",
             },
         },
-        notes="local[*] on the 2-core machine shared with ~8 engineers' test runs (load average 8-15 while this ran), "
-        "so absolute times are several times what an idle machine gives. Fresh assignment, every member subscribes "
-        "to every topic. One Spark job per call; 'stages' counts every stage of the job, the skipped ones included. "
-        "The peer runs in a subprocess; '> N' means it was stopped at the N-second cap. uniform and weighted are "
-        "compared with kafka-python's sticky assignor (it has no twin for them).",
+        notes="local[*] on the 2-core machine shared with other engineers' runs (1-minute load average "
+        f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end), so absolute times are above what an "
+        "idle machine gives. "
+        "Fresh assignment, every member subscribes to every topic. One Spark job per call; 'stages' counts every "
+        "stage of the job (3 map stages, one exchange per input, and the result stage; range and roundrobin read no "
+        "owned input). The peer runs in a subprocess; '> N' means it was stopped at the N-second cap. uniform and "
+        "weighted are compared with kafka-python's sticky assignor (it has no twin for them).",
     )
 
 

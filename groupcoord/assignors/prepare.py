@@ -7,6 +7,7 @@ dynamic members by member id. ``rank`` is that order, 0-based, within the group.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -33,14 +34,39 @@ class Prepared:
     - ``owned``: ``_g, member_id, topic, partition``: highest-generation claims that are unique, by a member that
       still subscribes, of a partition that is still assignable.
     - ``claims``: every highest-generation claim, conflicting ones included (cooperative revocation needs them).
+
+    ``owned`` and ``claims`` are derived (and cut) on first use, inside the caller's ``planning`` block: range and
+    roundrobin never read them, so they pay neither their planning nor their stage.
     """
 
     members: DataFrame
     subscriptions: DataFrame
     partitions: DataFrame
-    owned: DataFrame
-    claims: DataFrame
+    owned_input: DataFrame
     batched: bool
+
+    @cached_property
+    def claims(self) -> DataFrame:
+        """Every claim of the group's highest generation, one row per member and partition."""
+        return cut(
+            self.owned_input.where(F.col("member_id").isNotNull() & F.col("topic").isNotNull())
+            .where(F.coalesce(F.col("generation"), F.lit(-1)) == F.col("_top"))
+            .select(GROUP, "member_id", "topic", "partition")
+            .distinct()
+        )
+
+    @cached_property
+    def owned(self) -> DataFrame:
+        """The valid claims: unique, by a member that still subscribes, of a partition still assignable."""
+        return cut(
+            self.claims.withColumn(
+                "_claimants", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic", "partition"))
+            )
+            .where(F.col("_claimants") == 1)
+            .join(self.subscriptions.select(GROUP, "topic", "member_id"), [GROUP, "topic", "member_id"], "left_semi")
+            .join(self.partitions.select(GROUP, "topic", "partition"), [GROUP, "topic", "partition"], "left_semi")
+            .select(GROUP, "member_id", "topic", "partition")
+        )
 
 
 def prepare(inputs: Inputs) -> Prepared:
@@ -61,17 +87,4 @@ def prepare(inputs: Inputs) -> Prepared:
     topic_subs = subscriptions.where(F.col("sub_index") == 0).select(GROUP, "topic", "n_subs")
     partitions = cut(given.join(topic_subs, [GROUP, "topic"]))
 
-    claims = cut(
-        inputs.owned.where(F.col("member_id").isNotNull() & F.col("topic").isNotNull())
-        .where(F.coalesce(F.col("generation"), F.lit(-1)) == F.col("_top"))
-        .select(GROUP, "member_id", "topic", "partition")
-        .distinct()
-    )
-    owned = cut(
-        claims.withColumn("_claimants", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic", "partition")))
-        .where(F.col("_claimants") == 1)
-        .join(subscriptions.select(GROUP, "topic", "member_id"), [GROUP, "topic", "member_id"], "left_semi")
-        .join(partitions.select(GROUP, "topic", "partition"), [GROUP, "topic", "partition"], "left_semi")
-        .select(GROUP, "member_id", "topic", "partition")
-    )
-    return Prepared(members.drop("topics"), subscriptions, partitions, owned, claims, inputs.batched)
+    return Prepared(members.drop("topics"), subscriptions, partitions, inputs.owned, inputs.batched)
