@@ -53,22 +53,10 @@ class Timed:
 
 
 def _session() -> SparkSession:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from groupcoord.spark.session import local_session
 
-    session = (
-        SparkSession.builder.master("local[*]")
-        .appName("groupcoord-bench-assign")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "6g")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return local_session(master="local[*]", app_name="groupcoord-bench-assign", shuffle_partitions=4,
+                         extra={"spark.driver.memory": "6g"})
 
 
 def _inputs(spark: SparkSession, *, groups: int, members: int, partitions: int, topics: int,
@@ -168,17 +156,24 @@ def _fmt(seconds: float | None, cap: float | None) -> str:
     return f"> {cap:.0f}" if seconds is None else f"{seconds:.2f}"
 
 
+def _peer_cap(peer: str, partitions: int, members: int, *, full: bool) -> float | None:
+    """120 s, except kafka-python's sticky at 100k x 1000 in full mode: uncapped, since the 50x target is against
+    it (the issue quotes 513 s). Other peers stay capped in full mode too, so the run fits in about half an hour."""
+    if full and peer == "sticky" and (partitions, members) == (100_000, 1000):
+        return None
+    return 120.0
+
+
 def _sizes(spark: SparkSession, full: bool, names: tuple[str, ...]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for partitions, members, topics in FULL_SIZES if full else QUICK_SIZES:
-        uncapped = full and (partitions, members) == (100_000, 1000)
-        cap = None if uncapped else (600.0 if full else 120.0)
         peers: dict[str, float | None] = {}
         m, p = _inputs(spark, groups=1, members=members, partitions=partitions, topics=topics, batched=False)
         for name in names:
             ours = _timed_call(spark, name, m, p)
             assert ours.rows == partitions, f"{name}: {ours.rows} rows for {partitions} partitions"
             peer = PEERS[name]
+            cap = _peer_cap(peer, partitions, members, full=full)
             if peer not in peers:
                 peers[peer] = _peer_seconds(peer, partitions, members, topics, cap)
             theirs = peers[peer]

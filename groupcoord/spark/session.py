@@ -3,7 +3,9 @@
 Every local session groupcoord starts shares the same settings: no UI and no console progress bar (nobody watches
 them, and the UI takes a port), UTC for both Spark SQL and the JVM (Delta timestamps are UTC, and a result must not
 depend on the machine's zone), Arrow on (state and assignments cross between Spark and delta-rs as Arrow), few
-shuffle partitions (the data is small), the Python workers on this interpreter, and Spark's own logging quiet.
+shuffle partitions (the data is small), the Python workers on this interpreter, Spark's own logging quiet, and a
+generated-code cache large enough for the assignors: one assignor call generates a few hundred code units, more than
+the default cache of 100 holds, so every call would compile them again (about 1.3 s of a small group's call).
 
 spark-submit entry points (``jobs/``, :mod:`groupcoord.admin.checkpoint_job`, :mod:`groupcoord.ingest.entry`) do
 NOT use this: they must take the master and every setting from spark-submit.
@@ -21,6 +23,9 @@ if TYPE_CHECKING:
 
 UTC_JAVA_OPTION = "-Duser.timezone=UTC"
 
+CODEGEN_CACHE_ENTRIES = "2000"
+"""``spark.sql.codegen.cache.maxEntries`` for sessions that run assignors (a static setting: set it at start-up)."""
+
 _EMPTY: Mapping[str, str] = {}
 
 
@@ -34,6 +39,7 @@ def local_settings(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.executor.extraJavaOptions": UTC_JAVA_OPTION,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.codegen.cache.maxEntries": CODEGEN_CACHE_ENTRIES,
     }
 
 
