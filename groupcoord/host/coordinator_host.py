@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import socket
@@ -38,7 +39,7 @@ from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
 from groupcoord.coordinator.records import decode_record, encode_record
 from groupcoord.host.crash import crash_point
 from groupcoord.host.guards import CrashPointLog, WriteGuard
-from groupcoord.log.base import StorageUnavailableError
+from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.config import LeaseConfig, LogConfig
 from groupcoord.log.delta import DeltaRecordLog
@@ -479,19 +480,35 @@ class _Term:
 
     async def maintain_forever(self) -> None:
         """Keep every table the holder writes small: the record log (only its final swap holds the commit slot),
-        the topic logs and the materialized state tables (both off the loop)."""
+        the topic logs and the materialized state tables (both off the loop).
+
+        A failed step is logged and retried at the next run: a maintenance error must neither stop the holder nor
+        end maintenance for good (the tables would then grow for as long as the holder lives). Only a fenced log
+        ends it: another coordinator writes now, and this one is stepping down.
+        """
         retention_hours = self.config.log.retention_hours
         while True:
             await asyncio.sleep(self.config.log.maintenance_interval_ms / 1000)
+            started = time.monotonic()
             try:
                 await maintain_record_log(self.batcher, self.log)
+            except LogFencedError:
+                return
             except StorageUnavailableError as exc:
                 log.warning("log maintenance failed: %s", exc)
-            await asyncio.to_thread(maintain_topic_logs, self.host.root, retention_hours=retention_hours)
-            try:
-                await asyncio.to_thread(self.materializer.maintain)
-            except Exception as exc:  # a failed compaction must not stop the holder; the next run retries
-                log.warning("maintenance of the state tables failed: %s", exc)
+            except Exception:
+                log.exception("log maintenance failed; retrying at the next run")
+            for name, step in (("topic logs", functools.partial(maintain_topic_logs, self.host.root,
+                                                                  retention_hours=retention_hours)),
+                               ("state tables", self.materializer.maintain)):
+                try:
+                    await asyncio.to_thread(step)
+                except Exception as exc:  # a failed compaction must not stop the holder; the next run retries
+                    log.warning("maintenance of the %s failed: %s", name, exc)
+            took = time.monotonic() - started
+            if took * 1000 > self.config.log.maintenance_interval_ms:
+                log.warning("maintenance took %.1f s, longer than its %d ms interval", took,
+                            self.config.log.maintenance_interval_ms)
 
 
 def _failed(batch: Sequence[NeedsAssignment], error: ErrorCode) -> list[CompleteAssignment]:

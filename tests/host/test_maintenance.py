@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from deltalake import DeltaTable
 
 from groupcoord.config import resolve_config
@@ -39,3 +42,36 @@ def test_the_timer_compacts_topic_logs_and_keeps_every_record(tmp_path: Path) ->
 
     assert [topic.log_end_offset(p) for p in range(2)] == [30, 30]
     assert [len(topic.read(p, 0, 100)) for p in range(2)] == [30, 30]
+
+
+def test_a_failing_maintenance_step_is_retried_and_does_not_stop_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from groupcoord.host import coordinator_host
+
+    real = coordinator_host.maintain_record_log
+    calls: list[int] = []
+
+    async def fails_first(*args: Any, **kwargs: Any) -> Any:
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise RuntimeError("injected maintenance failure")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(coordinator_host, "maintain_record_log", fails_first)
+    root = StateRoot.open(tmp_path / "root", create=True)
+    TopicCatalog(root).create("orders", 1)
+    topic = TopicLog(root, "orders")
+    for batch in range(4):
+        topic.produce(ProducerRecord(f"v{batch}".encode(), partition=0) for _ in range(5))
+    path = str(root.topic_path("orders"))
+
+    with caplog.at_level(logging.ERROR, logger="groupcoord.host"), \
+            BackgroundCoordinator(root, resolve_config(spark_conf=CONF), assignment=False):
+        deadline = time.monotonic() + 30
+        while len(calls) < 2 or len(DeltaTable(path).file_uris()) > 1:
+            assert time.monotonic() < deadline, f"maintenance stopped after {len(calls)} record-log runs"
+            time.sleep(0.2)
+
+    assert any("injected maintenance failure" in (r.exc_text or "") for r in caplog.records)
+    assert topic.log_end_offset(0) == 20
