@@ -102,7 +102,8 @@ def test_two_members_split_the_partitions_with_server_side_assignment_and_finish
 def test_killed_member_worker_rebalances_and_the_retry_rejoins_under_its_instance_id(
         spark: SparkSession, root: StateRoot, tmp_path: Path) -> None:
     """Member 1's Python worker dies (SIGKILL) once it owns partitions. Spark retries the task; it rejoins as
-    ``kill-1`` with a new member id, the group rebalances, and the final generation covers every partition."""
+    ``kill-1`` with a new member id (a rebalance, or KIP-345's in-place replacement), and the final generation
+    covers every partition."""
     victim = "kill-1"
     work = KillVictimOnce(str(tmp_path), victim=victim, members=2, share=3, partitions=PARTITIONS)
     config = _config(spark, **{"spark.groupcoord.instance.prefix": "kill"})
@@ -120,7 +121,10 @@ def test_killed_member_worker_rebalances_and_the_retry_rejoins_under_its_instanc
     killed_pid = int((tmp_path / "killed").read_text())
     first_generation = min(int(str(line["generation"])) for line in seen if line["pid"] == killed_pid)
     assert {line["pid"] for line in seen if line["instance"] == victim} - {killed_pid}, "the retry ran elsewhere"
-    assert survivor.generation_id > first_generation, "the group rebalanced after the kill"
+    # Two right outcomes, depending on how fast Spark retries the task: after the coordinator expired the killed
+    # member (a rebalance: a later generation), or within its session timeout, when KIP-345 replaces the static
+    # member in place (same generation, no rebalance). Either way the retry holds a new member id (checked below).
+    assert survivor.generation_id >= first_generation
 
     history = read_rows(root, ASSIGNMENTS).to_pylist()
     victim_member_ids = {r["member_id"] for r in history if r["group_instance_id"] == victim and r["member_id"]}
