@@ -32,7 +32,7 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +45,9 @@ from groupcoord.coordinator.records import (
     encode_record,
     new_offset_commit_record,
 )
-from groupcoord.log.batcher import BatcherConfig, CommitBatcher
+from groupcoord.log.batcher import BatcherConfig, CommitBatcher, CommitTiming
 from groupcoord.log.delta import DeltaRecordLog
-from groupcoord.log.maintenance import maintain_record_log
+from groupcoord.log.maintenance import STEPS, maintain_record_log
 from groupcoord.state.materializer import CommittedBatch, Materializer, run_materializer
 from groupcoord.state_root import StateRoot
 
@@ -80,6 +80,8 @@ class _Run:
     """What one run observed."""
 
     latencies: list[tuple[float, float]] = field(default_factory=list)  # (due, latency) seconds from the start
+    acks: list[tuple[float, int, float]] = field(default_factory=list)  # (due, log version, acknowledged) instants
+    timings: dict[int, CommitTiming] = field(default_factory=dict)  # the batcher's timing of each commit
     lags: list[tuple[float, float]] = field(default_factory=list)  # (time, materializer lag seconds)
     loop_lags: list[float] = field(default_factory=list)  # how late 10 ms sleeps of the event loop woke up
     offsets: int = 0
@@ -89,6 +91,8 @@ class _Run:
     maintenance_errors: list[str] = field(default_factory=list)
     maintenance_started: float | None = None
     """Seconds into the run at which the record-log maintenance in progress started (None when none is)."""
+    maintenance_step: str | None = None
+    """The step (``maintenance.STEPS``) the record-log maintenance in progress is in."""
     loads: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -117,7 +121,8 @@ class _Holder:
 
     async def start(self) -> None:
         version = await asyncio.to_thread(self.log.takeover, EPOCH, expected_version=-1)
-        self.batcher = CommitBatcher(self.log, version=version, config=BatcherConfig())
+        self.batcher = CommitBatcher(self.log, version=version, config=BatcherConfig(),
+                                     on_commit=lambda timing: self.run.timings.__setitem__(timing.version, timing))
         self.tasks = [asyncio.create_task(self._sample_loop_lag())]
         if self.materializer is not None:
             self.tasks += [asyncio.create_task(run_materializer(self.materializer)),
@@ -125,7 +130,8 @@ class _Holder:
         gc.freeze()  # as the host does after its load: the prebuilt requests stay out of full collections
         self.started = time.monotonic()
 
-    async def commit(self, typed: tuple[OffsetCommitRecord, ...], encoded: list[EncodedRecord]) -> None:
+    async def commit(self, typed: tuple[OffsetCommitRecord, ...], encoded: list[EncodedRecord]) -> int:
+        """Append ``encoded`` (and hand ``typed`` to the materializer); returns the log version."""
         version = await self.batcher.append(encoded)
         if self.materializer is not None:
             self.materializer.submit(CommittedBatch(records=typed, log_version=version, epoch=EPOCH,
@@ -135,6 +141,7 @@ class _Holder:
         if self.since_snapshot >= self.snapshot_interval and not self.snapshotting:
             self.snapshotting = True
             self.tasks.append(asyncio.create_task(self._snapshot()))
+        return version
 
     async def _snapshot(self) -> None:
         records = self.state
@@ -156,12 +163,12 @@ class _Holder:
             started = time.monotonic()
             self.run.maintenance_started = started - self.started
             try:
-                report = await maintain_record_log(self.batcher, self.log)
+                report = await maintain_record_log(self.batcher, self.log, on_step=self._note_step)
             except Exception as exc:  # recorded, not fatal: the holder's own timer retries too
                 self.run.maintenance_errors.append(f"{started - self.started:.0f} s: {exc!r}")
                 continue
             finally:
-                self.run.maintenance_started = None
+                self.run.maintenance_started = self.run.maintenance_step = None
             if self.materializer is not None:
                 await asyncio.to_thread(self.materializer.maintain)
             live = await asyncio.to_thread(lambda: len(self.log.table().file_uris()))
@@ -169,7 +176,10 @@ class _Holder:
             self.run.maintenance_log.append({
                 "at_s": round(started - self.started), "took_s": round(time.monotonic() - started, 2),
                 "dropped_segments": len(report.dropped_segments), "compacted_files": report.compacted_files,
-                "vacuumed_files": report.vacuumed_files, "live_files": live})
+                "vacuumed_files": report.vacuumed_files, "live_files": live, "step_s": dict(report.step_seconds)})
+
+    def _note_step(self, name: str) -> None:
+        self.run.maintenance_step = name
 
     async def cold_load(self, label: str) -> None:
         """Time a fresh load of the log (a new holder's first step) while the writer keeps going."""
@@ -230,8 +240,10 @@ async def _drive(holder: _Holder, workload: Workload, requests: list[_Request],
     inflight: set[asyncio.Task[None]] = set()
 
     async def one(index: int, due: float) -> None:
-        await holder.commit(*requests[index])
-        holder.run.latencies.append((due - start, loop.time() - due))
+        version = await holder.commit(*requests[index])
+        acked = loop.time()  # asyncio's clock is time.monotonic(), the batcher's too
+        holder.run.latencies.append((due - start, acked - due))
+        holder.run.acks.append((due, version, acked))
 
     async def closed(index: int) -> None:
         while loop.time() < end:
@@ -261,6 +273,43 @@ async def _drive(holder: _Holder, workload: Workload, requests: list[_Request],
     return elapsed
 
 
+_STEPS = ("wait_for_batch_close", "commit", "executor_handoff", "ack_delivery")
+
+
+def _latency_parts(run: _Run) -> dict[str, Any]:
+    """The acknowledgement latency split into its steps, on average over all requests and over the slowest 1 %
+    (those at or above the p99): waiting for the batch to close (linger, minimum commit interval, a commit in
+    flight, a late event loop), the commit in the executor (by phase: rows built, data file written, fsyncs
+    before the link, link and directory fsync), its return to the event loop, and the waiter's wake-up."""
+    rows = []
+    for due, version, acked in run.acks:
+        timing = run.timings.get(version)
+        if timing is not None:
+            rows.append((acked - due, (timing.started - due, timing.written - timing.started,
+                                       timing.resolved - timing.written, acked - timing.resolved), timing))
+    if not rows:
+        return {}
+    threshold = _p([latency for latency, _, _ in rows], 0.99)
+
+    def mean_parts(selected: Sequence[tuple[float, tuple[float, ...], CommitTiming]]) -> dict[str, float]:
+        parts = {step: _ms(sum(r[1][i] for r in selected) / len(selected)) for i, step in enumerate(_STEPS)}
+        phases = sorted({name for r in selected for name in r[2].phases})
+        return {**parts, **{f"commit_{name}": _ms(sum(r[2].phases.get(name, 0.0) for r in selected) / len(selected))
+                            for name in phases}}
+
+    data_commits = [t for t in run.timings.values() if t.kind == "records"]
+    commit_durations = [t.written - t.started for t in data_commits]
+    phase_p99 = {f"commit_{name}_p99_ms": _ms(_p([t.phases.get(name, 0.0) for t in data_commits], 0.99))
+                 for name in sorted({n for t in data_commits for n in t.phases})}
+    slowest = [r for r in rows if r[0] >= threshold]
+    return {"all_requests_mean_ms": mean_parts(rows), "slowest_1pct_mean_ms": mean_parts(slowest),
+            "slowest_1pct_share_in_snapshot_commits": round(
+                sum(1 for r in slowest if r[2].kind == "snapshot") / len(slowest), 2),
+            "requests_share_in_snapshot_commits": round(sum(1 for r in rows if r[2].kind == "snapshot") / len(rows), 3),
+            "commit_p50_ms": _ms(_p(commit_durations, 0.5)),
+        "commit_p99_ms": _ms(_p(commit_durations, 0.99)), **phase_p99}
+
+
 def _summarize(case: str, workload: Workload, holder: _Holder, elapsed: float) -> dict[str, Any]:
     run = holder.run
     latencies = [latency for _, latency in run.latencies]
@@ -284,6 +333,7 @@ def _summarize(case: str, workload: Workload, holder: _Holder, elapsed: float) -
         "materializer_lag_p99_s": round(_p(lags, 0.99), 2) if lags else "off",
         "materializer_lag_max_s": round(max(lags), 2) if lags else "off",
         "state_commits_per_s": round(holder.materializer.commits / elapsed, 1) if holder.materializer else "off",
+        "ack_breakdown": _latency_parts(run),
     }
 
 
@@ -327,7 +377,10 @@ async def _sustained(path: Path, workload: Workload, *, maintenance_s: float = 6
             "live_log_files_after_maintenance_max": max(
                 (m["live_files"] for m in holder.run.maintenance_log), default=0),
             "snapshot_interval": snapshot_interval, "maintenance_errors": holder.run.maintenance_errors,
-            "maintenance_unfinished_since_s": holder.run.maintenance_started}
+            "maintenance_unfinished_since_s": holder.run.maintenance_started,
+            "maintenance_unfinished_step": holder.run.maintenance_step,
+            "maintenance_step_s_max": {step: max((m["step_s"].get(step, 0.0) for m in holder.run.maintenance_log),
+                                                 default=0.0) for step in STEPS}}
 
 
 def main(full: bool) -> None:
@@ -343,9 +396,8 @@ def main(full: bool) -> None:
         ]
         sustained = asyncio.run(_sustained(root / "sustained", Workload(
             committers=200, partitions_each=50, seconds=1800, rate=TARGET_RATE))) if full else None
-    table = list(rows)
-    if sustained is not None:
-        table.append({k: v for k, v in sustained.items() if not isinstance(v, list)})
+    table = [{k: v for k, v in row.items() if not isinstance(v, list | dict)}
+             for row in [*rows, *([sustained] if sustained is not None else [])]]
     log_only, served = rows[1], rows[2]
     summary: dict[str, Any] = {
         "capacity_offsets_per_s": rows[0]["offsets_per_s"],
@@ -355,6 +407,8 @@ def main(full: bool) -> None:
         "files_per_hour_at_target": log_only["files_per_hour"],
         "ack_p99_ms_at_target_with_materializer": served["ack_p99_ms"],
         "materializer_lag_p99_s_at_target": served["materializer_lag_p99_s"],
+        "ack_breakdown_at_target": log_only["ack_breakdown"],
+        "ack_breakdown_at_target_with_materializer": served["ack_breakdown"],
         "targets": {"offsets_per_s": ">= 100000", "ack_p99_ms": "< 100", "delta_commits_per_s": "<= 20",
                     "materializer_lag_s": "<= 1"},
     }
@@ -363,7 +417,8 @@ def main(full: bool) -> None:
             "seconds", "offsets_per_s", "ack_p99_ms", "ack_p99_ms_first_min", "ack_p99_ms_last_min",
             "ack_p99_ms_per_min", "loads", "delta_commits_per_s", "files_per_hour", "maintenance_runs",
             "maintenance_took_s_max", "live_log_files_after_maintenance_max", "live_log_files_at_end",
-            "maintenance_errors", "maintenance_unfinished_since_s")}
+            "maintenance_errors", "maintenance_unfinished_since_s", "maintenance_unfinished_step",
+            "maintenance_step_s_max")}
     write_result(
         "commit_throughput",
         title="Commit throughput (batcher -> Delta record log -> materialized state)",

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from groupcoord.coordinator.encoded import EncodedRecord
 
@@ -101,6 +102,9 @@ class RecordLog(ABC):
     """
 
     epoch: int = 0
+    last_commit_phases: Mapping[str, float] = MappingProxyType({})
+    """Seconds each phase of the last commit took (a log that measures them sets a new mapping per commit; the
+    commit batcher reports it in :class:`~groupcoord.log.batcher.CommitTiming`)."""
 
     @abstractmethod
     def version(self) -> int:
@@ -126,6 +130,12 @@ class RecordLog(ABC):
         commit batcher folds the writes queued behind a snapshot into its commit instead of giving the snapshot a
         commit of its own); a load counts them as the tail after the snapshot.
         """
+
+    def prepare(self, records: Sequence[EncodedRecord]) -> Sequence[EncodedRecord]:
+        """Do the per-record work of writing ``records`` ahead of their commit (the commit batcher calls it in a
+        thread for a snapshot while earlier batches commit) and return what to pass to :meth:`write_snapshot`
+        instead: the same records, maybe with that work attached. This default does nothing."""
+        return records
 
     @abstractmethod
     def batch_ids_after(self, version: int) -> dict[int, str | None]:

@@ -34,8 +34,8 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -44,6 +44,9 @@ from groupcoord.log.base import LogFencedError, RecordLog, StorageUnavailableErr
 from groupcoord.log.config import LogConfig
 
 log = logging.getLogger("groupcoord.log.batcher")
+
+_PREPARE = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-log-prepare")
+"""Runs :meth:`RecordLog.prepare` for snapshots (at normal priority: a commit may be about to wait for it)."""
 
 _T = TypeVar("_T")
 
@@ -74,6 +77,27 @@ class BatcherConfig:
 Kind = Literal["records", "snapshot", "exclusive"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class CommitTiming:
+    """Where one successful commit's time went, for latency breakdowns (``time.monotonic()`` instants).
+
+    ``first_arrival``: the oldest write of the batch arrived; ``started``: the batch closed and its commit began
+    (after the linger and the minimum commit interval); ``written``: the log's commit call returned, in the
+    executor thread (durable); ``resolved``: the event loop resolved the waiters' futures. ``phases``: the log's
+    own split of the commit (:attr:`RecordLog.last_commit_phases`, seconds; empty for logs that do not measure).
+    """
+
+    version: int
+    kind: Kind
+    writes: int
+    records: int
+    first_arrival: float
+    started: float
+    written: float
+    resolved: float
+    phases: Mapping[str, float]
+
+
 @dataclass(eq=False)
 class _Entry:
     kind: Kind
@@ -81,6 +105,7 @@ class _Entry:
     future: asyncio.Future[int]
     arrived: float
     action: Callable[[int], int] | None = None
+    prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None
 
 
 @dataclass(eq=False)
@@ -91,6 +116,8 @@ class _Batch:
     records: list[EncodedRecord] = field(default_factory=list)
     """The writes of the batch (for a snapshot batch: those committed after the snapshot)."""
     snapshot: Sequence[EncodedRecord] = ()
+    prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None
+    """The snapshot's records as :meth:`RecordLog.prepare` returns them, when that is under way."""
 
 
 class CommitBatcher:
@@ -106,8 +133,11 @@ class CommitBatcher:
         version: int,
         config: BatcherConfig | None = None,
         executor: Executor | None = None,
+        on_commit: Callable[[CommitTiming], None] | None = None,
     ) -> None:
         self.log = record_log
+        self.on_commit = on_commit
+        """Called on the event loop with the :class:`CommitTiming` of every successful commit (benchmarks)."""
         self.config = config or BatcherConfig()
         self._executor = executor
         self._version = version
@@ -150,8 +180,13 @@ class CommitBatcher:
         return await self._submit("records", records)
 
     async def snapshot(self, records: Sequence[EncodedRecord]) -> int:
-        """Commit ``records`` as a snapshot after every write queued before it; returns its version."""
-        return await self._submit("snapshot", records)
+        """Commit ``records`` as a snapshot after every write queued before it; returns its version.
+
+        The snapshot takes its place in the queue at once; its per-record work (:meth:`RecordLog.prepare`) runs
+        in a thread meanwhile, so the commit that carries it, and the writes folded into it, do not wait for it.
+        """
+        prepared = asyncio.get_running_loop().run_in_executor(_PREPARE, self.log.prepare, records)
+        return await self._submit("snapshot", records, prepared=prepared)
 
     async def run_exclusive(self, action: Callable[[int], int]) -> int:
         """Run ``action(expected_version) -> new_version`` in the commit slot (in the executor), e.g. maintenance
@@ -170,7 +205,8 @@ class CommitBatcher:
     # --- the loop -----------------------------------------------------------------------------------------------
 
     def _submit(
-        self, kind: Kind, records: Sequence[EncodedRecord], action: Callable[[int], int] | None = None
+        self, kind: Kind, records: Sequence[EncodedRecord], action: Callable[[int], int] | None = None, *,
+        prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None,
     ) -> asyncio.Future[int]:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         if self._fenced is not None:
@@ -178,7 +214,7 @@ class CommitBatcher:
         elif self._closed:
             future.set_exception(BatcherClosedError("commit batcher closed"))
         else:
-            self._queue.append(_Entry(kind, records, future, self._now(), action))
+            self._queue.append(_Entry(kind, records, future, self._now(), action, prepared))
             self._wakeup.set()
         return future
 
@@ -217,6 +253,7 @@ class CommitBatcher:
         batch = _Batch(head.kind, entries, f"{self.log.epoch}-{self._token}-{next(self._ids)}")
         if head.kind == "snapshot":
             batch.snapshot = head.records
+            batch.prepared = head.prepared
         for entry in entries[first:]:
             batch.records.extend(entry.records)
         return batch
@@ -226,6 +263,11 @@ class CommitBatcher:
         expected = self._version
         backoff = self.config.retry_backoff_ms / 1000
         outcome_unknown = False
+        if batch.prepared is not None:
+            try:
+                batch.snapshot = await batch.prepared
+            except Exception as exc:  # the commit prepares them itself then
+                log.warning("preparing a snapshot of %d records failed: %r", len(batch.snapshot), exc)
         while True:
             try:
                 if outcome_unknown:
@@ -233,8 +275,8 @@ class CommitBatcher:
                     if landed is not None:
                         self._succeed(batch, landed)
                         return
-                self._last_commit_start = self._now()
-                version = await self._in_executor(lambda: self._write(batch, expected))
+                started = self._last_commit_start = self._now()
+                version, written = await self._in_executor(lambda: self._timed_write(batch, expected))
             except StorageUnavailableError as exc:
                 if batch.kind == "exclusive":
                     self._fail(batch.entries, exc)
@@ -249,7 +291,20 @@ class CommitBatcher:
                 backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
                 continue
             self._succeed(batch, version)
+            if self.on_commit is not None:
+                self._report_timing(batch, version, started, written)
             return
+
+    def _report_timing(self, batch: _Batch, version: int, started: float, written: float) -> None:
+        assert self.on_commit is not None
+        self.on_commit(CommitTiming(
+            version=version, kind=batch.kind, writes=len(batch.entries), records=len(batch.records),
+            first_arrival=min(entry.arrived for entry in batch.entries), started=started, written=written,
+            resolved=self._now(), phases=self.log.last_commit_phases))
+
+    def _timed_write(self, batch: _Batch, expected: int) -> tuple[int, float]:
+        version = self._write(batch, expected)
+        return version, self._now()
 
     def _write(self, batch: _Batch, expected: int) -> int:
         if batch.kind == "exclusive":

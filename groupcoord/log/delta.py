@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -201,7 +202,7 @@ class DeltaRecordLog(RecordLog):
 
     def append(self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None = None) -> int:
         """Commit ``records`` as Delta version ``expected_version + 1``, or raise fenced/unavailable."""
-        version = self._commit(records, expected_version=expected_version, batch_id=batch_id, snapshot_rows=0)
+        version = self._commit([records], expected_version=expected_version, batch_id=batch_id, snapshot_rows=0)
         self.records_since_snapshot += _data_records(records)
         return version
 
@@ -211,10 +212,15 @@ class DeltaRecordLog(RecordLog):
     ) -> int:
         """Commit ``records`` as a snapshot opening a new segment at the new version, then ``tail`` in the same
         commit (rows with ``snapshot`` false, after the snapshot's in ``seq`` order)."""
-        version = self._commit([*records, *tail], expected_version=expected_version, batch_id=batch_id,
+        version = self._commit([records, tail], expected_version=expected_version, batch_id=batch_id,
                                snapshot_rows=len(records) or -1)
         self.records_since_snapshot = _data_records(tail)
         return version
+
+    def prepare(self, records: Sequence[EncodedRecord]) -> Sequence[EncodedRecord]:
+        """``records`` with their Arrow columns built (:class:`PreparedRecords`): a snapshot's commit then only
+        adds the per-commit columns."""
+        return PreparedRecords(records)
 
     def properties(self) -> dict[str, str]:
         """The Delta table properties the record log is created with (and maintenance keeps)."""
@@ -240,26 +246,32 @@ class DeltaRecordLog(RecordLog):
         return tuple(self._checkpointer.written)
 
     def _commit(
-        self, records: Sequence[EncodedRecord], *, expected_version: int, batch_id: str | None, snapshot_rows: int
+        self, records: Sequence[Sequence[EncodedRecord]], *, expected_version: int, batch_id: str | None,
+        snapshot_rows: int,
     ) -> int:
-        """Commit ``records`` whose first ``snapshot_rows`` are a snapshot (0: an append; -1: an empty snapshot)."""
+        """Commit the parts of ``records`` in order, whose first ``snapshot_rows`` records are a snapshot (0: an
+        append; -1: an empty snapshot)."""
         new_version = expected_version + 1
         with classified_errors(f"appending version {new_version} to {self.path}"):
             if expected_version < 0:
                 return self._create(records, batch_id=batch_id, snapshot_rows=snapshot_rows)
             segment = new_version if snapshot_rows else self._segment_of(expected_version)
+            started = time.perf_counter()
+            rows = self._rows(records, version=new_version, segment=None, snapshot_rows=snapshot_rows)
+            phases = {"rows": time.perf_counter() - started}
             append_file(self.path, FileAppend(
                 version=new_version,
-                rows=self._rows(records, version=new_version, segment=None, snapshot_rows=snapshot_rows),
+                rows=rows,
                 partition={"segment": str(segment)},
                 partition_by=("segment",),
                 commit_info=commit_metadata(batch_id=batch_id, epoch=self.epoch),
-            ), fsync=self.fsync)
+            ), fsync=self.fsync, phases=phases)
+        self.last_commit_phases = phases
         self._segment, self._segment_version = segment, new_version
         self._checkpointer.committed(new_version)
         return new_version
 
-    def _create(self, records: Sequence[EncodedRecord], *, batch_id: str | None, snapshot_rows: int) -> int:
+    def _create(self, records: Sequence[Sequence[EncodedRecord]], *, batch_id: str | None, snapshot_rows: int) -> int:
         if self.exists():
             raise LogFencedError(f"expected an empty log, but {self.path} already has a table")
         segment = 0 if snapshot_rows else NO_SEGMENT
@@ -281,12 +293,13 @@ class DeltaRecordLog(RecordLog):
         return 0
 
     def _rows(
-        self, records: Sequence[EncodedRecord], *, version: int, segment: int | None, snapshot_rows: int
+        self, records: Sequence[Sequence[EncodedRecord]], *, version: int, segment: int | None, snapshot_rows: int
     ) -> pa.Table:
-        """The batch as rows of :data:`LOG_SCHEMA`, the first ``snapshot_rows`` flagged ``snapshot``; without the
-        ``segment`` column when ``segment`` is ``None`` (a data file of a partitioned table does not store its
-        partition column)."""
-        count = len(records)
+        """The batch (its parts in order) as rows of :data:`LOG_SCHEMA`, the first ``snapshot_rows`` flagged
+        ``snapshot``; without the ``segment`` column when ``segment`` is ``None`` (a data file of a partitioned
+        table does not store its partition column)."""
+        count = sum(map(len, records))
+        parts = [PreparedRecords.columns_of(part) for part in records if len(part)]
         snapshot_count = min(max(snapshot_rows, 0), count)
         flags = pa.concat_arrays([_repeat(True, pa.bool_(), snapshot_count),
                                   _repeat(False, pa.bool_(), count - snapshot_count)])
@@ -295,10 +308,7 @@ class DeltaRecordLog(RecordLog):
             _repeat(version, pa.int64(), count),
             _repeat(self.epoch, pa.int64(), count),
             _sequence(count),
-            pa.array([r.kind for r in records], pa.string()),
-            pa.array([r.key for r in records], pa.string()),
-            pa.array([r.value for r in records], pa.binary()),
-            pa.array([r.format_version for r in records], pa.int32()),
+            *(_concat([part[i] for part in parts], type_) for i, type_ in enumerate(_RECORD_TYPES)),
             _repeat(now, pa.timestamp("us", tz="UTC"), count),
             flags,
         ]
@@ -328,6 +338,46 @@ class DeltaRecordLog(RecordLog):
         if actions.num_rows == 0:
             return NO_SEGMENT
         return int(pc.max(actions.column("partition.segment")).as_py())
+
+
+_RECORD_TYPES = (pa.string(), pa.string(), pa.binary(), pa.int32())
+"""Arrow types of an :class:`EncodedRecord`'s fields: kind, key, value, format_version."""
+
+
+class PreparedRecords(Sequence[EncodedRecord]):
+    """Records with their Arrow columns (kind, key, value, format_version) built once, e.g. off the commit slot."""
+
+    def __init__(self, records: Sequence[EncodedRecord]) -> None:
+        self.records = records
+        self.columns = self.columns_of(records)
+
+    @staticmethod
+    def columns_of(records: Sequence[EncodedRecord]) -> tuple[pa.Array, ...]:
+        """The Arrow columns of ``records``: prepared ones' as built, others' built now."""
+        if isinstance(records, PreparedRecords):
+            return records.columns
+        return (pa.array([r.kind for r in records], _RECORD_TYPES[0]),
+                pa.array([r.key for r in records], _RECORD_TYPES[1]),
+                pa.array([r.value for r in records], _RECORD_TYPES[2]),
+                pa.array([r.format_version for r in records], _RECORD_TYPES[3]))
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @overload
+    def __getitem__(self, index: int) -> EncodedRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[EncodedRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> EncodedRecord | Sequence[EncodedRecord]:
+        return self.records[index]
+
+
+def _concat(arrays: list[pa.Array], type_: pa.DataType) -> pa.Array:
+    if not arrays:
+        return pa.array([], type_)
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
 def _repeat(value: object, type_: pa.DataType, count: int) -> pa.Array:

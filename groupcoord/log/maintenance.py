@@ -43,7 +43,9 @@ import datetime as dt
 import functools
 import logging
 import os
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,18 +69,27 @@ WRITE_GUARD = dt.timedelta(minutes=2)
 collection never deletes a file younger than the retention cutoff minus this."""
 KEPT_SEGMENTS = 2
 """Segments kept live: the newest (what a load reads) and the one before it."""
+SLOW_STEP = dt.timedelta(seconds=30)
+"""A maintenance step taking longer than this is logged as a warning (the default interval is a minute)."""
 _BACKGROUND = background_executor("groupcoord-log-maintenance")
 """Planning and garbage collection run here, at a lower priority than the acknowledgement path."""
 
 
+STEPS = ("plan", "slot", "collect")
+"""A run's steps, in order: planning (thread), waiting for the commit slot and committing in it, collecting
+garbage (thread). :func:`maintain_record_log` reports which one is under way and how long each took."""
+
+
 @dataclass(frozen=True)
 class MaintenanceReport:
-    """What one maintenance run did, and the log version it ended at."""
+    """What one maintenance run did, the log version it ended at, and the seconds each of its :data:`STEPS` took
+    (``step_seconds``; empty for :func:`run_log_maintenance`)."""
 
     version: int
     dropped_segments: tuple[int, ...]
     compacted_files: int
     vacuumed_files: int
+    step_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -104,15 +115,38 @@ class MaintenancePlan:
 
 
 async def maintain_record_log(batcher: CommitBatcher, record_log: DeltaRecordLog, *,
-                              now: dt.datetime | None = None) -> MaintenanceReport:
-    """Plan in a thread, commit the plan in the batcher's commit slot, then collect garbage in a thread."""
+                              now: dt.datetime | None = None,
+                              on_step: Callable[[str], None] | None = None) -> MaintenanceReport:
+    """Plan in a thread, commit the plan in the batcher's commit slot, then collect garbage in a thread.
+
+    ``on_step`` is called with each step's name (:data:`STEPS`) as it starts, so a caller can tell which step a
+    run that does not finish is in; the report holds each step's duration, and a step slower than
+    :data:`SLOW_STEP` is logged as a warning when it ends.
+    """
     loop = asyncio.get_running_loop()
-    plan = await loop.run_in_executor(_BACKGROUND, plan_maintenance, record_log)
+    steps: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def step(name: str) -> Iterator[None]:
+        if on_step is not None:
+            on_step(name)
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            steps[name] = round(time.monotonic() - started, 3)
+            if steps[name] > SLOW_STEP.total_seconds():
+                log.warning("record log maintenance: step %r of %s took %.1f s", name, record_log.path, steps[name])
+
+    with step("plan"):
+        plan = await loop.run_in_executor(_BACKGROUND, plan_maintenance, record_log)
     version = batcher.version
-    if plan is not None and not plan.empty:
-        version = await batcher.run_exclusive(lambda expected: commit_plan(record_log, plan, expected))
-    vacuumed = await loop.run_in_executor(_BACKGROUND, functools.partial(collect_garbage, record_log, now=now))
-    return _report(version, plan, vacuumed)
+    with step("slot"):
+        if plan is not None and not plan.empty:
+            version = await batcher.run_exclusive(lambda expected: commit_plan(record_log, plan, expected))
+    with step("collect"):
+        vacuumed = await loop.run_in_executor(_BACKGROUND, functools.partial(collect_garbage, record_log, now=now))
+    return _report(version, plan, vacuumed, steps)
 
 
 def run_log_maintenance(record_log: DeltaRecordLog, expected_version: int, *,
@@ -131,9 +165,13 @@ def maintain_log(record_log: DeltaRecordLog, expected_version: int, *, now: dt.d
     return run_log_maintenance(record_log, expected_version, now=now).version
 
 
-def _report(version: int, plan: MaintenancePlan | None, vacuumed: int) -> MaintenanceReport:
-    report = MaintenanceReport(version, plan.dropped if plan else (), plan.compacted if plan else 0, vacuumed)
-    log.info("record log maintenance: %s", report)
+def _report(version: int, plan: MaintenancePlan | None, vacuumed: int,
+            steps: Mapping[str, float] | None = None) -> MaintenanceReport:
+    report = MaintenanceReport(version, plan.dropped if plan else (), plan.compacted if plan else 0, vacuumed,
+                               dict(steps or {}))
+    log.info("record log maintenance at version %d: %d segments dropped, %d files compacted, %d vacuumed; "
+             "seconds per step %s", version, len(report.dropped_segments), report.compacted_files, vacuumed,
+             report.step_seconds)
     return report
 
 

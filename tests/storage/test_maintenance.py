@@ -18,7 +18,9 @@ from groupcoord.log.base import LogFencedError
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.maintenance import (
+    STEPS,
     WRITE_GUARD,
+    MaintenanceReport,
     collect_garbage,
     commit_plan,
     maintain_log,
@@ -182,3 +184,39 @@ def test_maintain_record_log_runs_in_the_batchers_commit_slot(tmp_path: Path) ->
     maintained, after = asyncio.run(main())
     assert after == maintained + 1
     assert len(DeltaTable(str(tmp_path / "log")).file_uris()) == 3  # segments 5 and 10, and the new append
+
+
+def test_repeated_runs_past_the_retention_stay_bounded_and_report_every_step(tmp_path: Path) -> None:
+    """The long-run regression: run after run with garbage collection active (``now`` past every file's
+    retention) while the writer appends and snapshots, each run finishes every step, in order, the live and
+    on-disk files stay bounded instead of piling up, and a load still returns the newest offsets."""
+    log = DeltaRecordLog(tmp_path / "log", checkpoint_interval=3)
+    later = dt.datetime.now(dt.UTC) + log.retention + WRITE_GUARD + dt.timedelta(minutes=1)
+
+    async def main() -> list[tuple[list[str], MaintenanceReport, int, int]]:
+        version = await asyncio.to_thread(log.takeover, 1, expected_version=-1)
+        batcher = CommitBatcher(log, version=version, config=BatcherConfig(linger_ms=1, min_commit_interval_ms=0))
+        runs = []
+        for round_ in range(8):
+            for n in range(4):
+                await batcher.append([offset("g", n, 100 * round_ + n)])
+            await batcher.snapshot([offset("g", n, 100 * round_ + n) for n in range(4)])
+            await batcher.append([offset("g", 0, 100 * round_ + 50)])
+            steps: list[str] = []
+            report = await maintain_record_log(batcher, log, now=later, on_step=steps.append)
+            runs.append((steps, report, len(DeltaTable(str(tmp_path / "log")).file_uris()),
+                         _data_files(tmp_path / "log")))
+        await batcher.close()
+        return runs
+
+    runs = asyncio.run(main())
+    log.close()
+    for steps, report, live, on_disk in runs:
+        assert steps == list(STEPS)
+        assert set(report.step_seconds) == set(STEPS)
+        assert live <= 2  # the previous segment and the current one, each compacted to one file
+        assert on_disk <= 4  # what a version inside the retention reads (the `now` shift leaves the rest garbage)
+    assert sum(report.vacuumed_files for _, report, _, _ in runs) >= 8 * 5
+    loaded = DeltaRecordLog(tmp_path / "log").load()
+    assert {r.key: r.value for r in loaded.records} == {
+        offset("g", n, 700 + n).key: offset("g", n, 750 if n == 0 else 700 + n).value for n in range(4)}
