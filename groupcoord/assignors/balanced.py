@@ -4,6 +4,8 @@ Per scope (see :mod:`groupcoord.assignors.scopes`) with ``P`` partitions and ``n
 ``P // n`` and the ``P % n`` members that own the most get one more: that keeps the most owned partitions possible
 under the balance constraint. Each member keeps its owned partitions up to its quota (a ``row_number`` window), then
 the free partitions fill the remaining quota (:func:`groupcoord.assignors.fill.fill`). No iteration at all.
+
+When the plan proves nothing is owned (``Prepared.has_owned``), the keep branch is left out: every quota is free.
 """
 
 from __future__ import annotations
@@ -19,6 +21,26 @@ from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.scopes import SCOPE, scoped
 
 
+def _quotas(members: DataFrame, size: DataFrame, owned_count: DataFrame | None) -> DataFrame:
+    """``members`` with ``quota``: ``P // n``, plus one for the ``P % n`` members owning most (then fewest topics,
+    then member order)."""
+    per_member = [*SCOPE, "member_id"]
+    if owned_count is None:
+        with_counts = members.join(size, list(SCOPE)).withColumn("_o", F.lit(0))
+    else:
+        with_counts = members.join(owned_count, per_member, "left").join(size, list(SCOPE))
+    scope = Window.partitionBy(*SCOPE)
+    position = F.row_number().over(
+        scope.orderBy(F.coalesce(F.col("_o"), F.lit(0)).desc(), F.col("n_topics"), F.col("rank"))
+    ) - 1
+    n = F.count(F.lit(1)).over(scope)
+    # One select (not a chain of withColumn calls): each DataFrame call is a round trip and a re-analysis.
+    return with_counts.select(
+        *per_member, "rank", "rack",
+        (F.floor(F.col("_p") / n) + F.when(position < F.col("_p") % n, 1).otherwise(0)).alias("quota"),
+    )
+
+
 def balanced_target(prepared: Prepared, *, rack_aware: bool, keep_first: Sequence[Column] = ()) -> DataFrame:
     """Return ``_g, member_id, topic, partition``: balanced first, then as sticky as balance allows.
 
@@ -26,25 +48,13 @@ def balanced_target(prepared: Prepared, *, rack_aware: bool, keep_first: Sequenc
     """
     frames = scoped(prepared)
     per_member = [*SCOPE, "member_id"]
-    owned_count = frames.owned.groupBy(*per_member).agg(F.count(F.lit(1)).alias("_o"))
     size = frames.partitions.groupBy(*SCOPE).agg(F.count(F.lit(1)).alias("_p"))
-    members = cut(
-        frames.members.join(owned_count, per_member, "left")
-        .join(size, list(SCOPE))
-        .withColumn("_o", F.coalesce(F.col("_o"), F.lit(0)))
-        .withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy(*SCOPE)))
-        .withColumn(
-            "_pos",
-            F.row_number().over(
-                Window.partitionBy(*SCOPE).orderBy(F.col("_o").desc(), F.col("n_topics"), F.col("rank"))
-            )
-            - 1,
-        )
-        .withColumn(
-            "quota",
-            F.floor(F.col("_p") / F.col("_n")) + F.when(F.col("_pos") < F.col("_p") % F.col("_n"), 1).otherwise(0),
-        )
-    )
+    rack_aware = rack_aware and prepared.has_racks
+    if frames.owned is None:
+        slots = _quotas(frames.members, size, None).withColumnRenamed("quota", "deficit")
+        return fill(SCOPE, frames.partitions, slots, rack_aware=rack_aware).drop("_s")
+    owned_count = frames.owned.groupBy(*per_member).agg(F.count(F.lit(1)).alias("_o"))
+    members = cut(_quotas(frames.members, size, owned_count))
     keep_order = Window.partitionBy(*per_member).orderBy(*keep_first, *PARTITION_ORDER)
     kept = cut(
         frames.owned.join(members.select(*per_member, "quota"), per_member)

@@ -37,6 +37,9 @@ class Prepared:
 
     ``owned`` and ``claims`` are derived (and cut) on first use, inside the caller's ``planning`` block: range and
     roundrobin never read them, so they pay neither their planning nor their stage.
+
+    ``has_owned`` / ``has_racks`` are False when the plan proves there are no claims / no same-rack pairs to find
+    (:mod:`groupcoord.assignors.plan_facts`): assignors then leave those branches out of the plan.
     """
 
     members: DataFrame
@@ -44,6 +47,8 @@ class Prepared:
     partitions: DataFrame
     owned_input: DataFrame
     batched: bool
+    has_owned: bool = True
+    has_racks: bool = True
 
     @cached_property
     def claims(self) -> DataFrame:
@@ -87,4 +92,7 @@ def prepare(inputs: Inputs) -> Prepared:
     topic_subs = subscriptions.where(F.col("sub_index") == 0).select(GROUP, "topic", "n_subs")
     partitions = cut(given.join(topic_subs, [GROUP, "topic"]))
 
-    return Prepared(members.drop("topics"), subscriptions, partitions, inputs.owned, inputs.batched)
+    return Prepared(
+        members.drop("topics"), subscriptions, partitions, inputs.owned, inputs.batched,
+        has_owned=inputs.has_owned, has_racks=inputs.has_racks,
+    )

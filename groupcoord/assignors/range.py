@@ -45,4 +45,4 @@ class RangeAssignor(Assignor):
                 + F.when(F.col("sub_index") < F.col("_p") % F.col("n_subs"), 1).otherwise(0)
             ).alias("deficit"),
         )
-        return fill(scope, prepared.partitions, slots, rack_aware=self.rack_aware)
+        return fill(scope, prepared.partitions, slots, rack_aware=self.rack_aware and prepared.has_racks)

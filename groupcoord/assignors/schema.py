@@ -14,6 +14,7 @@ from pyspark.sql import types as T
 
 from groupcoord.assignors.errors import AssignorInputError
 from groupcoord.assignors.partitioning import estimated_bytes, partition_count
+from groupcoord.assignors.plan_facts import known_empty
 
 GROUP = "_g"
 """The internal group column; the caller's ``group_id`` is renamed to it."""
@@ -63,6 +64,8 @@ class Inputs:
     ``batched`` says whether the caller gave ``group_id``. Every frame is hash-partitioned by ``_g`` into
     ``partition_count`` partitions once planned with ``spark.sql.shuffle.partitions`` set to that number (see
     :mod:`groupcoord.assignors.partitioning`). ``owned`` carries ``_top``, the group's highest claim generation.
+    ``has_owned`` and ``has_racks`` are False only when the plan proves that nothing is owned, or that no member has
+    a rack or no partition a replica rack (:mod:`groupcoord.assignors.plan_facts`); assignors then skip the branch.
     """
 
     members: DataFrame
@@ -70,6 +73,8 @@ class Inputs:
     owned: DataFrame
     batched: bool
     partition_count: int
+    has_owned: bool = True
+    has_racks: bool = True
 
 
 def _accepts(kind: str, data_type: T.DataType) -> bool:
@@ -154,6 +159,12 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
         norm_owned = members.sparkSession.createDataFrame([], schema)
     else:
         norm_owned = _normalise(owned, "owned", _OWNED, batched)
+    claimed = F.col("member_id").isNotNull() & F.col("topic").isNotNull()
+    has_owned = owned is not None and not known_empty(norm_owned.where(claimed))
+    has_racks = not (
+        known_empty(norm_members.where(F.col("rack").isNotNull()))
+        or known_empty(norm_partitions.where(F.size("racks") > 0))
+    )
     given = [members, partitions, *([] if owned is None else [owned])]
     size = sum(estimated_bytes(frame) for frame in given)
     n = partition_count(given, batched=batched, size=size)
@@ -179,7 +190,6 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
             F.coalesce(F.col("partition").cast("string"), F.lit("null")),
         ),
     ).drop("_dup")
-    claimed = F.col("member_id").isNotNull() & F.col("topic").isNotNull()
     norm_owned = norm_owned.withColumn(
         "_top", F.max(F.when(claimed, F.coalesce(F.col("generation"), F.lit(-1)))).over(by_group)
     )
@@ -192,7 +202,7 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
         F.col("partition") < 0,
         F.concat(F.lit("negative partition in owned: "), F.col("topic"), F.lit("-"), F.col("partition").cast("string")),
     )
-    return Inputs(norm_members, norm_partitions, norm_owned, batched, n)
+    return Inputs(norm_members, norm_partitions, norm_owned, batched, n, has_owned=has_owned, has_racks=has_racks)
 
 
 def _same_as_neighbour(window: WindowSpec, *names: str) -> Column:

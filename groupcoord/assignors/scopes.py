@@ -26,12 +26,13 @@ class Scoped:
 
     - ``members``: ``_g, _s, member_id, rank, rack, n_topics``; one row per member and scope it takes part in.
     - ``partitions``: ``_g, _s, topic, partition, racks, weight``.
-    - ``owned``: ``_g, _s, member_id, topic, partition, racks, weight, rack`` (valid claims; ``rack`` is the member's).
+    - ``owned``: ``_g, _s, member_id, topic, partition, racks, weight, rack`` (valid claims; ``rack`` is the member's),
+      or None when the plan proves nothing is owned (``Prepared.has_owned``).
     """
 
     members: DataFrame
     partitions: DataFrame
-    owned: DataFrame
+    owned: DataFrame | None
 
 
 def scoped(prepared: Prepared) -> Scoped:
@@ -51,9 +52,12 @@ def scoped(prepared: Prepared) -> Scoped:
     partitions = prepared.partitions.join(homogeneous, GROUP).select(
         GROUP, scope, "topic", "partition", "racks", "weight"
     )
+    if not prepared.has_owned:
+        return Scoped(cut(members), cut(partitions), None)
+    members, partitions = cut(members), cut(partitions)
     owned = (
         prepared.owned.join(partitions, [GROUP, "topic", "partition"])
         .join(members.select(*SCOPE, "member_id", "rack"), [*SCOPE, "member_id"])
         .select(*SCOPE, "member_id", "topic", "partition", "racks", "weight", "rack")
     )
-    return Scoped(cut(members), cut(partitions), cut(owned))
+    return Scoped(members, partitions, cut(owned))

@@ -54,31 +54,16 @@ class WeightedAssignor(Assignor):
                 F.col("_w") / F.col("_n") * (1 + self.tolerance), F.col("_w") / F.col("_n") + F.col("_wmax")
             ).alias("_limit"),
         )
-        running_kept = Window.partitionBy(*per_member).orderBy(*PARTITION_ORDER).rowsBetween(*_RUNNING)
-        kept = (
-            frames.owned.join(limits, list(SCOPE))
-            .withColumn("_cum", F.sum("weight").over(running_kept))
-            .where(F.col("_cum") <= F.col("_limit"))
-            .select(*SCOPE, "member_id", "topic", "partition", "weight")
-        )
-        kept_load = kept.groupBy(*per_member).agg(F.sum("weight").alias("_kept"))
-        members = (
-            frames.members.join(kept_load, per_member, "left")
-            .withColumn("_kept", F.coalesce(F.col("_kept"), F.lit(0.0)))
-            .join(limits.select(*SCOPE, "_w"), list(SCOPE))
-        )
-        # Water level: with kept loads sorted ascending k_1..k_n and prefix sums s_j, the level is (R + s_j) / j for
-        # the largest j whose k_j lies below it.
-        by_load = Window.partitionBy(*SCOPE).orderBy("_kept", "rank")
-        levels = (
-            members.withColumn("_j", F.row_number().over(by_load))
-            .withColumn("_prefix", F.sum("_kept").over(by_load.rowsBetween(*_RUNNING)))
-            .withColumn("_r", F.col("_w") - F.sum("_kept").over(Window.partitionBy(*SCOPE)))
-            .withColumn("_t", (F.col("_r") + F.col("_prefix")) / F.col("_j"))
-            .where(F.col("_kept") <= F.col("_t"))
-            .groupBy(*SCOPE)
-            .agg(F.max_by("_t", "_j").alias("_level"))
-        )
+        if frames.owned is None:
+            # Nothing owned: nothing kept, and the water level is the mean.
+            kept: DataFrame | None = None
+            members = frames.members.select(*per_member, "rank", F.lit(0.0).alias("_kept"))
+            levels = limits.join(counts, list(SCOPE)).select(*SCOPE, (F.col("_w") / F.col("_n")).alias("_level"))
+            free = frames.partitions
+        else:
+            kept = self._kept(frames.owned, limits)
+            members, levels = self._levels(frames.members, kept, limits)
+            free = frames.partitions.join(kept, [*SCOPE, *PARTITION_ORDER], "left_anti")
         capacity = F.greatest(F.col("_level") - F.col("_kept"), F.lit(0.0))
         starts = (
             members.join(levels, list(SCOPE))
@@ -98,7 +83,6 @@ class WeightedAssignor(Assignor):
                 F.lit(None).cast("int").alias("partition"),
             )
         )
-        free = frames.partitions.join(kept, [*SCOPE, *PARTITION_ORDER], "left_anti")
         offsets = free.withColumn(
             "_at",
             F.sum("weight").over(Window.partitionBy(*SCOPE).orderBy(*PARTITION_ORDER).rowsBetween(*_RUNNING))
@@ -121,4 +105,39 @@ class WeightedAssignor(Assignor):
             .where(F.col("_kind") == 1)
             .select(*SCOPE, F.col("_owner").alias("member_id"), "topic", "partition")
         )
-        return placed.unionByName(kept.drop("weight")).drop("_s")
+        return (placed if kept is None else placed.unionByName(kept.drop("weight"))).drop("_s")
+
+    @staticmethod
+    def _kept(owned: DataFrame, limits: DataFrame) -> DataFrame:
+        """Each member's owned partitions, in (topic, partition) order, while the kept weight stays within the limit."""
+        running_kept = Window.partitionBy(*SCOPE, "member_id").orderBy(*PARTITION_ORDER).rowsBetween(*_RUNNING)
+        return (
+            owned.join(limits, list(SCOPE))
+            .withColumn("_cum", F.sum("weight").over(running_kept))
+            .where(F.col("_cum") <= F.col("_limit"))
+            .select(*SCOPE, "member_id", "topic", "partition", "weight")
+        )
+
+    @staticmethod
+    def _levels(members: DataFrame, kept: DataFrame, limits: DataFrame) -> tuple[DataFrame, DataFrame]:
+        """Members with their kept load ``_kept``, and each scope's water level ``_level``."""
+        per_member = [*SCOPE, "member_id"]
+        kept_load = kept.groupBy(*per_member).agg(F.sum("weight").alias("_kept"))
+        members = (
+            members.join(kept_load, per_member, "left")
+            .withColumn("_kept", F.coalesce(F.col("_kept"), F.lit(0.0)))
+            .join(limits.select(*SCOPE, "_w"), list(SCOPE))
+        )
+        # Water level: with kept loads sorted ascending k_1..k_n and prefix sums s_j, the level is (R + s_j) / j for
+        # the largest j whose k_j lies below it.
+        by_load = Window.partitionBy(*SCOPE).orderBy("_kept", "rank")
+        levels = (
+            members.withColumn("_j", F.row_number().over(by_load))
+            .withColumn("_prefix", F.sum("_kept").over(by_load.rowsBetween(*_RUNNING)))
+            .withColumn("_r", F.col("_w") - F.sum("_kept").over(Window.partitionBy(*SCOPE)))
+            .withColumn("_t", (F.col("_r") + F.col("_prefix")) / F.col("_j"))
+            .where(F.col("_kept") <= F.col("_t"))
+            .groupBy(*SCOPE)
+            .agg(F.max_by("_t", "_j").alias("_level"))
+        )
+        return members, levels

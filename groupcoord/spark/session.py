@@ -6,6 +6,8 @@ depend on the machine's zone), Arrow on (state and assignments cross between Spa
 shuffle partitions (the data is small), the Python workers on this interpreter, Spark's own logging quiet, and a
 generated-code cache large enough for the assignors: one assignor call generates a few hundred code units, more than
 the default cache of 100 holds, so every call would compile them again (about 1.3 s of a small group's call).
+PySpark's DataFrame debugging (the Python call site attached to every function and Column call) is off: it costs
+about five py4j round trips per call, over a thousand per assignor call, and only decorates error messages.
 
 spark-submit entry points (``jobs/``, :mod:`groupcoord.admin.checkpoint_job`, :mod:`groupcoord.ingest.entry`) do
 NOT use this: they must take the master and every setting from spark-submit.
@@ -40,6 +42,7 @@ def local_settings(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.codegen.cache.maxEntries": CODEGEN_CACHE_ENTRIES,
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
 
 
