@@ -273,19 +273,21 @@ async def _drive(holder: _Holder, workload: Workload, requests: list[_Request],
     return elapsed
 
 
-_STEPS = ("wait_for_batch_close", "commit", "executor_handoff", "ack_delivery")
+_STEPS = ("wait_for_batch_close", "wait_for_snapshot_prepare", "commit", "executor_handoff", "ack_delivery")
 
 
 def _latency_parts(run: _Run) -> dict[str, Any]:
     """The acknowledgement latency split into its steps, on average over all requests and over the slowest 1 %
     (those at or above the p99): waiting for the batch to close (linger, minimum commit interval, a commit in
-    flight, a late event loop), the commit in the executor (by phase: rows built, data file written, fsyncs
-    before the link, link and directory fsync), its return to the event loop, and the waiter's wake-up."""
+    flight, a late event loop), waiting for a snapshot's preparation, the commit in the executor (by phase: rows
+    built, data file written, fsyncs before the link, link and directory fsync), its return to the event loop,
+    and the waiter's wake-up."""
     rows = []
     for due, version, acked in run.acks:
         timing = run.timings.get(version)
         if timing is not None:
-            rows.append((acked - due, (timing.started - due, timing.written - timing.started,
+            rows.append((acked - due, (timing.closed - due, timing.started - timing.closed,
+                                       timing.written - timing.started,
                                        timing.resolved - timing.written, acked - timing.resolved), timing))
     if not rows:
         return {}

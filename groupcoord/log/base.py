@@ -131,10 +131,12 @@ class RecordLog(ABC):
         commit of its own); a load counts them as the tail after the snapshot.
         """
 
-    def prepare(self, records: Sequence[EncodedRecord]) -> Sequence[EncodedRecord]:
+    def prepare(self, records: Sequence[EncodedRecord], *, version: int | None = None) -> Sequence[EncodedRecord]:
         """Do the per-record work of writing ``records`` ahead of their commit (the commit batcher calls it in a
         thread for a snapshot while earlier batches commit) and return what to pass to :meth:`write_snapshot`
-        instead: the same records, maybe with that work attached. This default does nothing."""
+        instead: the same records, maybe with that work attached. ``version`` is where the snapshot is expected
+        to commit (``None``: unknown); the work must stay valid, or be ignored, at any other version. This
+        default does nothing."""
         return records
 
     @abstractmethod

@@ -47,7 +47,7 @@ from groupcoord.log.base import (
     StorageUnavailableError,
 )
 from groupcoord.log.checkpointer import BackgroundCheckpointer
-from groupcoord.log.delta_append import FileAppend, append_file
+from groupcoord.log.delta_append import FileAppend, append_file, write_data_file
 from groupcoord.topics.local_delta import local_dataset
 
 log = logging.getLogger("groupcoord.log.delta")
@@ -212,15 +212,29 @@ class DeltaRecordLog(RecordLog):
     ) -> int:
         """Commit ``records`` as a snapshot opening a new segment at the new version, then ``tail`` in the same
         commit (rows with ``snapshot`` false, after the snapshot's in ``seq`` order)."""
-        version = self._commit([records, tail], expected_version=expected_version, batch_id=batch_id,
-                               snapshot_rows=len(records) or -1)
+        written = records.file_at(expected_version + 1) if isinstance(records, PreparedRecords) else None
+        if written is not None:  # the snapshot's file was written ahead of the slot: commit it with the tail's
+            version = self._commit([tail], expected_version=expected_version, batch_id=batch_id, snapshot_rows=0,
+                                   new_segment=True, first_seq=len(records), written=(written,))
+        else:
+            version = self._commit([records, tail], expected_version=expected_version, batch_id=batch_id,
+                                   snapshot_rows=len(records) or -1)
         self.records_since_snapshot = _data_records(tail)
         return version
 
-    def prepare(self, records: Sequence[EncodedRecord]) -> Sequence[EncodedRecord]:
-        """``records`` with their Arrow columns built (:class:`PreparedRecords`): a snapshot's commit then only
-        adds the per-commit columns."""
-        return PreparedRecords(records)
+    def prepare(self, records: Sequence[EncodedRecord], *, version: int | None = None) -> Sequence[EncodedRecord]:
+        """``records`` with their Arrow columns built (:class:`PreparedRecords`); with ``version`` (where the
+        caller expects the snapshot to commit) also the snapshot's data file, written and fsynced now. If the
+        snapshot does commit at ``version``, its commit only writes the tail and links the commit file; at any
+        other version the file is never committed, and garbage collection deletes it (it is garbage like an
+        append's data file after a failed commit)."""
+        prepared = PreparedRecords(records)
+        if version is not None and version > 0 and records:
+            with classified_errors(f"writing a snapshot ahead of version {version} of {self.path}"):
+                rows = self._rows([prepared], version=version, segment=None, snapshot_rows=len(records))
+                prepared.file = (version, write_data_file(self.path, rows, partition={"segment": str(version)},
+                                                          fsync=self.fsync))
+        return prepared
 
     def properties(self) -> dict[str, str]:
         """The Delta table properties the record log is created with (and maintenance keeps)."""
@@ -247,17 +261,19 @@ class DeltaRecordLog(RecordLog):
 
     def _commit(
         self, records: Sequence[Sequence[EncodedRecord]], *, expected_version: int, batch_id: str | None,
-        snapshot_rows: int,
+        snapshot_rows: int, new_segment: bool = False, first_seq: int = 0, written: tuple[dict[str, Any], ...] = (),
     ) -> int:
         """Commit the parts of ``records`` in order, whose first ``snapshot_rows`` records are a snapshot (0: an
-        append; -1: an empty snapshot)."""
+        append; -1: an empty snapshot), after the data files ``written`` ahead (a snapshot's, whose rows take
+        ``seq`` below ``first_seq``: ``new_segment`` then opens the segment without ``snapshot_rows``)."""
         new_version = expected_version + 1
         with classified_errors(f"appending version {new_version} to {self.path}"):
             if expected_version < 0:
                 return self._create(records, batch_id=batch_id, snapshot_rows=snapshot_rows)
-            segment = new_version if snapshot_rows else self._segment_of(expected_version)
+            segment = new_version if snapshot_rows or new_segment else self._segment_of(expected_version)
             started = time.perf_counter()
-            rows = self._rows(records, version=new_version, segment=None, snapshot_rows=snapshot_rows)
+            rows = self._rows(records, version=new_version, segment=None, snapshot_rows=snapshot_rows,
+                              first_seq=first_seq)
             phases = {"rows": time.perf_counter() - started}
             append_file(self.path, FileAppend(
                 version=new_version,
@@ -265,6 +281,7 @@ class DeltaRecordLog(RecordLog):
                 partition={"segment": str(segment)},
                 partition_by=("segment",),
                 commit_info=commit_metadata(batch_id=batch_id, epoch=self.epoch),
+                written=written,
             ), fsync=self.fsync, phases=phases)
         self.last_commit_phases = phases
         self._segment, self._segment_version = segment, new_version
@@ -293,11 +310,12 @@ class DeltaRecordLog(RecordLog):
         return 0
 
     def _rows(
-        self, records: Sequence[Sequence[EncodedRecord]], *, version: int, segment: int | None, snapshot_rows: int
+        self, records: Sequence[Sequence[EncodedRecord]], *, version: int, segment: int | None, snapshot_rows: int,
+        first_seq: int = 0,
     ) -> pa.Table:
         """The batch (its parts in order) as rows of :data:`LOG_SCHEMA`, the first ``snapshot_rows`` flagged
-        ``snapshot``; without the ``segment`` column when ``segment`` is ``None`` (a data file of a partitioned
-        table does not store its partition column)."""
+        ``snapshot``, ``seq`` from ``first_seq``; without the ``segment`` column when ``segment`` is ``None`` (a
+        data file of a partitioned table does not store its partition column)."""
         count = sum(map(len, records))
         parts = [PreparedRecords.columns_of(part) for part in records if len(part)]
         snapshot_count = min(max(snapshot_rows, 0), count)
@@ -307,7 +325,7 @@ class DeltaRecordLog(RecordLog):
         columns = [
             _repeat(version, pa.int64(), count),
             _repeat(self.epoch, pa.int64(), count),
-            _sequence(count),
+            _sequence(count, first_seq),
             *(_concat([part[i] for part in parts], type_) for i, type_ in enumerate(_RECORD_TYPES)),
             _repeat(now, pa.timestamp("us", tz="UTC"), count),
             flags,
@@ -350,6 +368,12 @@ class PreparedRecords(Sequence[EncodedRecord]):
     def __init__(self, records: Sequence[EncodedRecord]) -> None:
         self.records = records
         self.columns = self.columns_of(records)
+        self.file: tuple[int, dict[str, Any]] | None = None
+        """The version the records were written ahead for as a snapshot file, and that file's add action."""
+
+    def file_at(self, version: int) -> dict[str, Any] | None:
+        """The add action of the snapshot file written ahead for ``version``, if that is the one."""
+        return self.file[1] if self.file is not None and self.file[0] == version else None
 
     @staticmethod
     def columns_of(records: Sequence[EncodedRecord]) -> tuple[pa.Array, ...]:
@@ -388,10 +412,11 @@ def _data_records(records: Sequence[EncodedRecord]) -> int:
     return sum(1 for r in records if r.kind != EPOCH_KIND)
 
 
-def _sequence(count: int) -> pa.Array:
-    """0, 1, ..., count - 1 as int32, built in Arrow (a Python ``range`` conversion costs ~0.4 us per row)."""
+def _sequence(count: int, first: int = 0) -> pa.Array:
+    """first, first + 1, ..., first + count - 1 as int32, built in Arrow (a Python ``range`` conversion costs
+    ~0.4 us per row)."""
     ones = pa.repeat(pa.scalar(1, pa.int32()), count)
-    return pc.subtract(pc.cumulative_sum(ones), pa.scalar(1, pa.int32()))
+    return pc.add(pc.cumulative_sum(ones), pa.scalar(first - 1, pa.int32()))
 
 
 def _to_records(rows: pa.Table) -> tuple[EncodedRecord, ...]:

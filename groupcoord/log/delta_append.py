@@ -62,6 +62,9 @@ class FileAppend:
     partition_by: tuple[str, ...] = ()
     commit_info: Mapping[str, Any] = field(default_factory=dict)
     compression: str = "zstd"
+    written: tuple[Mapping[str, Any], ...] = ()
+    """Add actions of data files written (and fsynced with their directories) before, committed after this
+    append's own file in the same commit (a snapshot's file written ahead of its commit slot)."""
 
 
 def commit_path(table_path: Path, version: int) -> Path:
@@ -81,6 +84,18 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
     """
     started = time.perf_counter()
     _check_log(table_path, append.version)
+    info = {
+        "operation": "WRITE",
+        "operationParameters": {"mode": "Append", "partitionBy": json.dumps(list(append.partition_by))},
+        "isBlindAppend": True,
+        **append.commit_info,
+    }
+    written = [{"add": dict(add)} for add in append.written]
+    if append.rows.num_rows == 0 and written:  # nothing new to write: commit the written files alone
+        if phases is not None:
+            phases["write"] = time.perf_counter() - started
+        commit_actions(table_path, append.version, written, fsync=fsync, phases=phases, info=info)
+        return
     created = _missing_directories(table_path, append.partition)
     add = write_data_file(table_path, append.rows, partition=append.partition, compression=append.compression,
                           fsync=False)
@@ -88,13 +103,8 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
     if phases is not None:
         phases["write"] = time.perf_counter() - started
     # A new partition directory's own entry must be durable too: sync the directories that hold the new entries.
-    commit_actions(table_path, append.version, [{"add": add}], fsync=fsync, phases=phases,
-                   sync_first=(data_path, data_path.parent, *(d.parent for d in created)), info={
-        "operation": "WRITE",
-        "operationParameters": {"mode": "Append", "partitionBy": json.dumps(list(append.partition_by))},
-        "isBlindAppend": True,
-        **append.commit_info,
-    })
+    commit_actions(table_path, append.version, [*written, {"add": add}], fsync=fsync, phases=phases,
+                   sync_first=(data_path, data_path.parent, *(d.parent for d in created)), info=info)
 
 
 def write_data_file(table_path: Path, rows: pa.Table, *, partition: Mapping[str, str], compression: str = "zstd",

@@ -164,7 +164,7 @@ def test_another_writer_during_a_storage_outage_fences_the_batcher() -> None:
     assert inner.load().records == (offset("rival", 0, 1),)
 
 
-def test_snapshot_takes_its_place_in_the_queue_and_shares_its_commit_with_the_writes_behind_it() -> None:
+def test_snapshot_shares_its_commit_with_the_writes_queued_ahead_of_and_behind_it() -> None:
     log = FaultyLog(InMemoryRecordLog(), delay=0.05)
 
     async def main() -> list[int]:
@@ -178,9 +178,13 @@ def test_snapshot_takes_its_place_in_the_queue_and_shares_its_commit_with_the_wr
         await batcher.close()
         return versions
 
-    assert run(main) == [0, 1, 2, 2]  # the snapshot and the write queued behind it: one commit
-    assert log.inner.load().records == (offset("g", 0, 1), offset("g", 1, 1), offset("g", 2, 1))
-    assert log.inner.load().tail_records == 1
+    # One commit after the write in flight: the snapshot, then the write queued ahead of it and the one behind it.
+    assert run(main) == [0, 1, 1, 1]
+    loaded = log.inner.load()
+    assert loaded.records == (offset("g", 0, 1), offset("g", 1, 1), offset("g", 1, 1), offset("g", 2, 1))
+    assert loaded.tail_records == 2
+    assert {r.key: r.value for r in loaded.compacted().records} == {
+        r.key: r.value for r in (offset("g", 0, 1), offset("g", 1, 1), offset("g", 2, 1))}
 
 
 def test_close_without_drain_fails_queued_writes() -> None:
