@@ -8,6 +8,9 @@ We also record the Spark jobs and stages of each call (``sc.statusTracker()``), 
 one call) and the p50 of one small group.
 
 The peer alone is also runnable: ``python -m bench.assign PEER PARTITIONS MEMBERS TOPICS`` prints its seconds.
+Some cases alone, printed and not recorded: ``python -m bench.assign --case small,batch,1Mx2000 [--assignors
+sticky,uniform] [--full]`` (cases: ``small``, ``batch``, ``10kx100``, ``100kx1000``, ``1Mx2000``, ``1Mx10k``;
+``--full`` gives the peers full mode's caps).
 """
 
 from __future__ import annotations
@@ -164,9 +167,16 @@ def _peer_cap(peer: str, partitions: int, members: int, *, full: bool) -> float 
     return 120.0
 
 
-def _sizes(spark: SparkSession, full: bool, names: tuple[str, ...]) -> list[dict[str, Any]]:
+def _size_label(partitions: int, members: int) -> str:
+    """``1Mx2000``, ``100kx1000``: a size's name for ``--case``."""
+    short = f"{partitions // 1_000_000}M" if partitions >= 1_000_000 else f"{partitions // 1000}k"
+    return f"{short}x{members // 1000}k" if members >= 10_000 else f"{short}x{members}"
+
+
+def _sizes(spark: SparkSession, full: bool, names: tuple[str, ...],
+           sizes: tuple[tuple[int, int, int], ...] | None = None) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for partitions, members, topics in FULL_SIZES if full else QUICK_SIZES:
+    for partitions, members, topics in sizes if sizes is not None else FULL_SIZES if full else QUICK_SIZES:
         peers: dict[str, float | None] = {}
         m, p = _inputs(spark, groups=1, members=members, partitions=partitions, topics=topics, batched=False)
         for name in names:
@@ -263,5 +273,38 @@ def main(full: bool) -> None:
     )
 
 
+def _cases_main(argv: list[str]) -> None:
+    """Run only the named cases (``--case a,b``), print their rows, record nothing."""
+    import argparse
+
+    from groupcoord.assignors import ASSIGNOR_NAMES
+
+    by_label = {_size_label(p, m): (p, m, t) for p, m, t in FULL_SIZES}
+    parser = argparse.ArgumentParser(prog="python -m bench.assign")
+    parser.add_argument("--case", required=True, help=f"comma-separated: small, batch, {', '.join(by_label)}")
+    parser.add_argument("--assignors", default=",".join(ASSIGNOR_NAMES))
+    parser.add_argument("--full", action="store_true", help="full mode's peer caps")
+    args = parser.parse_args(argv)
+    cases = args.case.split(",")
+    unknown = [c for c in cases if c not in {"small", "batch", *by_label}]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}")
+    names = tuple(args.assignors.split(","))
+    print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    spark = _session()
+    if "small" in cases:
+        _small(spark, names, repeats=9)
+    sizes = tuple(by_label[c] for c in cases if c in by_label)
+    if sizes:
+        _sizes(spark, args.full, names, sizes)
+    if "batch" in cases:
+        _batch(spark, names)
+    spark.stop()
+    print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+
+
 if __name__ == "__main__":
-    _peer_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    if sys.argv[1].startswith("--"):
+        _cases_main(sys.argv[1:])
+    else:
+        _peer_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

@@ -2,7 +2,8 @@
 
 Each member of a scope (a group, or a group and topic) has ``deficit`` free slots. Slots are laid end to end in member
 order and free partitions are numbered in (topic, partition) order; the u-th free partition goes to the u-th slot.
-That is one ``row_number``, one ``explode`` and one equi-join: no loop. With rack awareness, partitions that have a
+That is one ``row_number``, one running sum, and one running ``last`` over the union of members' starts and the
+numbered partitions: no loop, no exploded slot rows, no join. With rack awareness, partitions that have a
 replica in a member's rack are matched to that rack's slots first, the same way within each rack.
 """
 
@@ -16,18 +17,11 @@ from pyspark.sql import functions as F
 from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER
 
+_TYPES: dict[str, str] = {"topic": "string", "partition": "int"}
+
 
 def _unique(*names: str) -> list[str]:
     return list(dict.fromkeys(names))
-
-
-def _explode_slots(slots: DataFrame, scope: Sequence[str], start: str) -> DataFrame:
-    """One row per slot: ``scope, member_id, <index>`` with the index running from ``start`` for ``deficit`` rows."""
-    return slots.where(F.col("deficit") > 0).select(
-        *scope,
-        "member_id",
-        F.explode(F.sequence(F.col(start), F.col(start) + F.col("deficit") - 1)).alias("_slot"),
-    )
 
 
 def _match_racks(scope: Sequence[str], free: DataFrame, slots: DataFrame) -> DataFrame:
@@ -68,10 +62,32 @@ def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame, *, rack_aware:
         slots = slots.join(used, [*scope, "member_id"], "left").withColumn(
             "deficit", F.col("deficit") - F.coalesce(F.col("_used"), F.lit(0))
         )
-    ordered = Window.partitionBy(*scope).orderBy("rank").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    slots = slots.withColumn("_start", F.sum("deficit").over(ordered) - F.col("deficit"))
-    numbered = free.withColumn(
-        "_slot", F.row_number().over(Window.partitionBy(*scope).orderBy(*PARTITION_ORDER)) - 1
+    # Slots laid end to end: a member with free slots starts at the running sum of the deficits before it. Members'
+    # starts and the free partitions' numbers go on one timeline per scope; each partition takes the last member
+    # that started at or before it (one window sort, no exploded slot rows, no join).
+    running = Window.unboundedPreceding, Window.currentRow
+    ordered = Window.partitionBy(*scope).orderBy("rank").rowsBetween(*running)
+    nothing = F.lit(None)
+    starts = (
+        slots.select(*scope, "member_id", "deficit", (F.sum("deficit").over(ordered) - F.col("deficit")).alias("_at"))
+        .where(F.col("deficit") > 0)
+        .select(
+            *scope, "_at", F.lit(0).alias("_kind"), "member_id",
+            *[nothing.cast(_TYPES[c]).alias(c) for c in PARTITION_ORDER if c not in scope],
+        )
     )
-    placed = numbered.join(_explode_slots(slots, scope, "_start"), [*scope, "_slot"]).select(*out_columns)
+    numbered = free.select(
+        *scope,
+        (F.row_number().over(Window.partitionBy(*scope).orderBy(*PARTITION_ORDER)) - 1).cast("long").alias("_at"),
+        F.lit(1).alias("_kind"),
+        nothing.cast("string").alias("member_id"),
+        *[c for c in PARTITION_ORDER if c not in scope],
+    )
+    timeline = Window.partitionBy(*scope).orderBy("_at", "_kind").rowsBetween(*running)
+    placed = (
+        starts.unionByName(numbered)
+        .select("*", F.last("member_id", ignorenulls=True).over(timeline).alias("_owner"))
+        .where(F.col("_kind") == 1)
+        .select(*[F.col("_owner").alias(c) if c == "member_id" else F.col(c) for c in out_columns])
+    )
     return placed if matched is None else placed.unionByName(matched)
