@@ -431,7 +431,15 @@ def main(full: bool) -> None:
         "load average while it ran. Latency is from "
         "the moment a request was due (open loop) to its acknowledgement; loop_lag_p99_ms is how late the event "
         "loop woke from 10 ms sleeps (CPU starvation shows there first). files_per_hour counts the record "
-        "log's data files created (one per commit) before compaction.",
+        "log's data files created (one per commit) before compaction. The committers run in the coordinator's "
+        "process and event loop (no sockets), so their scheduling competes with the acknowledgement path. "
+        "ack_breakdown_* (summary) splits the latency of all requests and of the slowest 1 % into: waiting for "
+        "the batch to close (up to the 50 ms minimum commit interval, plus a slow commit ahead and a late event "
+        "loop), waiting for a snapshot's preparation, the commit (commit_rows: Arrow columns built; commit_write: "
+        "Parquet file; commit_sync: fsyncs before the link; commit_link: link and log-directory fsync), the "
+        "executor's return to the loop and the waiter's wake-up; *_share_in_snapshot_commits says how many of them "
+        "were in a snapshot's commit. On this machine the commit phases' tails follow the CPU load (other "
+        "engineers' Spark jobs), not the data: compare rows by their load_avg_1m.",
     )
 
 
