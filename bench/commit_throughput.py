@@ -420,7 +420,7 @@ def main(full: bool) -> None:
             "ack_p99_ms_per_min", "loads", "delta_commits_per_s", "files_per_hour", "maintenance_runs",
             "maintenance_took_s_max", "live_log_files_after_maintenance_max", "live_log_files_at_end",
             "maintenance_errors", "maintenance_unfinished_since_s", "maintenance_unfinished_step",
-            "maintenance_step_s_max")}
+            "maintenance_step_s_max", "ack_breakdown")}
     write_result(
         "commit_throughput",
         title="Commit throughput (batcher -> Delta record log -> materialized state)",
