@@ -1,9 +1,10 @@
 """``cooperative-sticky``: KIP-429's incremental rebalance on top of the sticky target.
 
-A partition whose owner changes is revoked first: the round-1 output is the sticky target minus every partition that
-a previous (highest-generation) claimant other than its target owner still holds. Once the members have revoked it,
-the next round (``owned`` = round-1 output) hands it to its new owner, so assignments converge within two rounds.
-Worked example: C0 owned [t0p0, t0p1], C1 joins::
+A partition whose owner changes is revoked first: the round-1 output is the sticky target (globally balanced for
+heterogeneous subscriptions, as ``sticky``'s) minus every partition that a previous (highest-generation) claimant
+other than its target owner still holds. Once the members have revoked it, the next round (``owned`` = round-1
+output) hands it to its new owner, so assignments converge within two rounds. Worked example: C0 owned [t0p0,
+t0p1], C1 joins::
 
     round 1: C0: [t0p0]          (t0p1 revoked, not yet given to C1)
     round 2: C0: [t0p0]  C1: [t0p1]
@@ -17,21 +18,19 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from groupcoord.assignors.balanced import balanced_target
-from groupcoord.assignors.base import Assignor
 from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.schema import GROUP
+from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
 
 
 @dataclass(frozen=True, kw_only=True)
-class CooperativeStickyAssignor(Assignor):
+class CooperativeStickyAssignor(GloballyBalancedAssignor):
     """The cooperative sticky assignor."""
 
     name: ClassVar[str] = "cooperative-sticky"
-    rack_aware: bool = True
 
     def _assign(self, prepared: Prepared) -> DataFrame:
-        target = balanced_target(prepared, rack_aware=self.rack_aware)
+        target = self._target(prepared)
         claimants = prepared.claims.groupBy(GROUP, *PARTITION_ORDER).agg(F.collect_set("member_id").alias("_by"))
         return (
             target.join(claimants, [GROUP, *PARTITION_ORDER], "left")

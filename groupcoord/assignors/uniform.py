@@ -1,9 +1,11 @@
 """``uniform``: the KIP-848 server-side assignor: balance first, then stickiness, rack-aware.
 
-Homogeneous groups are balanced to within one partition per member; heterogeneous groups topic by topic. It differs
-from ``sticky`` in what a member over its quota keeps: partitions with a replica in the member's rack first, so a
-rebalance also moves partitions towards their racks. Worked example: C0 (rack a) owned [t0p0 (racks b), t0p1
-(racks a)], C1 (rack b) joins::
+Homogeneous groups are balanced to within one partition per member; heterogeneous groups globally (counts within
+one, or no partition could move to a member with two fewer that subscribes to its topic; see
+:mod:`groupcoord.assignors.global_balance`). It differs from ``sticky`` in what a member over its quota keeps, and in
+what a member that must give partitions up gives first: rack locality ranks above stickiness, so a rebalance also
+moves partitions towards their racks. Worked example: C0 (rack a) owned [t0p0 (racks b), t0p1 (racks a)], C1
+(rack b) joins::
 
     C0: [t0p1]
     C1: [t0p0]
@@ -11,25 +13,24 @@ rebalance also moves partitions towards their racks. Worked example: C0 (rack a)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from groupcoord.assignors.balanced import balanced_target
-from groupcoord.assignors.base import Assignor
-from groupcoord.assignors.prepare import Prepared
+from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
 
 
 @dataclass(frozen=True, kw_only=True)
-class UniformAssignor(Assignor):
+class UniformAssignor(GloballyBalancedAssignor):
     """The uniform assignor."""
 
     name: ClassVar[str] = "uniform"
-    rack_aware: bool = True
+    rack_first: ClassVar[bool] = True
 
-    def _assign(self, prepared: Prepared) -> DataFrame:
-        same_rack = F.coalesce(F.array_contains(F.col("racks"), F.col("rack")), F.lit(False))
-        keep_first = [same_rack.desc()] if self.rack_aware else []
-        return balanced_target(prepared, rack_aware=self.rack_aware, keep_first=keep_first)
+    def _keep_first(self) -> Sequence[Column]:
+        if not self.rack_aware:
+            return ()
+        return [F.coalesce(F.array_contains(F.col("racks"), F.col("rack")), F.lit(False)).desc()]

@@ -21,7 +21,8 @@ def check_valid(assignment: Mapping[str, Sequence[Partition]], subs: Mapping[str
 
 
 def check_balanced(assignment: Mapping[str, Sequence[Partition]], subs: Mapping[str, Sequence[str]]) -> None:
-    """Counts differ by at most one, or no partition could move to a member with fewer (two or more) validly."""
+    """The issue's global definition: counts differ by at most one, or no assigned partition could move to a member
+    with two or more fewer that subscribes to its topic (whatever the topic, for heterogeneous subscriptions too)."""
     load = {m: len(assignment.get(m, ())) for m in subs}
     if max(load.values(), default=0) - min(load.values(), default=0) <= 1:
         return

@@ -1,0 +1,249 @@
+"""Global balance for heterogeneous subscriptions: rounds of pairwise moves on top of the per-topic target.
+
+The per-topic target (:func:`groupcoord.assignors.balanced.balanced_target`) balances each topic over its
+subscribers. The issue's *balanced* is global: counts differ by at most one, or no partition could move to a
+member with two or more fewer that subscribes to its topic. A: [t1, t2], B: [t1], two partitions each: per topic
+A gets t1p0, t2p0, t2p1 and B t1p1 (3 vs 1), yet t1p0 could move to B. :func:`rebalance` removes every such
+move, for the heterogeneous groups only, while keeping owned partitions where it can.
+
+One round, every group of the batch at once (windows and joins keyed by the group, so nothing shuffles):
+
+1. *Pairs per topic.* With the loads ``L``, a topic's holders sorted by ``L`` descending are zipped with its
+   subscribers sorted by ``L`` ascending (one ``row_number`` each, one equi-join on the position); a zipped pair
+   whose loads differ by two or more is an edge. If any partition of the topic could move, the first pair is an edge
+   (the top holder differs from the bottom subscriber, or its load would exceed its own by two): detection is exact.
+2. *A matching.* Each giver keeps its widest edge; edges into a member that is itself a giver are dropped; each
+   receiver keeps the edge from its most loaded giver. Chosen edges strictly lower the load along them, so the
+   edge into the least loaded receiver always survives: a round with an edge moves something.
+3. *Moves.* A pair ``(X, Y)`` moves ``k = floor((L_X - L_Y) / 2)`` of X's partitions whose topic Y subscribes to:
+   the ones Y owned before first, then the ones X did not own, then (rack-aware) one with a replica in Y's rack
+   and none in X's (rack first for ``uniform``), then (topic, partition). ``L_Y + k <= L_X - k`` and each member is
+   in one pair, so no move overshoots and the sum of squared loads drops by at least 2 per partition moved: the
+   rounds terminate, and they stop exactly when the definition holds (no edge left).
+
+Rounds halve the gap of every matched pair and run in parallel over pairs, topics and groups; the number of rounds
+grows with the logarithm of the imbalance and the length of chains of overlapping subscriptions (measured: see
+``docs/assignors.md``). :data:`MAX_ROUNDS` is a safety net only: reaching it is logged as a warning, the
+assignment is then valid and per-topic balanced but may not be globally balanced.
+
+Cost: stopping needs an answer, so each round is one Spark job (its moves are computed into a local checkpoint)
+plus a read-back of that checkpoint to see whether it is empty. ``assign`` is therefore eager for a call with
+heterogeneous groups (1 + 2 x rounds small jobs inside ``assign``, the caller's job then reads the checkpointed
+result). Homogeneous calls never come here: see :mod:`groupcoord.assignors.subscriptions` for the job-free check.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+from pyspark import SparkContext
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from groupcoord.assignors.collect import input_error_message
+from groupcoord.assignors.errors import AssignorInputError
+from groupcoord.assignors.lineage import cut
+from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
+from groupcoord.assignors.schema import GROUP
+
+log = logging.getLogger("groupcoord.assignors.global_balance")
+
+MAX_ROUNDS = 256
+"""Safety net on the number of rounds of one call (each round strictly lowers the sum of squared loads)."""
+
+_ALL_MARKED_ANCESTORS = "spark.checkpoint.checkpointAllMarkedAncestors"
+_MEMBER = [GROUP, "member_id"]
+_PARTITION = [GROUP, *PARTITION_ORDER]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The heterogeneous groups' frames the rounds read, each cut once.
+
+    - ``members``: ``_g, member_id, rank, rack`` (members with at least one existing subscription);
+    - ``subscriptions``: ``_g, topic, member_id``;
+    - ``partitions``: ``_g, topic, partition, racks``;
+    - ``previous``: ``_g, topic, partition, _prev`` (the valid owned claims).
+    """
+
+    members: DataFrame
+    subscriptions: DataFrame
+    partitions: DataFrame
+    previous: DataFrame
+
+
+def heterogeneous_groups(prepared: Prepared) -> DataFrame:
+    """``_g`` of every group whose members' existing subscriptions differ (the groups balanced topic by topic)."""
+    return (
+        prepared.subscriptions.groupBy(GROUP)
+        .agg((F.min("n_subs") < F.countDistinct("member_id")).alias("_heterogeneous"))
+        .where(F.col("_heterogeneous"))
+        .select(GROUP)
+    )
+
+
+def rebalance(prepared: Prepared, target: DataFrame, *, rack_aware: bool, rack_first: bool) -> DataFrame:
+    """Return ``target`` (``_g, member_id, topic, partition``) with its heterogeneous groups globally balanced.
+
+    Runs Spark jobs (one round each) when the target has heterogeneous groups; ``rack_first`` ranks rack locality
+    above stickiness when choosing which partitions move.
+    """
+    target = cut(target.select(GROUP, "member_id", *PARTITION_ORDER))
+    groups = cut(heterogeneous_groups(prepared))
+    scope = _scope(prepared, groups)
+    state = cut(_fresh(target.join(groups, GROUP, "left_semi")))
+    order = _move_order(rack_aware=rack_aware, rack_first=rack_first)
+    with _checkpointing_marked_ancestors(prepared.members.sparkSession.sparkContext):
+        for round_number in range(1, MAX_ROUNDS + 1):
+            started = time.perf_counter()
+            moves = _computed(_moves(scope, state, order))
+            log.debug("round %d computed in %.3f s", round_number, time.perf_counter() - started)
+            if moves.isEmpty():
+                log.debug("heterogeneous groups balanced after %d round(s)", round_number - 1)
+                break
+            state = cut(_detached(_apply(state, moves)))
+        else:
+            log.warning("global balance stopped after %d rounds; the assignment is valid but may be unbalanced",
+                        MAX_ROUNDS)
+    return target.join(groups, GROUP, "left_anti").unionByName(state)
+
+
+@contextmanager
+def _checkpointing_marked_ancestors(context: SparkContext) -> Iterator[None]:
+    """Let a job materialise every lazily cut ancestor of its result, not only the result.
+
+    Spark checkpoints only the final RDD of a job when that RDD is itself marked (an eager checkpoint), so the lazy
+    cuts under it would be recomputed by every later round: the cost doubles per round (the state of round r is
+    read twice by round r + 1). This thread-local job property makes Spark checkpoint them all.
+    """
+    before = context.getLocalProperty(_ALL_MARKED_ANCESTORS)
+    context.setLocalProperty(_ALL_MARKED_ANCESTORS, "true")
+    try:
+        yield
+    finally:
+        context.setLocalProperty(_ALL_MARKED_ANCESTORS, before)  # type: ignore[arg-type]
+
+
+def _scope(prepared: Prepared, groups: DataFrame) -> _Scope:
+    subscriptions = cut(prepared.subscriptions.join(groups, GROUP, "left_semi"))
+    members = cut(subscriptions.select(*_MEMBER, "rank", "rack").distinct())
+    partitions = cut(prepared.partitions.join(groups, GROUP, "left_semi").select(*_PARTITION, "racks"))
+    previous = cut(
+        prepared.owned.join(groups, GROUP, "left_semi").select(*_PARTITION, F.col("member_id").alias("_prev"))
+    )
+    return _Scope(members, subscriptions.select(GROUP, "topic", "member_id"), partitions, previous)
+
+
+def _move_order(*, rack_aware: bool, rack_first: bool) -> list[Column]:
+    """Which of a giver's movable partitions go first (the last two columns make the order total)."""
+    sticky = [
+        F.coalesce(F.col("_prev") == F.col("_y"), F.lit(False)).desc(),
+        F.coalesce(F.col("_prev") == F.col("_x"), F.lit(False)).asc(),
+    ]
+    racks: list[Column] = []
+    if rack_aware:
+        racks = [
+            F.coalesce(F.array_contains(F.col("racks"), F.col("_yrack")), F.lit(False)).desc(),
+            F.coalesce(F.array_contains(F.col("racks"), F.col("_xrack")), F.lit(False)).asc(),
+        ]
+    first, second = (racks, sticky) if rack_first else (sticky, racks)
+    return [*first, *second, *(F.col(c) for c in PARTITION_ORDER)]
+
+
+def _moves(scope: _Scope, state: DataFrame, order: list[Column]) -> DataFrame:
+    """One round's moves: ``_g, topic, partition, _to``."""
+    counts = state.groupBy(*_MEMBER).agg(F.count(F.lit(1)).alias("_l"))
+    loads = cut(
+        scope.members.join(counts, _MEMBER, "left").withColumn("_l", F.coalesce(F.col("_l"), F.lit(0)))
+    )
+    per_topic = Window.partitionBy(GROUP, "topic")
+    givers = (
+        state.select(*_MEMBER, "topic")
+        .distinct()
+        .join(loads, _MEMBER)
+        .withColumn("_j", F.row_number().over(per_topic.orderBy(F.col("_l").desc(), "rank")))
+        .select(GROUP, "topic", "_j", F.col("member_id").alias("_x"), F.col("_l").alias("_lx"),
+                F.col("rank").alias("_xr"), F.col("rack").alias("_xrack"))
+    )
+    takers = (
+        scope.subscriptions.join(loads, _MEMBER)
+        .withColumn("_j", F.row_number().over(per_topic.orderBy("_l", "rank")))
+        .select(GROUP, "topic", "_j", F.col("member_id").alias("_y"), F.col("_l").alias("_ly"),
+                F.col("rank").alias("_yr"), F.col("rack").alias("_yrack"))
+    )
+    widest = Window.partitionBy(GROUP, "_x").orderBy((F.col("_lx") - F.col("_ly")).desc(), "_yr", "topic")
+    chosen = cut(
+        givers.join(takers, [GROUP, "topic", "_j"])
+        .where(F.col("_lx") - F.col("_ly") >= 2)
+        .withColumn("_pick", F.row_number().over(widest))
+        .where(F.col("_pick") == 1)
+        .drop("_pick", "_j", "topic")
+    )
+    heaviest = Window.partitionBy(GROUP, "_y").orderBy(F.col("_lx").desc(), "_xr")
+    pairs = (
+        chosen.join(chosen.select(GROUP, F.col("_x").alias("_y")), [GROUP, "_y"], "left_anti")
+        .withColumn("_take", F.row_number().over(heaviest))
+        .where(F.col("_take") == 1)
+        .select(GROUP, "_x", "_y", "_xrack", "_yrack", F.floor((F.col("_lx") - F.col("_ly")) / 2).alias("_k"))
+    )
+    eligible = scope.subscriptions.select(GROUP, "topic", F.col("member_id").alias("_y"))
+    return (
+        state.withColumnRenamed("member_id", "_x")
+        .join(pairs, [GROUP, "_x"])
+        .join(eligible, [GROUP, "topic", "_y"], "left_semi")
+        .join(scope.previous, _PARTITION, "left")
+        .join(scope.partitions, _PARTITION)
+        .withColumn("_n", F.row_number().over(Window.partitionBy(GROUP, "_x").orderBy(*order)))
+        .where(F.col("_n") <= F.col("_k"))
+        .select(*(F.col(c).alias(c) for c in _PARTITION), F.col("_y").alias("_to"))
+    )
+
+
+def _apply(state: DataFrame, moves: DataFrame) -> DataFrame:
+    """``state`` with every moved partition given to its receiver."""
+    return _fresh(
+        state.join(moves, _PARTITION, "left").select(
+            GROUP, F.coalesce(F.col("_to"), F.col("member_id")).alias("member_id"), *PARTITION_ORDER
+        )
+    )
+
+
+def _detached(frame: DataFrame) -> DataFrame:
+    """``frame`` as a leaf over its (not yet computed) rows, with no memory of the plan it came from.
+
+    A cut leaf remembers its origin plan (for statistics and attribute rewrites), and the state of round r is cut
+    from plans over the leaves of round r - 1: optimising a round then walks the whole history, several paths per
+    round, and planning time grew about fourfold per round (8 s at round 7). This leaf is planned in O(1); it loses
+    the hash partitioning by group, so each round shuffles the state once.
+    """
+    session = frame.sparkSession
+    rows = frame._jdf.queryExecution().toRdd()
+    return DataFrame(session._jsparkSession.internalCreateDataFrame(rows, frame._jdf.schema(), False), session)
+
+
+def _fresh(frame: DataFrame) -> DataFrame:
+    """``frame`` under new attribute ids.
+
+    A frame cut from a plan that shares attribute ids with another leaf of a later plan gets its leaf re-instanced
+    by Spark, and the re-instanced leaf's output partitioning still names the old ids (``key not found: _g#..``
+    when planned); aliasing every column first gives the cut leaf ids of its own.
+    """
+    return frame.select(*(F.col(c).alias(c) for c in frame.columns))
+
+
+def _computed(frame: DataFrame) -> DataFrame:
+    """``frame`` computed now into a local checkpoint; bad input values checked inside the job surface as
+    :class:`AssignorInputError`."""
+    try:
+        return frame.localCheckpoint(eager=True)
+    except (PySparkException, Py4JJavaError) as exc:
+        message = input_error_message(exc)
+        if message is None:
+            raise
+        raise AssignorInputError(message) from None

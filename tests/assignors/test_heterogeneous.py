@@ -1,0 +1,113 @@
+"""Global balance for heterogeneous subscriptions (sticky, cooperative-sticky, uniform): named cases."""
+
+from __future__ import annotations
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from groupcoord.assignors import get_assignor
+from groupcoord.assignors.subscriptions import declared_heterogeneous
+from tests.assignors.builders import (
+    OWNED,
+    PARTITIONS,
+    as_dict,
+    expected_df,
+    members_df,
+    partitions_df,
+    sorted_output,
+)
+from tests.assignors.properties import check_balanced, check_valid
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+BALANCED = ["sticky", "uniform", "cooperative-sticky"]
+A_B = {"A": ["t1", "t2"], "B": ["t1"]}
+
+
+def _assert_output(actual: DataFrame, expected: DataFrame) -> None:
+    assert_df_equality(sorted_output(actual), expected, ignore_nullable=True)
+
+
+@pytest.mark.parametrize("name", BALANCED)
+def test_a_member_on_fewer_topics_takes_what_it_can(spark: SparkSession, name: str) -> None:
+    out = get_assignor(name).assign(members_df(spark, A_B), partitions_df(spark, {"t1": 2, "t2": 2}))
+    _assert_output(out, expected_df(spark, {"A": [("t2", 0), ("t2", 1)], "B": [("t1", 0), ("t1", 1)]}))
+
+
+def test_topic_by_topic_balance_fails_the_global_property(spark: SparkSession) -> None:
+    """The property check catches the per-topic result (what ``subscriptions="homogeneous"`` forces)."""
+    out = get_assignor("sticky", subscriptions="homogeneous").assign(
+        members_df(spark, A_B), partitions_df(spark, {"t1": 2, "t2": 2})
+    )
+    assignment = as_dict(out)[None]
+    check_valid(assignment, A_B, {"t1": 2, "t2": 2})
+    assert {m: len(p) for m, p in assignment.items()} == {"A": 3, "B": 1}
+    with pytest.raises(AssertionError, match="could move from A"):
+        check_balanced(assignment, A_B)
+
+
+@pytest.mark.parametrize("name", ["sticky", "uniform"])
+def test_a_chain_of_overlapping_subscriptions_evens_out(spark: SparkSession, name: str) -> None:
+    subs = {"A": ["t1"], "B": ["t1", "t2"], "C": ["t2", "t3"], "D": ["t3"]}
+    counts = {"t1": 4, "t2": 4, "t3": 4}
+    assignment = as_dict(get_assignor(name).assign(members_df(spark, subs), partitions_df(spark, counts)))[None]
+    check_valid(assignment, subs, counts)
+    check_balanced(assignment, subs)
+    assert {m: len(p) for m, p in assignment.items()} == {"A": 3, "B": 3, "C": 3, "D": 3}
+
+
+@pytest.mark.parametrize("name", BALANCED)
+def test_a_member_subscribed_to_nothing_that_exists_gets_nothing(spark: SparkSession, name: str) -> None:
+    subs = {"A": ["t1", "t2"], "B": ["t1"], "C": ["missing"]}
+    out = get_assignor(name).assign(members_df(spark, subs), partitions_df(spark, {"t1": 2, "t2": 2}))
+    _assert_output(out, expected_df(spark, {"A": [("t2", 0), ("t2", 1)], "B": [("t1", 0), ("t1", 1)]}))
+
+
+@pytest.mark.parametrize("name", ["sticky", "uniform"])
+def test_the_partition_that_moves_is_one_in_the_receivers_rack(spark: SparkSession, name: str) -> None:
+    racks = {0: ["b"], 1: ["b"], 2: ["a"], 3: ["b"]}
+    partitions = spark.createDataFrame(
+        [("t1", p, r, None) for p, r in racks.items()] + [("t2", p, None, None) for p in range(2)], PARTITIONS
+    )
+    out = get_assignor(name).assign(members_df(spark, A_B, racks={"A": "a", "B": "b"}), partitions)
+    expected = {"A": [("t1", 2), ("t2", 0), ("t2", 1)], "B": [("t1", 0), ("t1", 1), ("t1", 3)]}
+    _assert_output(out, expected_df(spark, expected))
+
+
+def test_owned_partitions_stay_when_balance_allows(spark: SparkSession) -> None:
+    """B owned t1p1 and keeps it; the one t1 partition A gives up besides is the other."""
+    owned = spark.createDataFrame([("A", "t1", 0, 1), ("A", "t2", 0, 1), ("B", "t1", 1, 1)], OWNED)
+    subs = {"A": ["t1", "t2"], "B": ["t1"]}
+    out = get_assignor("sticky").assign(members_df(spark, subs), partitions_df(spark, {"t1": 3, "t2": 1}), owned)
+    _assert_output(out, expected_df(spark, {"A": [("t1", 0), ("t2", 0)], "B": [("t1", 1), ("t1", 2)]}))
+
+
+def test_cooperative_rounds_revoke_then_converge(spark: SparkSession) -> None:
+    members, partitions = members_df(spark, A_B), partitions_df(spark, {"t1": 2, "t2": 2})
+    owned = spark.createDataFrame([("A", "t1", 0, 1), ("A", "t1", 1, 1), ("A", "t2", 0, 1)], OWNED)
+    assignor = get_assignor("cooperative-sticky")
+    round1 = assignor.assign(members, partitions, owned)
+    _assert_output(round1, expected_df(spark, {"A": [("t2", 0), ("t2", 1)]}))
+    round2 = assignor.assign(members, partitions, round1.withColumn("generation", F.lit(2)))
+    _assert_output(round2, expected_df(spark, {"A": [("t2", 0), ("t2", 1)], "B": [("t1", 0), ("t1", 1)]}))
+
+
+def _jobs_of(spark: SparkSession, tag: str, frame: DataFrame) -> tuple[bool, int]:
+    context = spark.sparkContext
+    context.setJobGroup(tag, tag)
+    try:
+        answer = declared_heterogeneous(frame)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    return answer, len(context.statusTracker().getJobIdsForGroup(tag))
+
+
+def test_subscriptions_check_runs_no_job_for_a_constant_topics_column(spark: SparkSession) -> None:
+    topics = F.array(F.lit("t0"), F.lit("t1")).alias("topics")
+    generated = spark.range(4).select(F.concat(F.lit("m"), F.col("id").cast("string")).alias("member_id"), topics)
+    assert _jobs_of(spark, "probe-constant", generated) == (False, 0)
+    same_sets = members_df(spark, {"A": ["t1", "t2"], "B": ["t2", "t1", "t1"]})
+    assert _jobs_of(spark, "probe-same", same_sets)[0] is False
+    assert _jobs_of(spark, "probe-different", members_df(spark, A_B))[0] is True
