@@ -38,15 +38,13 @@ class Assignor(ABC):
             prepared = prepare(inputs)
             result = cut(self._assign(prepared))
         # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.
-        result = result.select(
-            F.coalesce(F.col(GROUP), F.lit("")).alias(GROUP),
+        columns = [
             F.coalesce(F.col("member_id"), F.lit("")).alias("member_id"),
             F.coalesce(F.col("topic"), F.lit("")).alias("topic"),
             F.coalesce(F.col("partition").cast("int"), F.lit(0)).alias("partition"),
-        )
-        columns = [F.col(c) for c in OUTPUT_COLUMNS]
+        ]
         if prepared.batched:
-            columns.insert(0, F.col(GROUP).alias("group_id"))
+            columns.insert(0, F.coalesce(F.col(GROUP), F.lit("")).alias("group_id"))
         return result.select(*columns)
 
     @abstractmethod

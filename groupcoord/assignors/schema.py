@@ -166,7 +166,8 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
         or known_empty(norm_partitions.where(F.size("racks") > 0))
     )
     given = [members, partitions, *([] if owned is None else [owned])]
-    size = sum(estimated_bytes(frame) for frame in given)
+    # A single group is one partition whatever its size: no need to optimise the inputs for an estimate.
+    size = sum(estimated_bytes(frame) for frame in given) if batched else 0
     n = partition_count(given, batched=batched, size=size)
     # The one shuffle of each input is the exchange of its first window, partitioned by the group alone (see
     # ``partitioning``): duplicate checks compare neighbours in sorted order, and the owned claims' top generation.
