@@ -81,11 +81,21 @@ def test_balanced_assignors_are_valid_balanced_and_sticky(spark: SparkSession, n
 
 @SETTINGS
 @given(groups=st.lists(cases(homogeneous=False), min_size=K, max_size=K))
-@pytest.mark.parametrize("name", ["range", "roundrobin", "sticky", "uniform", "weighted"])
+@pytest.mark.parametrize("name", ["range", "roundrobin", "weighted"])
 def test_heterogeneous_subscriptions_stay_valid(spark: SparkSession, name: str, groups: list[Case]) -> None:
     for gid, assignment in _assign(spark, name, groups).items():
         case = groups[int(gid[1:])]
         check_valid(assignment, case.subs, case.counts)
+
+
+@SETTINGS
+@given(groups=st.lists(cases(homogeneous=False), min_size=K, max_size=K))
+@pytest.mark.parametrize("name", ["sticky", "uniform"])
+def test_heterogeneous_subscriptions_are_balanced_globally(spark: SparkSession, name: str, groups: list[Case]) -> None:
+    for gid, assignment in _assign(spark, name, groups).items():
+        case = groups[int(gid[1:])]
+        check_valid(assignment, case.subs, case.counts)
+        check_balanced(assignment, case.subs)
 
 
 @SETTINGS
