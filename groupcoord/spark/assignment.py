@@ -8,6 +8,7 @@ comes back through Arrow and is encoded as ConsumerProtocol Assignments per memb
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -104,9 +105,13 @@ class SparkAssignmentRunner:
     ) -> list[CompleteAssignment]:
         from groupcoord.assignors import get_assignor
         from groupcoord.assignors.collect import to_arrow  # bad input values surface as one-line AssignorInputError
+        from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
 
         members, partitions, owned = self._inputs(spark, effects, counts, weights)
-        result = to_arrow(get_assignor(name).assign(members, partitions, owned)).to_pylist()
+        assignor = get_assignor(name)
+        if isinstance(assignor, GloballyBalancedAssignor):
+            assignor = dataclasses.replace(assignor, subscriptions=_subscriptions(effects))
+        result = to_arrow(assignor.assign(members, partitions, owned)).to_pylist()
         by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         for row in result:
             by_member[(row["group_id"], row["member_id"])][row["topic"]].append(row["partition"])
@@ -153,6 +158,18 @@ class SparkAssignmentRunner:
             spark.createDataFrame(partition_rows, PARTITION_SCHEMA),
             spark.createDataFrame(owned_rows, OWNED_SCHEMA),
         )
+
+
+def _subscriptions(effects: Sequence[NeedsAssignment]) -> str:
+    """``"heterogeneous"`` when some group's members subscribe to different topic sets, else ``"homogeneous"``.
+
+    The coordinator knows every member's subscription, so it tells the assignor instead of letting it check with a
+    Spark job of its own (:mod:`groupcoord.assignors.subscriptions`).
+    """
+    for effect in effects:
+        if len({frozenset(member.topics or ()) for member in effect.members}) > 1:
+            return "heterogeneous"
+    return "homogeneous"
 
 
 def _error(effect: NeedsAssignment) -> CompleteAssignment:
