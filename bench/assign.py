@@ -174,7 +174,7 @@ def _size_label(partitions: int, members: int) -> str:
 
 
 def _sizes(spark: SparkSession, full: bool, names: tuple[str, ...],
-           sizes: tuple[tuple[int, int, int], ...] | None = None) -> list[dict[str, Any]]:
+           sizes: tuple[tuple[int, int, int], ...] | None = None, *, with_peers: bool = True) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for partitions, members, topics in sizes if sizes is not None else FULL_SIZES if full else QUICK_SIZES:
         peers: dict[str, float | None] = {}
@@ -183,6 +183,12 @@ def _sizes(spark: SparkSession, full: bool, names: tuple[str, ...],
             ours = _timed_call(spark, name, m, p)
             assert ours.rows == partitions, f"{name}: {ours.rows} rows for {partitions} partitions"
             peer = PEERS[name]
+            if not with_peers:
+                rows.append({"case": f"{partitions:,} x {members:,}", "assignor": name,
+                             "seconds": round(ours.seconds, 2), "jobs": ours.jobs, "stages": ours.stages,
+                             "peer": "not run", "peer_seconds": "", "speedup": ""})
+                print(rows[-1], flush=True)
+                continue
             cap = _peer_cap(peer, partitions, members, full=full)
             if peer not in peers:
                 peers[peer] = _peer_seconds(peer, partitions, members, topics, cap)
@@ -274,7 +280,8 @@ def main(full: bool) -> None:
 
 
 def _cases_main(argv: list[str]) -> None:
-    """Run only the named cases (``--case a,b``), print their rows, record nothing."""
+    """Run only the named cases (``--case a,b``) and print their rows; ``--record`` also writes them as the
+    ``assign_cases`` result (its own section of docs/benchmarks.md, beside the last complete run)."""
     import argparse
 
     from groupcoord.assignors import ASSIGNOR_NAMES
@@ -284,23 +291,32 @@ def _cases_main(argv: list[str]) -> None:
     parser.add_argument("--case", required=True, help=f"comma-separated: small, batch, {', '.join(by_label)}")
     parser.add_argument("--assignors", default=",".join(ASSIGNOR_NAMES))
     parser.add_argument("--full", action="store_true", help="full mode's peer caps")
+    parser.add_argument("--no-peers", action="store_true", help="time our assignors only")
+    parser.add_argument("--record", action="store_true", help="write bench/results/assign_cases.json")
     args = parser.parse_args(argv)
     cases = args.case.split(",")
     unknown = [c for c in cases if c not in {"small", "batch", *by_label}]
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}")
     names = tuple(args.assignors.split(","))
-    print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    load_before = os.getloadavg()[0]
+    print(f"load average {load_before:.1f}", flush=True)
     spark = _session()
-    if "small" in cases:
-        _small(spark, names, repeats=9)
+    rows = _small(spark, names, repeats=9) if "small" in cases else []
     sizes = tuple(by_label[c] for c in cases if c in by_label)
     if sizes:
-        _sizes(spark, args.full, names, sizes)
+        rows += _sizes(spark, args.full, names, sizes, with_peers=not args.no_peers)
     if "batch" in cases:
-        _batch(spark, names)
+        rows += _batch(spark, names)
     spark.stop()
     print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    if args.record:
+        write_result(
+            "assign_cases", title="Assignors: selected cases of bench/assign.py, current code", rows=rows,
+            summary={"cases": cases, "assignors": list(names)},
+            notes=f"Same timing as the assign benchmark (input DataFrames to toArrow(), warm session); 1-minute "
+            f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end. 'not run' peers: "
+            "only our assignors were timed for that size.")
 
 
 if __name__ == "__main__":
