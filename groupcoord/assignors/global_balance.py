@@ -57,6 +57,10 @@ log = logging.getLogger("groupcoord.assignors.global_balance")
 MAX_ROUNDS = 256
 """Safety net on the number of rounds of one call (each round strictly lowers the sum of squared loads)."""
 
+SHED_ROUNDS = 16
+"""Rounds in which sheds (moves that keep the sum of squared loads, see :func:`_moves`) may run; they cannot
+loop past this."""
+
 _ALL_MARKED_ANCESTORS = "spark.checkpoint.checkpointAllMarkedAncestors"
 _MEMBER = [GROUP, "member_id"]
 _PARTITION = [GROUP, *PARTITION_ORDER]
@@ -97,12 +101,12 @@ def rebalance(prepared: Prepared, target: DataFrame, *, rack_aware: bool, rack_f
     target = cut(target.select(GROUP, "member_id", *PARTITION_ORDER))
     groups = cut(heterogeneous_groups(prepared))
     scope = _scope(prepared, groups)
-    state = cut(_fresh(target.join(groups, GROUP, "left_semi")))
+    state = cut(_fresh(_start(scope, target.join(groups, GROUP, "left_semi"))))
     order = _move_order(rack_aware=rack_aware, rack_first=rack_first)
     with _checkpointing_marked_ancestors(prepared.members.sparkSession.sparkContext):
         for round_number in range(1, MAX_ROUNDS + 1):
             started = time.perf_counter()
-            moves = _computed(_moves(scope, state, order))
+            moves = _computed(_moves(scope, state, order, sheds=round_number <= SHED_ROUNDS))
             log.debug("round %d computed in %.3f s", round_number, time.perf_counter() - started)
             if moves.isEmpty():
                 log.debug("heterogeneous groups balanced after %d round(s)", round_number - 1)
@@ -140,6 +144,19 @@ def _scope(prepared: Prepared, groups: DataFrame) -> _Scope:
     return _Scope(members, subscriptions.select(GROUP, "topic", "member_id"), partitions, previous)
 
 
+def _start(scope: _Scope, target: DataFrame) -> DataFrame:
+    """The rounds' starting point: every valid owned partition stays with its owner, whatever the per-topic quotas;
+    the free partitions go where the per-topic target put them.
+
+    The per-topic quotas would drop owned partitions of a member that global balance lets keep more of a topic (its
+    other topics being light), and the rounds would then move other partitions to make up: an owned assignment that
+    is already globally balanced (or a subset of one, as cooperative-sticky's round-1 output) would move. Starting
+    from all of it, the rounds move only what balance needs, partitions the giver did not own first.
+    """
+    kept = scope.previous.select(GROUP, F.col("_prev").alias("member_id"), *PARTITION_ORDER)
+    return kept.unionByName(target.join(scope.previous, _PARTITION, "left_anti"))
+
+
 def _move_order(*, rack_aware: bool, rack_first: bool) -> list[Column]:
     """Which of a giver's movable partitions go first (the last two columns make the order total)."""
     sticky = [
@@ -156,15 +173,45 @@ def _move_order(*, rack_aware: bool, rack_first: bool) -> list[Column]:
     return [*first, *second, *(F.col(c) for c in PARTITION_ORDER)]
 
 
-def _moves(scope: _Scope, state: DataFrame, order: list[Column]) -> DataFrame:
-    """One round's moves: ``_g, topic, partition, _to``."""
+def _moves(scope: _Scope, state: DataFrame, order: list[Column], *, sheds: bool) -> DataFrame:
+    """One round's moves: ``_g, topic, partition, _to``.
+
+    Per group, the first phase that has something to do:
+
+    1. *free moves*: pairs matched over the partitions their holders did not own (owned ones stay put);
+    2. *sheds* (only while ``sheds``): no free partition can move to a member two lower, but an owned one could
+       (a *pinned* edge ``X -> Y``); X hands one partition it did not own to a member one lower whose own owned
+       partitions allow it the extra one. The sum of squared loads is unchanged, so sheds have a budget of rounds;
+    3. *all moves*: pairs over every partition (owned ones only when a pair has nothing else to move).
+    """
     counts = state.groupBy(*_MEMBER).agg(F.count(F.lit(1)).alias("_l"))
     loads = cut(
         scope.members.join(counts, _MEMBER, "left").withColumn("_l", F.coalesce(F.col("_l"), F.lit(0)))
     )
+    held = cut(_fresh(
+        state.join(scope.previous, _PARTITION, "left").select(
+            *_MEMBER, *PARTITION_ORDER, "_prev",
+            F.coalesce(F.col("_prev") == F.col("member_id"), F.lit(False)).alias("_pinned"),
+        )
+    ))
+    free = held.where(~F.col("_pinned"))
+    free_pairs = _pairs(scope, free, loads)
+    free_groups = free_pairs.select(GROUP).distinct()
+    moves = _along(scope, free_pairs, free, order)
+    stuck_pairs = cut(_fresh(_pairs(scope, held, loads).join(free_groups, GROUP, "left_anti")))
+    if sheds:
+        shed = cut(_fresh(_sheds(scope, stuck_pairs, held, loads)))
+        moves = moves.unionByName(shed)
+        stuck_pairs = stuck_pairs.join(shed.select(GROUP).distinct(), GROUP, "left_anti")
+    return moves.unionByName(_along(scope, stuck_pairs, held, order))
+
+
+def _pairs(scope: _Scope, holdings: DataFrame, loads: DataFrame) -> DataFrame:
+    """The matched pairs ``_g, _x, _y, _lx, _xr, _xrack, _yrack, _k`` over ``holdings`` (``_g, member_id, topic,
+    ...``): X holds a partition of a topic Y subscribes to, ``L_X - L_Y >= 2``; each member in one pair at most."""
     per_topic = Window.partitionBy(GROUP, "topic")
     givers = (
-        state.select(*_MEMBER, "topic")
+        holdings.select(*_MEMBER, "topic")
         .distinct()
         .join(loads, _MEMBER)
         .withColumn("_j", F.row_number().over(per_topic.orderBy(F.col("_l").desc(), "rank")))
@@ -186,22 +233,62 @@ def _moves(scope: _Scope, state: DataFrame, order: list[Column]) -> DataFrame:
         .drop("_pick", "_j", "topic")
     )
     heaviest = Window.partitionBy(GROUP, "_y").orderBy(F.col("_lx").desc(), "_xr")
-    pairs = (
+    return (
         chosen.join(chosen.select(GROUP, F.col("_x").alias("_y")), [GROUP, "_y"], "left_anti")
         .withColumn("_take", F.row_number().over(heaviest))
         .where(F.col("_take") == 1)
-        .select(GROUP, "_x", "_y", "_xrack", "_yrack", F.floor((F.col("_lx") - F.col("_ly")) / 2).alias("_k"))
+        .select(GROUP, "_x", "_y", "_lx", "_xr", "_xrack", "_yrack",
+                F.floor((F.col("_lx") - F.col("_ly")) / 2).alias("_k"))
     )
+
+
+def _along(scope: _Scope, pairs: DataFrame, holdings: DataFrame, order: list[Column]) -> DataFrame:
+    """Up to ``_k`` of X's ``holdings`` whose topic Y subscribes to, for each pair, in ``order``."""
     eligible = scope.subscriptions.select(GROUP, "topic", F.col("member_id").alias("_y"))
     return (
-        state.withColumnRenamed("member_id", "_x")
-        .join(pairs, [GROUP, "_x"])
+        holdings.select(GROUP, F.col("member_id").alias("_x"), *PARTITION_ORDER, "_prev")
+        .join(pairs.drop("_lx", "_xr"), [GROUP, "_x"])
         .join(eligible, [GROUP, "topic", "_y"], "left_semi")
-        .join(scope.previous, _PARTITION, "left")
         .join(scope.partitions, _PARTITION)
         .withColumn("_n", F.row_number().over(Window.partitionBy(GROUP, "_x").orderBy(*order)))
         .where(F.col("_n") <= F.col("_k"))
         .select(*(F.col(c).alias(c) for c in _PARTITION), F.col("_y").alias("_to"))
+    )
+
+
+def _sheds(scope: _Scope, stuck: DataFrame, held: DataFrame, loads: DataFrame) -> DataFrame:
+    """One partition each stuck giver X did not own, handed to a member W one lower that subscribes to its topic,
+    is no giver itself, and stays within its *cap*: one more than the lowest load among the subscribers of any topic
+    W owns a partition of (above it, W's own owned partitions could move). Each W takes one at most."""
+    lowest = (
+        scope.subscriptions.join(loads, _MEMBER).groupBy(GROUP, "topic").agg(F.min("_l").alias("_low"))
+    )
+    caps = (
+        held.where(F.col("_pinned")).select(*_MEMBER, "topic").distinct()
+        .join(lowest, [GROUP, "topic"])
+        .groupBy(*_MEMBER).agg((F.min("_low") + 1).alias("_cap"))
+    )
+    takers = (
+        scope.subscriptions.select(*_MEMBER, "topic")
+        .join(loads.select(*_MEMBER, "_l", "rank"), _MEMBER)
+        .join(caps, _MEMBER, "left")
+        .where(F.col("_cap").isNull() | (F.col("_l") + 1 <= F.col("_cap")))
+        .join(stuck.select(GROUP, F.col("_x").alias("member_id")), _MEMBER, "left_anti")
+        .select(GROUP, "topic", F.col("member_id").alias("_w"), F.col("_l").alias("_lw"), F.col("rank").alias("_wr"))
+    )
+    per_giver = Window.partitionBy(GROUP, "_x").orderBy("_wr", *PARTITION_ORDER)
+    per_taker = Window.partitionBy(GROUP, "_w").orderBy(F.col("_lx").desc(), "_xr")
+    return (
+        held.where(~F.col("_pinned"))
+        .select(GROUP, F.col("member_id").alias("_x"), *PARTITION_ORDER)
+        .join(stuck.select(GROUP, "_x", "_lx", "_xr"), [GROUP, "_x"])
+        .join(takers, [GROUP, "topic"])
+        .where(F.col("_lw") < F.col("_lx"))
+        .withColumn("_pick", F.row_number().over(per_giver))
+        .where(F.col("_pick") == 1)
+        .withColumn("_take", F.row_number().over(per_taker))
+        .where(F.col("_take") == 1)
+        .select(*(F.col(c).alias(c) for c in _PARTITION), F.col("_w").alias("_to"))
     )
 
 

@@ -45,3 +45,30 @@ def check_sticky(assignment: Mapping[str, Sequence[Partition]], owned: Mapping[s
     best = sum(min(len(valid[m]), quota + (1 if i < extra else 0)) for i, m in enumerate(by_owned))
     kept = sum(len(set(assignment.get(m, ())) & set(valid[m])) for m in members)
     assert kept == best, f"kept {kept} owned partitions, {best} were possible"
+
+
+def check_keeps_all(assignment: Mapping[str, Sequence[Partition]], owned: Mapping[str, Sequence[Partition]]) -> None:
+    """Every owned partition stays with its owner (when ``owned`` is a subset of a valid, balanced assignment,
+    keeping all of it is possible, so the issue's stickiness requires it)."""
+    lost = {(m, tp) for m, tps in owned.items() for tp in tps if tp not in set(assignment.get(m, ()))}
+    assert not lost, f"owned partitions not kept: {sorted(lost)}"
+
+
+def balance_by_moves(assignment: Mapping[str, Sequence[Partition]],
+                     subs: Mapping[str, Sequence[str]]) -> dict[str, list[Partition]]:
+    """A reference, independent of the assignors: move single partitions to a subscriber with two or more fewer
+    until none can move (each move lowers the sum of squared counts, so this stops), i.e. until
+    :func:`check_balanced` holds. Which partition moves where follows the input order, so random inputs give
+    varied balanced assignments."""
+    result = {m: list(assignment.get(m, ())) for m in subs}
+    moved = True
+    while moved:
+        moved = False
+        for parts in result.values():
+            for tp in list(parts):
+                taker = next((m for m in subs if tp[0] in subs[m] and len(result[m]) + 2 <= len(parts)), None)
+                if taker is not None:
+                    parts.remove(tp)
+                    result[taker].append(tp)
+                    moved = True
+    return {m: sorted(parts) for m, parts in result.items() if parts}

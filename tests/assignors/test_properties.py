@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.assignors import get_assignor
 from tests.assignors.builders import MEMBERS, OWNED, PARTITIONS, as_dict
-from tests.assignors.properties import check_balanced, check_sticky, check_valid
+from tests.assignors.properties import balance_by_moves, check_balanced, check_keeps_all, check_sticky, check_valid
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -45,6 +45,23 @@ def cases(draw: st.DrawFn, *, homogeneous: bool) -> Case:
             if holder is not None:
                 owned[holder].append((t, p))
     return Case(subs, counts, owned)
+
+
+@st.composite
+def owning_balanced(draw: st.DrawFn, *, subset: bool) -> Case:
+    """A heterogeneous group whose owned partitions are a valid, globally balanced assignment (a random one, built
+    in Python by :func:`balance_by_moves` from random holders), or a random subset of one."""
+    case = draw(cases(homogeneous=False))
+    holders: dict[str, list[tuple[str, int]]] = {m: [] for m in case.subs}
+    for t, n in case.counts.items():
+        subscribers = [m for m, topics in case.subs.items() if t in topics]
+        for p in range(n):
+            if subscribers:
+                holders[draw(st.sampled_from(subscribers))].append((t, p))
+    balanced = balance_by_moves(holders, case.subs)
+    if subset:
+        balanced = {m: [tp for tp in tps if draw(st.booleans())] for m, tps in balanced.items()}
+    return Case(case.subs, case.counts, {m: tps for m, tps in balanced.items() if tps})
 
 
 def _frames(spark: SparkSession, groups: Sequence[Case],
@@ -99,10 +116,37 @@ def test_heterogeneous_subscriptions_are_balanced_globally(spark: SparkSession, 
 
 
 @SETTINGS
-@given(groups=st.lists(cases(homogeneous=True), min_size=K, max_size=K))
-def test_cooperative_sticky_revokes_before_reassigning_and_converges_in_two_rounds(
-    spark: SparkSession, groups: list[Case]
+@given(groups=st.lists(owning_balanced(subset=False), min_size=K, max_size=K))
+@pytest.mark.parametrize("name", ["sticky", "uniform", "cooperative-sticky"])
+def test_a_globally_balanced_owned_assignment_is_kept_unchanged(
+    spark: SparkSession, name: str, groups: list[Case]
 ) -> None:
+    for gid, assignment in _assign(spark, name, groups).items():
+        case = groups[int(gid[1:])]
+        check_balanced(case.owned, case.subs)
+        assert assignment == case.owned
+
+
+@SETTINGS
+@given(groups=st.lists(owning_balanced(subset=True), min_size=K, max_size=K))
+@pytest.mark.parametrize("name", ["sticky", "uniform"])
+def test_a_subset_of_a_balanced_assignment_is_kept_whole(spark: SparkSession, name: str, groups: list[Case]) -> None:
+    for gid, assignment in _assign(spark, name, groups).items():
+        case = groups[int(gid[1:])]
+        check_valid(assignment, case.subs, case.counts)
+        check_balanced(assignment, case.subs)
+        check_keeps_all(assignment, case.owned)
+
+
+@SETTINGS
+@given(data=st.data())
+@pytest.mark.parametrize("homogeneous", [True, False], ids=["homogeneous", "heterogeneous"])
+def test_cooperative_sticky_revokes_before_reassigning_and_converges_in_two_rounds(
+    spark: SparkSession, homogeneous: bool, data: st.DataObject
+) -> None:
+    """Round 1 is the sticky target minus every partition changing owner; round 2 (owned = round 1) keeps all of
+    round 1 (a subset of a balanced assignment), is valid and globally balanced."""
+    groups = data.draw(st.lists(cases(homogeneous=homogeneous), min_size=K, max_size=K))
     round1 = _assign(spark, "cooperative-sticky", groups)
     target = _assign(spark, "sticky", groups)
     for gid, assignment in round1.items():
@@ -116,7 +160,9 @@ def test_cooperative_sticky_revokes_before_reassigning_and_converges_in_two_roun
         case = groups[int(gid[1:])]
         check_valid(assignment, case.subs, case.counts)
         check_balanced(assignment, case.subs)
-        check_sticky(assignment, round1[gid], case.subs, case.counts)
+        check_keeps_all(assignment, round1[gid])
+        if homogeneous:
+            check_sticky(assignment, round1[gid], case.subs, case.counts)
 
 
 @SETTINGS
