@@ -6,6 +6,11 @@ member with two or more fewer that subscribes to its topic. A: [t1, t2], B: [t1]
 A gets t1p0, t2p0, t2p1 and B t1p1 (3 vs 1), yet t1p0 could move to B. :func:`rebalance` removes every such
 move, for the heterogeneous groups only, while keeping owned partitions where it can.
 
+*Start.* Every valid owned partition stays with its owner (not only up to its per-topic quota), and the free ones go
+where the per-topic target put them (:func:`_start`). So an owned assignment that is already globally balanced
+generates no move at all, and one that is a subset of a balanced assignment (cooperative-sticky's round-1 output)
+is completed by moving free partitions only, in every case the property tests have drawn (see *Phases*).
+
 One round, every group of the batch at once (windows and joins keyed by the group, so nothing shuffles):
 
 1. *Pairs per topic.* With the loads ``L``, a topic's holders sorted by ``L`` descending are zipped with its
@@ -20,6 +25,16 @@ One round, every group of the batch at once (windows and joins keyed by the grou
    and none in X's (rack first for ``uniform``), then (topic, partition). ``L_Y + k <= L_X - k`` and each member is
    in one pair, so no move overshoots and the sum of squared loads drops by at least 2 per partition moved: the
    rounds terminate, and they stop exactly when the definition holds (no edge left).
+
+*Phases.* Each group of a round takes the first phase that has work (:func:`_moves`): (1) the pairs and moves above
+over the partitions their holders did not own, so owned partitions stay while anything else can move; (2) *sheds*:
+when only an owned partition could still move (X to Y, two lower), X hands one partition it did not own to a member
+W one lower that subscribes to its topic and whose own owned partitions allow one more (W's *cap*: one above the
+lowest subscriber of any topic W owns a partition of). That keeps the sum of squared loads, so sheds are allowed
+in the first :data:`SHED_ROUNDS` rounds only; (3) the pairs and moves over every partition. Phases 1 and 3
+terminate as above, and the rounds still stop exactly when the definition holds. Keeping every owned partition of a
+subset of a balanced assignment is not guaranteed in general (the single moves and sheds are local: a balanced
+completion may need a chain of moves that raises the sum of squares); it held on every random batch tested.
 
 Rounds halve the gap of every matched pair and run in parallel over pairs, topics and groups; the number of rounds
 grows with the logarithm of the imbalance and the length of chains of overlapping subscriptions (measured: see
