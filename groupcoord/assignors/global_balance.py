@@ -239,14 +239,42 @@ def _pairs(scope: _Scope, holdings: DataFrame, loads: DataFrame) -> DataFrame:
         .select(GROUP, "topic", "_j", F.col("member_id").alias("_y"), F.col("_l").alias("_ly"),
                 F.col("rank").alias("_yr"), F.col("rack").alias("_yrack"))
     )
-    widest = Window.partitionBy(GROUP, "_x").orderBy((F.col("_lx") - F.col("_ly")).desc(), "_yr", "topic")
-    chosen = cut(
-        givers.join(takers, [GROUP, "topic", "_j"])
+    # The per-topic zips all point at the group's least loaded subscribers; the group-wide zip (most loaded holder
+    # with least loaded member, second with second, ...) pairs distinct receivers, so a giver prefers its edge.
+    group_wide = Window.partitionBy(GROUP)
+    holders = holdings.select(*_MEMBER).distinct().join(loads, _MEMBER)
+    spread = (
+        holders.withColumn("_j", F.row_number().over(group_wide.orderBy(F.col("_l").desc(), "rank")))
+        .select(GROUP, "_j", F.col("member_id").alias("_x"), F.col("_l").alias("_lx"), F.col("rank").alias("_xr"),
+                F.col("rack").alias("_xrack"))
+        .join(
+            loads.withColumn("_j", F.row_number().over(group_wide.orderBy("_l", "rank"))).select(
+                GROUP, "_j", F.col("member_id").alias("_y"), F.col("_l").alias("_ly"), F.col("rank").alias("_yr"),
+                F.col("rack").alias("_yrack"),
+            ),
+            [GROUP, "_j"],
+        )
         .where(F.col("_lx") - F.col("_ly") >= 2)
+    )
+    shared = (
+        holdings.select(GROUP, F.col("member_id").alias("_x"), "topic").distinct()
+        .join(scope.subscriptions.select(GROUP, "topic", F.col("member_id").alias("_y")), [GROUP, "topic"])
+    )
+    spread = spread.join(shared, [GROUP, "_x", "_y"], "left_semi").select(
+        GROUP, "_x", "_lx", "_xr", "_xrack", "_y", "_ly", "_yr", "_yrack", F.lit(True).alias("_spread")
+    )
+    per_topic_edges = givers.join(takers, [GROUP, "topic", "_j"]).where(F.col("_lx") - F.col("_ly") >= 2).select(
+        GROUP, "_x", "_lx", "_xr", "_xrack", "_y", "_ly", "_yr", "_yrack", F.lit(False).alias("_spread")
+    )
+    widest = Window.partitionBy(GROUP, "_x").orderBy(
+        F.col("_spread").desc(), (F.col("_lx") - F.col("_ly")).desc(), "_yr"
+    )
+    chosen = cut(_fresh(
+        per_topic_edges.unionByName(spread)
         .withColumn("_pick", F.row_number().over(widest))
         .where(F.col("_pick") == 1)
-        .drop("_pick", "_j", "topic")
-    )
+        .drop("_pick", "_spread")
+    ))
     heaviest = Window.partitionBy(GROUP, "_y").orderBy(F.col("_lx").desc(), "_xr")
     return (
         chosen.join(chosen.select(GROUP, F.col("_x").alias("_y")), [GROUP, "_y"], "left_anti")
