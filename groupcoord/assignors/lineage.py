@@ -34,6 +34,7 @@ _PLANNING: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    "spark.sql.constraintPropagation.enabled": "false",
 }
 _LOCK = threading.RLock()
 _ACTIVE = threading.local()

@@ -9,18 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from groupcoord.assignors.lineage import cut
-from groupcoord.assignors.schema import GROUP, Inputs
+from groupcoord.assignors.schema import Inputs
+from groupcoord.assignors.sql import query
 
 PARTITION_ORDER: tuple[str, ...] = ("topic", "partition")
 
 
-def member_order() -> list[Column]:
-    """Java's ``MemberInfo`` order as sort columns: static first by instance id, then by member id (total)."""
-    return [F.col("group_instance_id").isNull(), F.col("group_instance_id"), F.col("member_id")]
+_MEMBER_ORDER_SQL = "group_instance_id IS NULL, group_instance_id, member_id"
+"""Java's ``MemberInfo`` order: static first by instance id, then by member id (total)."""
 
 
 @dataclass(frozen=True)
@@ -53,45 +52,46 @@ class Prepared:
     @cached_property
     def claims(self) -> DataFrame:
         """Every claim of the group's highest generation, one row per member and partition."""
-        return cut(
-            self.owned_input.where(F.col("member_id").isNotNull() & F.col("topic").isNotNull())
-            .where(F.coalesce(F.col("generation"), F.lit(-1)) == F.col("_top"))
-            .select(GROUP, "member_id", "topic", "partition")
-            .distinct()
-        )
+        return cut(query(
+            "SELECT DISTINCT _g, member_id, topic, partition FROM {owned} "
+            "WHERE member_id IS NOT NULL AND topic IS NOT NULL AND coalesce(generation, -1) = _top",
+            owned=self.owned_input,
+        ))
 
     @cached_property
     def owned(self) -> DataFrame:
         """The valid claims: unique, by a member that still subscribes, of a partition still assignable."""
-        return cut(
-            self.claims.withColumn(
-                "_claimants", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic", "partition"))
-            )
-            .where(F.col("_claimants") == 1)
-            .join(self.subscriptions.select(GROUP, "topic", "member_id"), [GROUP, "topic", "member_id"], "left_semi")
-            .join(self.partitions.select(GROUP, "topic", "partition"), [GROUP, "topic", "partition"], "left_semi")
-            .select(GROUP, "member_id", "topic", "partition")
-        )
+        return cut(query(
+            "SELECT c._g, c.member_id, c.topic, c.partition FROM ("
+            "SELECT * FROM (SELECT *, count(1) OVER (PARTITION BY _g, topic, partition) AS _claimants FROM {claims}) "
+            "WHERE _claimants = 1) c "
+            "LEFT SEMI JOIN {subscriptions} s ON c._g = s._g AND c.topic = s.topic AND c.member_id = s.member_id "
+            "LEFT SEMI JOIN {partitions} p ON c._g = p._g AND c.topic = p.topic AND c.partition = p.partition",
+            claims=self.claims, subscriptions=self.subscriptions, partitions=self.partitions,
+        ))
 
 
 def prepare(inputs: Inputs) -> Prepared:
-    """Derive the shared frames; nothing is evaluated."""
-    members = cut(
-        inputs.members.withColumn(
-            "rank", F.row_number().over(Window.partitionBy(GROUP).orderBy(*member_order())) - 1
-        ).select(GROUP, "member_id", "group_instance_id", "rack", "topics", "rank")
-    )
+    """Derive the shared frames; nothing is evaluated. Each is one SQL text (:mod:`groupcoord.assignors.sql`)."""
+    members = cut(query(
+        "SELECT _g, member_id, group_instance_id, rack, topics, row_number() OVER ("
+        f"PARTITION BY _g ORDER BY {_MEMBER_ORDER_SQL}) - 1 AS rank FROM {{members}}",
+        members=inputs.members,
+    ))
     given = cut(inputs.partitions)
-    topics = given.select(GROUP, "topic").distinct()
-    subscriptions = cut(
-        members.select(GROUP, "member_id", "rack", "rank", F.explode(F.array_distinct("topics")).alias("topic"))
-        .join(topics, [GROUP, "topic"])
-        .withColumn("sub_index", F.row_number().over(Window.partitionBy(GROUP, "topic").orderBy("rank")) - 1)
-        .withColumn("n_subs", F.count(F.lit(1)).over(Window.partitionBy(GROUP, "topic")))
-    )
-    topic_subs = subscriptions.where(F.col("sub_index") == 0).select(GROUP, "topic", "n_subs")
-    partitions = cut(given.join(topic_subs, [GROUP, "topic"]))
-
+    subscriptions = cut(query(
+        "SELECT *, row_number() OVER (PARTITION BY _g, topic ORDER BY rank) - 1 AS sub_index, "
+        "count(1) OVER (PARTITION BY _g, topic) AS n_subs FROM ("
+        "SELECT _g, topic, member_id, rack, rank FROM ("
+        "SELECT _g, member_id, rack, rank, explode(array_distinct(topics)) AS topic FROM {members}) "
+        "JOIN (SELECT DISTINCT _g, topic FROM {given}) USING (_g, topic))",
+        members=members, given=given,
+    ))
+    partitions = cut(query(
+        "SELECT * FROM {given} JOIN (SELECT _g, topic, n_subs FROM {subscriptions} WHERE sub_index = 0) "
+        "USING (_g, topic)",
+        given=given, subscriptions=subscriptions,
+    ))
     return Prepared(
         members.drop("topics"), subscriptions, partitions, inputs.owned, inputs.batched,
         has_owned=inputs.has_owned, has_racks=inputs.has_racks,

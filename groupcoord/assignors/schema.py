@@ -7,14 +7,15 @@ group), optional columns filled with nulls, integral columns cast to ``int`` and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from groupcoord.assignors.errors import AssignorInputError
 from groupcoord.assignors.partitioning import estimated_bytes, partition_count
 from groupcoord.assignors.plan_facts import known_empty
+from groupcoord.assignors.sql import query, quoted
 
 GROUP = "_g"
 """The internal group column; the caller's ``group_id`` is renamed to it."""
@@ -48,6 +49,7 @@ _OWNED = (
     _Column("partition", "int", True),
     _Column("generation", "int", False),
 )
+_COLUMNS: dict[str, tuple[_Column, ...]] = {"members": _MEMBERS, "partitions": _PARTITIONS, "owned": _OWNED}
 
 _NULL_TYPES: dict[str, T.DataType] = {
     "string": T.StringType(),
@@ -87,34 +89,93 @@ def _accepts(kind: str, data_type: T.DataType) -> bool:
     return isinstance(data_type, T.ArrayType) and isinstance(data_type.elementType, T.StringType)
 
 
-def _one_group(column: Column) -> Column:
-    """The constant group ``""`` of an unbatched call, written so that the optimiser cannot fold it.
+_SQL_TYPES: dict[str, str] = {"string": "string", "int": "int", "double": "double", "strings": "array<string>"}
 
-    A literal would be folded away, and with it the hash partitioning by group that spares every later shuffle.
+_ONE_GROUP = "coalesce(substring(CAST({column} AS string), 1, 0), '')"
+"""The constant group ``""`` of an unbatched call, written so that the optimiser cannot fold it.
+
+A literal would be folded away, and with it the hash partitioning by group that spares every later shuffle.
+"""
+
+
+def _fail(message: str) -> str:
+    """SQL raising ``message`` (a SQL string expression) as an :class:`AssignorInputError` inside the plan."""
+    return f"raise_error(concat('AssignorInputError: ', {message}))"
+
+
+def _same_as_neighbour(*names: str) -> str:
+    """SQL: true where the previous or next row of window ``w`` has the same (non-null) ``names``: a duplicate."""
+    def same(function: str) -> str:
+        return "coalesce(" + " AND ".join(f"{function}({n}) OVER w = {n}" for n in names) + ", false)"
+
+    return f"({same('lag')} OR {same('lead')})"
+
+
+# Per input: the checks and derived columns of the outer select (over the canonical columns) and the window ``w``.
+_CHECKS: dict[str, tuple[str, str, str]] = {
+    "members": (
+        f"CASE WHEN {_same_as_neighbour('member_id')} OR member_id IS NULL THEN "
+        + _fail("'duplicate or null member_id ', coalesce(member_id, 'null'), ' in group \\'', _g, '\\''")
+        + " END",
+        "",
+        "PARTITION BY _g ORDER BY member_id",
+    ),
+    "partitions": (
+        f"CASE WHEN partition IS NULL OR partition < 0 OR topic IS NULL OR {_same_as_neighbour('topic', 'partition')}"
+        + " THEN " + _fail(
+            f"CASE WHEN {_same_as_neighbour('topic', 'partition')} THEN 'duplicate' ELSE 'negative or null' END, "
+            "' partition ', coalesce(topic, 'null'), '-', coalesce(CAST(partition AS string), 'null')"
+        )
+        + " WHEN weight < 0 THEN " + _fail("'negative weight for partition ', topic") + " END",
+        "",
+        "PARTITION BY _g ORDER BY topic, partition",
+    ),
+    "owned": (
+        "CASE WHEN partition < 0 THEN "
+        + _fail("'negative partition in owned: ', topic, '-', CAST(partition AS string)") + " END",
+        ", max(CASE WHEN member_id IS NOT NULL AND topic IS NOT NULL THEN coalesce(generation, -1) END) OVER w AS _top",
+        "PARTITION BY _g",
+    ),
+}
+
+
+@lru_cache(maxsize=256)
+def _normalised_sql(what: str, schema: T.StructType, batched: bool) -> str:
+    """The one SQL text that selects ``what``'s columns in canonical form (group column first) and checks values.
+
+    Raises :class:`AssignorInputError` for a missing column or a column of the wrong type. Cached per schema: the
+    text depends on the schema only.
     """
-    return F.coalesce(F.substring(column.cast("string"), 1, 0), F.lit(""))
-
-
-def _normalise(frame: DataFrame, what: str, columns: tuple[_Column, ...], batched: bool) -> DataFrame:
-    """Check ``frame``'s columns against ``columns`` and select them in canonical form, group column first."""
-    fields = {f.name: f.dataType for f in frame.schema.fields}
-    selected: list[Column] = [
-        (F.col("group_id") if batched else _one_group(F.col(columns[0].name))).cast("string").alias(GROUP),
-    ]
+    columns = _COLUMNS[what]
+    fields = {f.name: f.dataType for f in schema.fields}
+    group = "CAST(`group_id` AS string)" if batched else _ONE_GROUP.format(column=quoted(columns[0].name))
+    selected = [f"{group} AS _g"]
     for column in columns:
+        sql_type = _SQL_TYPES[column.kind]
         if column.name not in fields:
             if column.required:
                 raise AssignorInputError(f"{what}: missing column {column.name!r}")
-            selected.append(F.lit(None).cast(_NULL_TYPES[column.kind]).alias(column.name))
-            continue
-        data_type = fields[column.name]
-        if not _accepts(column.kind, data_type):
-            raise AssignorInputError(
-                f"{what}: column {column.name!r} has type {data_type.simpleString()}, expected {column.kind}"
-                + (" (any integral type)" if column.kind == "int" else "")
-            )
-        selected.append(F.col(column.name).cast(_NULL_TYPES[column.kind]).alias(column.name))
-    return frame.select(*selected)
+            value = f"CAST(NULL AS {sql_type})"
+        else:
+            data_type = fields[column.name]
+            if not _accepts(column.kind, data_type):
+                raise AssignorInputError(
+                    f"{what}: column {column.name!r} has type {data_type.simpleString()}, expected {column.kind}"
+                    + (" (any integral type)" if column.kind == "int" else "")
+                )
+            value = f"CAST({quoted(column.name)} AS {sql_type})"
+        if column.name == "weight":
+            value = f"coalesce({value}, 1.0D)"
+        selected.append(f"{value} AS {column.name}")
+    names = ", ".join(["_g", *(c.name for c in columns)])
+    check, derived, window = _CHECKS[what]
+    # The one shuffle of each input is the exchange of its window ``w``, partitioned by the group alone (see
+    # ``partitioning``): duplicate checks compare neighbours in sorted order, and the owned claims' top generation.
+    return (
+        f"SELECT {names}{', _top' if derived else ''} FROM ("
+        f"SELECT *, {check} AS _bad{derived} FROM (SELECT {', '.join(selected)} FROM {{frame}}) WINDOW w AS ({window})"
+        ") WHERE _bad IS NULL"
+    )
 
 
 def _is_batched(members: DataFrame, partitions: DataFrame, owned: DataFrame | None) -> bool:
@@ -133,86 +194,48 @@ def _is_batched(members: DataFrame, partitions: DataFrame, owned: DataFrame | No
     return bool(having)
 
 
-def _fail_when(frame: DataFrame, condition: Column, message: Column) -> DataFrame:
-    """Make evaluating ``frame`` raise ``message`` on any row where ``condition`` holds (lazily, inside the plan)."""
-    check = F.when(condition, F.raise_error(F.concat(F.lit("AssignorInputError: "), message)))
-    return frame.where(check.isNull())
+def _frame(what: str, frame: DataFrame, batched: bool) -> DataFrame:
+    return query(_normalised_sql(what, frame.schema, batched), frame=frame)
+
+
+def _none_owned(session: SparkSession) -> DataFrame:
+    """An empty owned frame in canonical form (with ``_top``)."""
+    columns = ", ".join(f"CAST(NULL AS {_SQL_TYPES[c.kind]}) AS {c.name}" for c in _OWNED)
+    return session.sql(f"SELECT CAST(NULL AS string) AS _g, {columns}, CAST(NULL AS int) AS _top WHERE false")
+
+
+def _has_racks(members: DataFrame, partitions: DataFrame) -> bool:
+    """False when no member has a rack or no partition a replica rack, as far as the plan (or the schema) proves."""
+    if "rack" not in members.columns or "racks" not in partitions.columns:
+        return False
+    return not (
+        known_empty(members.where("rack IS NOT NULL"))
+        or known_empty(partitions.where("size(CAST(racks AS array<string>)) > 0"))
+    )
 
 
 def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame | None) -> Inputs:
     """Validate the schemas (eagerly) and values (lazily), and return the canonical frames.
 
-    ``owned=None`` becomes an empty owned frame in the members' session.
+    ``owned=None`` becomes an empty owned frame in the members' session. Each input is one SQL text (see
+    :mod:`groupcoord.assignors.sql`); the facts ``has_owned`` / ``has_racks`` are asked of the raw inputs.
     """
     if not isinstance(members, DataFrame) or not isinstance(partitions, DataFrame):
         raise AssignorInputError("members and partitions must be Spark DataFrames")
     if owned is not None and not isinstance(owned, DataFrame):
         raise AssignorInputError("owned must be a Spark DataFrame or None")
     batched = _is_batched(members, partitions, owned)
-    norm_members = _normalise(members, "members", _MEMBERS, batched)
-    norm_partitions = _normalise(partitions, "partitions", _PARTITIONS, batched)
+    norm_members = _frame("members", members, batched)
+    norm_partitions = _frame("partitions", partitions, batched)
     if owned is None:
-        schema = T.StructType(
-            [T.StructField(GROUP, T.StringType())]
-            + [T.StructField(c.name, _NULL_TYPES[c.kind]) for c in _OWNED]
-        )
-        norm_owned = members.sparkSession.createDataFrame([], schema)
+        norm_owned = _none_owned(members.sparkSession)
+        has_owned = False
     else:
-        norm_owned = _normalise(owned, "owned", _OWNED, batched)
-    claimed = F.col("member_id").isNotNull() & F.col("topic").isNotNull()
-    has_owned = owned is not None and not known_empty(norm_owned.where(claimed))
-    has_racks = not (
-        known_empty(norm_members.where(F.col("rack").isNotNull()))
-        or known_empty(norm_partitions.where(F.size("racks") > 0))
-    )
+        norm_owned = _frame("owned", owned, batched)
+        has_owned = not known_empty(owned.where("member_id IS NOT NULL AND topic IS NOT NULL"))
+    has_racks = _has_racks(members, partitions)
     given = [members, partitions, *([] if owned is None else [owned])]
     # A single group is one partition whatever its size: no need to optimise the inputs for an estimate.
     size = sum(estimated_bytes(frame) for frame in given) if batched else 0
     n = partition_count(given, batched=batched, size=size)
-    # The one shuffle of each input is the exchange of its first window, partitioned by the group alone (see
-    # ``partitioning``): duplicate checks compare neighbours in sorted order, and the owned claims' top generation.
-    by_group = Window.partitionBy(GROUP)
-    by_member = by_group.orderBy("member_id")
-    norm_members = norm_members.withColumn("_dup", _same_as_neighbour(by_member, "member_id"))
-    norm_members = _fail_when(
-        norm_members,
-        F.col("_dup") | F.col("member_id").isNull(),
-        F.concat(F.lit("duplicate or null member_id "), F.coalesce(F.col("member_id"), F.lit("null")),
-                 F.lit(" in group '"), F.col(GROUP), F.lit("'")),
-    ).drop("_dup")
-    by_partition = by_group.orderBy("topic", "partition")
-    norm_partitions = norm_partitions.withColumn("_dup", _same_as_neighbour(by_partition, "topic", "partition"))
-    norm_partitions = _fail_when(
-        norm_partitions,
-        F.col("partition").isNull() | (F.col("partition") < 0) | F.col("topic").isNull() | F.col("_dup"),
-        F.concat(
-            F.when(F.col("_dup"), F.lit("duplicate")).otherwise(F.lit("negative or null")),
-            F.lit(" partition "), F.coalesce(F.col("topic"), F.lit("null")), F.lit("-"),
-            F.coalesce(F.col("partition").cast("string"), F.lit("null")),
-        ),
-    ).drop("_dup")
-    norm_owned = norm_owned.withColumn(
-        "_top", F.max(F.when(claimed, F.coalesce(F.col("generation"), F.lit(-1)))).over(by_group)
-    )
-    norm_partitions = norm_partitions.withColumn("weight", F.coalesce(F.col("weight"), F.lit(1.0)))
-    norm_partitions = _fail_when(
-        norm_partitions, F.col("weight") < 0, F.concat(F.lit("negative weight for partition "), F.col("topic"))
-    )
-    norm_owned = _fail_when(
-        norm_owned,
-        F.col("partition") < 0,
-        F.concat(F.lit("negative partition in owned: "), F.col("topic"), F.lit("-"), F.col("partition").cast("string")),
-    )
     return Inputs(norm_members, norm_partitions, norm_owned, batched, n, has_owned=has_owned, has_racks=has_racks)
-
-
-def _same_as_neighbour(window: WindowSpec, *names: str) -> Column:
-    """True where the previous or next row of ``window`` has the same (non-null) ``names``: a duplicate."""
-    def same(offset: int) -> Column:
-        matches = [F.lag(name, offset).over(window) == F.col(name) for name in names]
-        condition = matches[0]
-        for match in matches[1:]:
-            condition = condition & match
-        return F.coalesce(condition, F.lit(False))
-
-    return same(1) | same(-1)
