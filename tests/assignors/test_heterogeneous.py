@@ -18,7 +18,7 @@ from tests.assignors.builders import (
     partitions_df,
     sorted_output,
 )
-from tests.assignors.properties import check_balanced, check_valid
+from tests.assignors.properties import check_balanced, check_keeps_all, check_valid
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -111,3 +111,19 @@ def test_subscriptions_check_runs_no_job_for_a_constant_topics_column(spark: Spa
     same_sets = members_df(spark, {"A": ["t1", "t2"], "B": ["t2", "t1", "t1"]})
     assert _jobs_of(spark, "probe-same", same_sets)[0] is False
     assert _jobs_of(spark, "probe-different", members_df(spark, A_B))[0] is True
+
+
+def test_cooperative_round_two_keeps_every_round_one_partition(spark: SparkSession) -> None:
+    """Found by the property test: starting round 2 from per-topic quotas gave m0 (on t0 only) two t0 partitions
+    back, and the rounds then took an owned t2 partition away from m3 to even out m1."""
+    subs = {"m0": ["absent", "t0"], "m1": ["t2", "absent"], "m2": ["t0", "t1", "t2"], "m3": ["t0", "t1", "t2"]}
+    counts = {"t0": 5, "t1": 5, "t2": 6}
+    members, partitions = members_df(spark, subs), partitions_df(spark, counts)
+    owned = spark.createDataFrame([("m3", "t0", p, 1) for p in (1, 2, 4)] + [("m3", "t1", 0, 1)], OWNED)
+    assignor = get_assignor("cooperative-sticky")
+    round1 = as_dict(assignor.assign(members, partitions, owned))[None]
+    claims = spark.createDataFrame([(m, t, p, 2) for m, tps in round1.items() for t, p in tps], OWNED)
+    round2 = as_dict(assignor.assign(members, partitions, claims))[None]
+    check_valid(round2, subs, counts)
+    check_balanced(round2, subs)
+    check_keeps_all(round2, round1)
