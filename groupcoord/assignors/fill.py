@@ -10,12 +10,14 @@ replica in a member's rack are matched to that rack's slots first, the same way 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER
+from groupcoord.assignors.sql import query
 
 _TYPES: dict[str, str] = {"topic": "string", "partition": "int"}
 
@@ -53,7 +55,6 @@ def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame, *, rack_aware:
 
     Returns ``scope, member_id, topic, partition``.
     """
-    out_columns = _unique(*scope, "member_id", *PARTITION_ORDER)
     matched: DataFrame | None = None
     if rack_aware:
         matched = cut(_match_racks(scope, free, slots))
@@ -64,30 +65,34 @@ def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame, *, rack_aware:
         )
     # Slots laid end to end: a member with free slots starts at the running sum of the deficits before it. Members'
     # starts and the free partitions' numbers go on one timeline per scope; each partition takes the last member
-    # that started at or before it (one window sort, no exploded slot rows, no join).
-    running = Window.unboundedPreceding, Window.currentRow
-    ordered = Window.partitionBy(*scope).orderBy("rank").rowsBetween(*running)
-    nothing = F.lit(None)
-    starts = (
-        slots.select(*scope, "member_id", "deficit", (F.sum("deficit").over(ordered) - F.col("deficit")).alias("_at"))
-        .where(F.col("deficit") > 0)
-        .select(
-            *scope, "_at", F.lit(0).alias("_kind"), "member_id",
-            *[nothing.cast(_TYPES[c]).alias(c) for c in PARTITION_ORDER if c not in scope],
-        )
-    )
-    numbered = free.select(
-        *scope,
-        (F.row_number().over(Window.partitionBy(*scope).orderBy(*PARTITION_ORDER)) - 1).cast("long").alias("_at"),
-        F.lit(1).alias("_kind"),
-        nothing.cast("string").alias("member_id"),
-        *[c for c in PARTITION_ORDER if c not in scope],
-    )
-    timeline = Window.partitionBy(*scope).orderBy("_at", "_kind").rowsBetween(*running)
-    placed = (
-        starts.unionByName(numbered)
-        .select("*", F.last("member_id", ignorenulls=True).over(timeline).alias("_owner"))
-        .where(F.col("_kind") == 1)
-        .select(*[F.col("_owner").alias(c) if c == "member_id" else F.col(c) for c in out_columns])
-    )
+    # that started at or before it (one window sort, no exploded slot rows, no join). One SQL text: see
+    # :mod:`groupcoord.assignors.sql`.
+    placed = query(_timeline_sql(tuple(scope)), slots=slots, free=free)
     return placed if matched is None else placed.unionByName(matched)
+
+
+@lru_cache(maxsize=16)
+def _timeline_sql(scope: tuple[str, ...]) -> str:
+    """The SQL of :func:`fill`'s timeline over ``{slots}`` and ``{free}`` for ``scope``."""
+    keys = ", ".join(scope)
+    extras = [c for c in PARTITION_ORDER if c not in scope]
+    nulls = "".join(f", CAST(NULL AS {_TYPES[c]}) AS {c}" for c in extras)
+    running = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    out = ", ".join(
+        "_owner AS member_id" if c == "member_id" else c for c in _unique(*scope, "member_id", *PARTITION_ORDER)
+    )
+    starts = (
+        f"SELECT {keys}, _at, 0 AS _kind, member_id{nulls} FROM ("
+        f"SELECT {keys}, member_id, deficit, "
+        f"CAST(sum(deficit) OVER (PARTITION BY {keys} ORDER BY rank {running}) - deficit AS bigint) AS _at "
+        "FROM {slots}) WHERE deficit > 0"
+    )
+    numbered = (
+        f"SELECT {keys}, CAST(row_number() OVER (PARTITION BY {keys} ORDER BY {', '.join(PARTITION_ORDER)}) - 1 "
+        f"AS bigint) AS _at, 1 AS _kind, CAST(NULL AS string) AS member_id{''.join(', ' + c for c in extras)} "
+        "FROM {free}"
+    )
+    return (
+        f"SELECT {out} FROM (SELECT *, last(member_id, true) OVER (PARTITION BY {keys} ORDER BY _at, _kind {running}) "
+        f"AS _owner FROM ({starts} UNION ALL {numbered})) WHERE _kind = 1"
+    )
