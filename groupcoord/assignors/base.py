@@ -35,7 +35,7 @@ class Assignor(ABC):
         # Cutting the result plans the whole assignment here, under the planning settings: the caller's action then
         # runs a single job over co-partitioned leaves, whatever its own session settings.
         with planning(members.sparkSession, shuffle_partitions=inputs.partition_count):
-            prepared = prepare(inputs)
+            prepared = prepare(inputs, homogeneous=self._homogeneity_proven())
             result = cut(self._assign(prepared))
         # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.
         columns = [
@@ -46,6 +46,10 @@ class Assignor(ABC):
         if prepared.batched:
             columns.insert(0, F.coalesce(F.col(GROUP), F.lit("")).alias("group_id"))
         return result.select(*columns)
+
+    def _homogeneity_proven(self) -> bool:
+        """Whether this call may rely on every group's members declaring the same topics (see ``prepare``)."""
+        return False
 
     @abstractmethod
     def _assign(self, prepared: Prepared) -> DataFrame:

@@ -35,8 +35,25 @@ class Scoped:
     owned: DataFrame | None
 
 
+def _one_scope(prepared: Prepared) -> tuple[DataFrame, DataFrame]:
+    """Members and partitions when every group is proven homogeneous (``Prepared.homogeneous``): one scope each.
+
+    The scope ``""`` is derived from the group column rather than written as a literal, so that the optimiser
+    cannot fold it out of the joins' and windows' keys (see :mod:`groupcoord.assignors.partitioning`).
+    """
+    scope = F.coalesce(F.substring(GROUP, 1, 0), F.lit("")).alias("_s")
+    # Every member subscribes to every topic: the topic count is the same for all and orders nothing.
+    n_topics = F.lit(0).cast("long").alias("n_topics")
+    members = prepared.members.select(GROUP, scope, "member_id", "rank", "rack", n_topics)
+    partitions = prepared.partitions.select(GROUP, scope, "topic", "partition", "racks", "weight")
+    return members, partitions
+
+
 def scoped(prepared: Prepared) -> Scoped:
     """Split every group into its balancing scopes."""
+    if prepared.homogeneous:
+        members, partitions = _one_scope(prepared)
+        return _with_owned(prepared, members, partitions)
     subs = prepared.subscriptions
     homogeneous = subs.groupBy(GROUP).agg(
         (F.min("n_subs") == F.countDistinct("member_id")).alias("_homogeneous")
@@ -52,6 +69,11 @@ def scoped(prepared: Prepared) -> Scoped:
     partitions = prepared.partitions.join(homogeneous, GROUP).select(
         GROUP, scope, "topic", "partition", "racks", "weight"
     )
+    return _with_owned(prepared, members, partitions)
+
+
+def _with_owned(prepared: Prepared, members: DataFrame, partitions: DataFrame) -> Scoped:
+    """Cut ``members`` and ``partitions`` and add the scoped owned claims (None when none can exist)."""
     if not prepared.has_owned:
         return Scoped(cut(members), cut(partitions), None)
     members, partitions = cut(members), cut(partitions)

@@ -55,7 +55,9 @@ def declared_heterogeneous(members: DataFrame) -> bool:
     if not isinstance(fields.get("topics"), T.ArrayType) or _constant_column(members, "topics"):
         return False
     group = F.col("group_id").cast("string") if "group_id" in fields else F.lit("")
-    declared = members.select(group.alias("g"), F.sort_array(F.array_distinct("topics")).alias("t"))
+    # A null list subscribes to nothing, like an empty one (and countDistinct would not count a null).
+    topic_set = F.coalesce(F.sort_array(F.array_distinct("topics")), F.array().cast("array<string>"))
+    declared = members.select(group.alias("g"), topic_set.alias("t"))
     if members.isLocal():
         seen: dict[object, object] = {}
         return any(seen.setdefault(row["g"], row["t"]) != row["t"] for row in declared.collect())
@@ -72,6 +74,10 @@ class GloballyBalancedAssignor(Assignor):
 
     rack_aware: bool = True
     subscriptions: str = "auto"
+    _proven: bool = dataclasses.field(default=False, repr=False)
+    """Set by the ``auto`` check, or by a caller that compared the members' topic sets itself (the coordinator):
+    ``homogeneous`` is then a fact the plan may build on (see ``prepare``). A bare ``"homogeneous"`` is not: for
+    a group that is not, the result is still valid, balanced topic by topic."""
 
     rack_first: ClassVar[bool] = False
     """Whether rack locality ranks above stickiness when a member must give partitions up (``uniform``)."""
@@ -85,10 +91,12 @@ class GloballyBalancedAssignor(Assignor):
         """See :meth:`Assignor.assign`; heterogeneous calls run their balancing rounds here (see module doc)."""
         if self.subscriptions == "auto":
             mode = "heterogeneous" if declared_heterogeneous(members) else "homogeneous"
-            return super(GloballyBalancedAssignor, dataclasses.replace(self, subscriptions=mode)).assign(
-                members, partitions, owned
-            )
+            checked = dataclasses.replace(self, subscriptions=mode, _proven=True)
+            return super(GloballyBalancedAssignor, checked).assign(members, partitions, owned)
         return super().assign(members, partitions, owned)
+
+    def _homogeneity_proven(self) -> bool:
+        return self._proven and self.subscriptions == "homogeneous"
 
     def _keep_first(self) -> Sequence[Column]:
         """Which owned partitions a member over its quota keeps first (before topic, partition)."""

@@ -110,7 +110,8 @@ class SparkAssignmentRunner:
         members, partitions, owned = self._inputs(spark, effects, counts, weights)
         assignor = get_assignor(name)
         if isinstance(assignor, GloballyBalancedAssignor):
-            assignor = dataclasses.replace(assignor, subscriptions=_subscriptions(effects))
+            # The topic sets were compared here, so "homogeneous" is proven (see GloballyBalancedAssignor).
+            assignor = dataclasses.replace(assignor, subscriptions=_subscriptions(effects), _proven=True)
         result = to_arrow(assignor.assign(members, partitions, owned)).to_pylist()
         by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         for row in result:
