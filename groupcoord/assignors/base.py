@@ -8,6 +8,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.assignors.lineage import cut, planning
 from groupcoord.assignors.prepare import Prepared, prepare
 from groupcoord.assignors.schema import GROUP, normalise_inputs
@@ -23,6 +24,8 @@ class Assignor(ABC):
     """
 
     name: ClassVar[str]
+    homogeneous_plan: ClassVar[bool] = False
+    """Whether ``_assign`` has a cheaper plan for calls proven homogeneous (``Prepared.homogeneous``)."""
 
     def assign(self, members: DataFrame, partitions: DataFrame, owned: DataFrame | None = None) -> DataFrame:
         """Return the assignment as a lazy DataFrame: ``[group_id,] member_id, topic, partition`` (non-null).
@@ -35,7 +38,7 @@ class Assignor(ABC):
         # Cutting the result plans the whole assignment here, under the planning settings: the caller's action then
         # runs a single job over co-partitioned leaves, whatever its own session settings.
         with planning(members.sparkSession, shuffle_partitions=inputs.partition_count):
-            prepared = prepare(inputs, homogeneous=self._homogeneity_proven())
+            prepared = prepare(inputs, homogeneous=self._homogeneity_proven(members))
             result = cut(self._assign(prepared))
         # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.
         columns = [
@@ -47,9 +50,10 @@ class Assignor(ABC):
             columns.insert(0, F.coalesce(F.col(GROUP), F.lit("")).alias("group_id"))
         return result.select(*columns)
 
-    def _homogeneity_proven(self) -> bool:
-        """Whether this call may rely on every group's members declaring the same topics (see ``prepare``)."""
-        return False
+    def _homogeneity_proven(self, members: DataFrame) -> bool:
+        """Whether this call may rely on every group's members declaring the same topics (see ``prepare``): only
+        asked (and then checked, :mod:`groupcoord.assignors.homogeneity`) when the assignor has such a plan."""
+        return self.homogeneous_plan and not declared_heterogeneous(members)
 
     @abstractmethod
     def _assign(self, prepared: Prepared) -> DataFrame:

@@ -9,6 +9,12 @@ three partitions::
 
 With rack awareness (KIP-881), partitions with a replica in a member's rack go to that member first, within the same
 per-member counts, so the balance is unchanged.
+
+When every member of a group is proven to subscribe to the same topics (``Prepared.homogeneous``) and no rack is in
+play, the runs are arithmetic on a partition's index ``i`` within its topic (``c`` partitions, ``n`` members,
+``q = c div n``, ``r = c mod n``): the first ``r`` members take ``q + 1`` each, so ``i`` goes to member rank
+``i div (q + 1)`` below ``r (q + 1)`` and ``r + (i - r (q + 1)) div q`` above. One window and one join, with no row
+per member and topic.
 """
 
 from __future__ import annotations
@@ -23,6 +29,18 @@ from groupcoord.assignors.base import Assignor
 from groupcoord.assignors.fill import fill
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
+from groupcoord.assignors.sql import query
+
+_HOMOGENEOUS_SQL = (
+    "SELECT p._g, m.member_id, p.topic, p.partition FROM ("
+    "SELECT _g, topic, partition, CAST(n_subs AS int) AS n, "
+    "CAST(row_number() OVER (PARTITION BY _g, topic ORDER BY partition) - 1 AS int) AS i, "
+    "CAST(count(1) OVER (PARTITION BY _g, topic) AS int) AS c FROM {partitions}) p "
+    "JOIN {members} m ON m._g = p._g AND m.rank = CASE WHEN p.i < (p.c % p.n) * (p.c DIV p.n + 1) "
+    "THEN p.i DIV (p.c DIV p.n + 1) ELSE p.c % p.n + (p.i - (p.c % p.n) * (p.c DIV p.n + 1)) DIV (p.c DIV p.n) END"
+)
+"""Range for proven-homogeneous groups without racks (see the module docstring); ``q = 0`` never reaches the
+``ELSE`` branch (every index is below ``r = c``), so nothing divides by zero."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,9 +48,13 @@ class RangeAssignor(Assignor):
     """Kafka's range assignor; ``rack_aware`` enables the KIP-881 same-rack preference."""
 
     name: ClassVar[str] = "range"
+    homogeneous_plan: ClassVar[bool] = True
     rack_aware: bool = True
 
     def _assign(self, prepared: Prepared) -> DataFrame:
+        rack_aware = self.rack_aware and prepared.has_racks
+        if prepared.homogeneous and not rack_aware:
+            return query(_HOMOGENEOUS_SQL, partitions=prepared.partitions, members=prepared.members)
         scope = [GROUP, "topic"]
         counts = prepared.partitions.groupBy(*scope).agg(F.count(F.lit(1)).alias("_p"))
         slots = prepared.subscriptions.join(counts, scope).select(
@@ -45,4 +67,4 @@ class RangeAssignor(Assignor):
                 + F.when(F.col("sub_index") < F.col("_p") % F.col("n_subs"), 1).otherwise(0)
             ).alias("deficit"),
         )
-        return fill(scope, prepared.partitions, slots, rack_aware=self.rack_aware and prepared.has_racks)
+        return fill(scope, prepared.partitions, slots, rack_aware=rack_aware)

@@ -9,6 +9,9 @@ subscribe to the partition's topic. Worked example: C0 and C1 subscribe to t0 an
 Within a topic the deal walks the topic's subscribers cyclically, so only the subscriber a topic *starts* at depends on
 the topics before it. Those starting points are one fold per group over its topics (Spark's ``aggregate``, a
 constant-time step for topics every member subscribes to), then partitions join their subscriber by index.
+
+When every member of a group is proven to subscribe to the same topics (``Prepared.homogeneous``), the deal is the
+partition's index in (topic, partition) order modulo the member count: one window and one join.
 """
 
 from __future__ import annotations
@@ -22,6 +25,15 @@ from pyspark.sql import functions as F
 from groupcoord.assignors.base import Assignor
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
+from groupcoord.assignors.sql import query
+
+_HOMOGENEOUS_SQL = (
+    "SELECT p._g, m.member_id, p.topic, p.partition FROM ("
+    "SELECT _g, topic, partition, CAST((row_number() OVER (PARTITION BY _g ORDER BY topic, partition) - 1) "
+    "% n_subs AS int) AS _r FROM {partitions}) p "
+    "JOIN {members} m ON m._g = p._g AND m.rank = p._r"
+)
+"""Round robin for proven-homogeneous groups: every member takes every topic, so nobody is skipped."""
 
 
 def _next_start(acc: Column, topic: Column, members: Column) -> Column:
@@ -42,8 +54,11 @@ class RoundRobinAssignor(Assignor):
     """Kafka's round-robin assignor."""
 
     name: ClassVar[str] = "roundrobin"
+    homogeneous_plan: ClassVar[bool] = True
 
     def _assign(self, prepared: Prepared) -> DataFrame:
+        if prepared.homogeneous:
+            return query(_HOMOGENEOUS_SQL, partitions=prepared.partitions, members=prepared.members)
         n_members = prepared.members.groupBy(GROUP).agg(F.count(F.lit(1)).alias("_n"))
         counts = prepared.partitions.groupBy(GROUP, "topic").agg(
             F.count(F.lit(1)).alias("p"), F.first("n_subs").alias("n_subs")

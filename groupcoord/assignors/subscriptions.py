@@ -1,17 +1,14 @@
 """The balanced assignors' shared shape: the per-topic sticky target, globally balanced when subscriptions differ.
 
 ``sticky``, ``cooperative-sticky`` and ``uniform`` derive from :class:`GloballyBalancedAssignor`. Before planning,
-``assign`` decides on the driver whether the call may hold a heterogeneous group (:func:`declared_heterogeneous`):
-
-- the ``topics`` column is a constant in the optimised plan (the benchmarks' generated inputs): no, and no job;
-- the members frame is driver-local (``DataFrame.isLocal()``): its ``group_id`` and ``topics`` are collected
-  without a job (small bookkeeping: one row per member);
-- otherwise one small job over the members frame alone (group, sorted distinct topics) answers it.
+``assign`` decides on the driver whether the call may hold a heterogeneous group (:func:`declared_heterogeneous`,
+no job for constant or driver-local inputs: see :mod:`groupcoord.assignors.homogeneity`).
 
 Only when the answer is yes does the plan get the rounds of :mod:`groupcoord.assignors.global_balance` (jobs run
-inside ``assign``). A caller that knows its subscriptions skips the check with the keyword-only option
-``subscriptions="homogeneous"`` or ``"heterogeneous"`` (default ``"auto"``); saying ``"homogeneous"`` for a
-heterogeneous group yields a valid assignment balanced topic by topic only.
+inside ``assign``); when it is no, the homogeneous plan runs (``Prepared.homogeneous``). A caller that knows its
+subscriptions skips the check with the keyword-only option ``subscriptions="homogeneous"`` or ``"heterogeneous"``
+(default ``"auto"``); saying ``"homogeneous"`` for a heterogeneous group yields a valid assignment balanced topic by
+topic only (a bare option is not a proof: the general plan runs, with its per-topic scopes).
 """
 
 from __future__ import annotations
@@ -22,46 +19,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from groupcoord.assignors.balanced import balanced_target
 from groupcoord.assignors.base import Assignor
 from groupcoord.assignors.global_balance import rebalance
+from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.assignors.prepare import Prepared
 
 SUBSCRIPTION_MODES: tuple[str, ...] = ("auto", "homogeneous", "heterogeneous")
-
-
-def _constant_column(frame: DataFrame, column: str) -> bool:
-    """Whether ``column`` is a literal in ``frame``'s optimised plan (then every row holds the same value)."""
-    plan = frame.select(column)._jdf.queryExecution().optimizedPlan()
-    if plan.nodeName() != "Project":
-        return False
-    expression = plan.projectList().apply(0)
-    if expression.getClass().getSimpleName() == "Alias":
-        expression = expression.child()
-    return bool(expression.foldable())
-
-
-def declared_heterogeneous(members: DataFrame) -> bool:
-    """Whether some group's members declare different topic lists (as sets).
-
-    A superset of the heterogeneous groups: a topic that does not exist can make declared lists differ while the
-    existing subscriptions agree; such a group takes the rounds and finds nothing to move. Inputs with a bad
-    ``topics`` column answer False here and are rejected by the input validation.
-    """
-    fields = {field.name: field.dataType for field in members.schema.fields}
-    if not isinstance(fields.get("topics"), T.ArrayType) or _constant_column(members, "topics"):
-        return False
-    group = F.col("group_id").cast("string") if "group_id" in fields else F.lit("")
-    # A null list subscribes to nothing, like an empty one (and countDistinct would not count a null).
-    topic_set = F.coalesce(F.sort_array(F.array_distinct("topics")), F.array().cast("array<string>"))
-    declared = members.select(group.alias("g"), topic_set.alias("t"))
-    if members.isLocal():
-        seen: dict[object, object] = {}
-        return any(seen.setdefault(row["g"], row["t"]) != row["t"] for row in declared.collect())
-    return not declared.groupBy("g").agg(F.countDistinct("t").alias("_n")).where(F.col("_n") > 1).isEmpty()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +60,7 @@ class GloballyBalancedAssignor(Assignor):
             return super(GloballyBalancedAssignor, checked).assign(members, partitions, owned)
         return super().assign(members, partitions, owned)
 
-    def _homogeneity_proven(self) -> bool:
+    def _homogeneity_proven(self, members: DataFrame) -> bool:
         return self._proven and self.subscriptions == "homogeneous"
 
     def _keep_first(self) -> Sequence[Column]:

@@ -36,6 +36,7 @@ class WeightedAssignor(Assignor):
     """The weighted assignor; ``tolerance`` is the fraction above the mean load a member may keep owned weight."""
 
     name: ClassVar[str] = "weighted"
+    homogeneous_plan: ClassVar[bool] = True
     tolerance: float = 0.1
 
     def __post_init__(self) -> None:

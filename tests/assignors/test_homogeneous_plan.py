@@ -87,3 +87,44 @@ def test_a_null_topic_list_makes_the_group_heterogeneous(spark: SparkSession) ->
     assert declared_heterogeneous(members)
     out = as_dict(get_assignor("sticky").assign(members, partitions_df(spark, {"t1": 3})))[None]
     assert out == {"b": [("t1", 0), ("t1", 1), ("t1", 2)]}
+
+
+@pytest.mark.parametrize("name", ["range", "roundrobin", "weighted"])
+def test_range_roundrobin_and_weighted_proven_plans_equal_their_general_plans(
+        spark: SparkSession, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    members, partitions, owned = _batch(spark)
+    # uneven members per topic count: 5 partitions over 3 members (range's runs of 2, 2, 1), 4 over 3, and a
+    # group with more members than partitions
+    extra = members_df(spark, {f"x{i}": ["t1"] for i in range(5)}).select(F.lit("wide").alias("group_id"), "*")
+    members = members.unionByName(extra)
+    partitions = partitions.unionByName(partitions_df(spark, {"t1": 3}).select(F.lit("wide").alias("group_id"), "*"))
+    assignor = get_assignor(name)
+    seen: list[bool] = []
+    prepare = base.prepare
+
+    def spy(inputs: Any, *, homogeneous: bool = False) -> Any:
+        seen.append(homogeneous)
+        return prepare(inputs, homogeneous=homogeneous)
+
+    monkeypatch.setattr(base, "prepare", spy)
+    proven = {tuple(r) for r in assignor.assign(members, partitions, owned).collect()}
+    monkeypatch.setattr(type(assignor), "_homogeneity_proven", lambda self, members: False)
+    general = {tuple(r) for r in assignor.assign(members, partitions, owned).collect()}
+    assert seen == [True, False]
+    assert proven == general
+    assert len(proven) == 9 + 4 + 3  # uneven, conflicts (t1 has 4), wide; "missing" declares no existing topic
+
+
+def test_range_and_roundrobin_homogeneous_deals(spark: SparkSession) -> None:
+    """Kafka's expectations for three members on two topics of 5 and 4 partitions (Java's RangeAssignor and
+    RoundRobinAssignor by hand), through the homogeneous plan."""
+    members = members_df(spark, {m: ["t1", "t2"] for m in ("c0", "c1", "c2")})
+    partitions = partitions_df(spark, {"t1": 5, "t2": 4})
+    ranged = as_dict(get_assignor("range").assign(members, partitions))[None]
+    assert ranged == {"c0": [("t1", 0), ("t1", 1), ("t2", 0), ("t2", 1)],
+                      "c1": [("t1", 2), ("t1", 3), ("t2", 2)],
+                      "c2": [("t1", 4), ("t2", 3)]}
+    dealt = as_dict(get_assignor("roundrobin").assign(members, partitions))[None]
+    assert dealt == {"c0": [("t1", 0), ("t1", 3), ("t2", 1)],
+                     "c1": [("t1", 1), ("t1", 4), ("t2", 2)],
+                     "c2": [("t1", 2), ("t2", 0), ("t2", 3)]}
