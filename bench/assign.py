@@ -327,9 +327,9 @@ def main(full: bool) -> None:
         "Warm JVM: each assignor ran once at 100k x 1000, untimed, before the timed sizes and the batch, and each "
         "timed size and batch is the second of two identical calls (the first untimed). "
         "Fresh assignment, every member subscribes to every topic. One Spark job per call; 'stages' counts every "
-        "stage of the job (3 map stages, one exchange per input, and the result stage; range and roundrobin read no "
-        "owned input). The peer runs in a subprocess; '> N' means it was stopped at the N-second cap. uniform and "
-        "weighted are compared with kafka-python's sticky assignor (it has no twin for them).",
+        "stage of the job (a map stage per input exchange, and the result stage). The peer runs in a subprocess; "
+        "'> N' means it was stopped at the N-second cap. uniform and weighted are compared with kafka-python's "
+        "sticky assignor (it has no twin for them).",
     )
 
 
