@@ -53,8 +53,7 @@ def scoped(prepared: Prepared) -> Scoped:
     """Split every group into its balancing scopes."""
     if prepared.homogeneous:
         members, partitions = _one_scope(prepared)
-        # Projections of cut frames: reusing them copies nothing worth a cut (each cut plans, ~50 ms here).
-        return _with_owned(prepared, members, partitions, cut_frames=False)
+        return _with_owned(prepared, members, partitions)
     subs = prepared.subscriptions
     homogeneous = subs.groupBy(GROUP).agg(
         (F.min("n_subs") == F.countDistinct("member_id")).alias("_homogeneous")
@@ -73,13 +72,11 @@ def scoped(prepared: Prepared) -> Scoped:
     return _with_owned(prepared, members, partitions)
 
 
-def _with_owned(prepared: Prepared, members: DataFrame, partitions: DataFrame, *, cut_frames: bool = True) -> Scoped:
-    """Cut ``members`` and ``partitions`` (unless ``cut_frames`` is False) and add the scoped owned claims (None when
-    none can exist)."""
-    if cut_frames:
-        members, partitions = cut(members), cut(partitions)
+def _with_owned(prepared: Prepared, members: DataFrame, partitions: DataFrame) -> Scoped:
+    """Cut ``members`` and ``partitions`` and add the scoped owned claims (None when none can exist)."""
     if not prepared.has_owned:
-        return Scoped(members, partitions, None)
+        return Scoped(cut(members), cut(partitions), None)
+    members, partitions = cut(members), cut(partitions)
     owned = (
         prepared.owned.join(partitions, [GROUP, "topic", "partition"])
         .join(members.select(*SCOPE, "member_id", "rack"), [*SCOPE, "member_id"])
