@@ -51,18 +51,23 @@ def _batch(spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
     return union(members), union(partitions), union(owned)
 
 
-@pytest.mark.parametrize("name", BALANCED)
-def test_proven_plan_equals_the_general_plan(spark: SparkSession, name: str,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    members, partitions, owned = _batch(spark)
-    seen: list[bool] = []
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The ``homogeneous`` flag of every ``prepare`` call the test makes, in order."""
+    calls: list[bool] = []
     prepare = base.prepare
 
     def spy(inputs: Any, *, homogeneous: bool = False) -> Any:
-        seen.append(homogeneous)
+        calls.append(homogeneous)
         return prepare(inputs, homogeneous=homogeneous)
 
     monkeypatch.setattr(base, "prepare", spy)
+    return calls
+
+
+@pytest.mark.parametrize("name", BALANCED)
+def test_proven_plan_equals_the_general_plan(spark: SparkSession, name: str, seen: list[bool]) -> None:
+    members, partitions, owned = _batch(spark)
     proven = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}
     # A bare "homogeneous" is not a proof: the general plan, with its per-topic scope detection, runs.
     general = {tuple(r) for r in get_assignor(name, subscriptions="homogeneous").assign(
@@ -91,7 +96,7 @@ def test_a_null_topic_list_makes_the_group_heterogeneous(spark: SparkSession) ->
 
 @pytest.mark.parametrize("name", ["range", "roundrobin", "weighted"])
 def test_range_roundrobin_and_weighted_proven_plans_equal_their_general_plans(
-        spark: SparkSession, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        spark: SparkSession, name: str, seen: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
     members, partitions, owned = _batch(spark)
     # uneven members per topic count: 5 partitions over 3 members (range's runs of 2, 2, 1), 4 over 3, and a
     # group with more members than partitions
@@ -99,14 +104,6 @@ def test_range_roundrobin_and_weighted_proven_plans_equal_their_general_plans(
     members = members.unionByName(extra)
     partitions = partitions.unionByName(partitions_df(spark, {"t1": 3}).select(F.lit("wide").alias("group_id"), "*"))
     assignor = get_assignor(name)
-    seen: list[bool] = []
-    prepare = base.prepare
-
-    def spy(inputs: Any, *, homogeneous: bool = False) -> Any:
-        seen.append(homogeneous)
-        return prepare(inputs, homogeneous=homogeneous)
-
-    monkeypatch.setattr(base, "prepare", spy)
     proven = {tuple(r) for r in assignor.assign(members, partitions, owned).collect()}
     monkeypatch.setattr(type(assignor), "_homogeneity_proven", lambda self, members: False)
     general = {tuple(r) for r in assignor.assign(members, partitions, owned).collect()}
