@@ -33,6 +33,8 @@ class CooperativeStickyAssignor(GloballyBalancedAssignor):
 
     def _assign(self, prepared: Prepared) -> DataFrame:
         target = self._target(prepared)
+        if not prepared.has_owned:  # nothing is claimed, so nothing changes owner
+            return target
         claimants = prepared.claims.groupBy(GROUP, *PARTITION_ORDER).agg(F.collect_set("member_id").alias("_by"))
         return (
             target.join(claimants, [GROUP, *PARTITION_ORDER], "left")

@@ -29,6 +29,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from py4j.java_gateway import JavaObject  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame, SparkSession
 
 _PLANNING: dict[str, str] = {
@@ -81,18 +82,31 @@ _ATTRIBUTE = re.compile(r"([^\s,()]+)#(\d+)L?")
 
 
 def _with_portable_partitioning(leaf: DataFrame) -> DataFrame:
-    """``leaf`` (a local checkpoint) with its hash partitioning expressed in its own output attributes.
+    """``leaf`` (a local checkpoint) with a partitioning that later plans can use, however they copy it.
 
-    A checkpoint records the partitioning of the plan it came from, whose attributes can carry another qualifier
-    than the leaf's output (the sub-query names of our SQL texts). When a later plan reads the leaf twice, Spark
-    gives the second copy new attribute ids and rewrites the partitioning by attribute *equality*, qualifier
-    included: the copy then reports a partitioning on attributes it does not have, and every window or join over
-    it gets an exchange of its own (a stage more; 1M x 2000 sticky 8.5 -> 6.6 s without them). Rebuilding the
-    leaf with the same rows and ids, partitioned on its output attributes, keeps the partitioning through copies.
+    A checkpoint records the partitioning of the plan it came from. Two cases lose it, each costing an exchange
+    (a stage, a shuffle of the rows) in every later window or join over the leaf:
+
+    - One partition reported as something else: a join's ``(SinglePartition or SinglePartition)``, or
+      ``hashpartitioning(_g, 1)`` on keys a later join does not share. Spark then plans an exchange into one
+      partition again; the leaf is rebuilt as ``SinglePartition``, which satisfies every distribution and is
+      compatible with any other single-partition side.
+    - A hash partitioning on attributes whose qualifier differs from the leaf's output (our SQL texts' sub-query
+      names). When a later plan reads the leaf twice, Spark gives the second copy new attribute ids and rewrites
+      the partitioning by attribute *equality*, qualifier included, so the copy reports a partitioning on
+      attributes it does not have (1M x 2000 sticky 8.5 -> 6.6 s without those exchanges). The leaf is rebuilt
+      partitioned on its own output attributes.
+
+    The rebuilt leaf has the same RDD and attribute ids.
     """
     plan = leaf._jdf.queryExecution().analyzed()
     partitioning = plan.outputPartitioning()
     described = partitioning.toString()
+    jvm = _Jvm.of(leaf.sparkSession)
+    if described == "SinglePartition":
+        return leaf
+    if partitioning.numPartitions() == 1:
+        return _rebuilt(leaf, plan, plan.output(), jvm.single_partition)
     if not described.startswith("hashpartitioning("):
         return leaf
     output = plan.output()
@@ -101,15 +115,19 @@ def _with_portable_partitioning(leaf: DataFrame) -> DataFrame:
     # Only a partitioning on plain attributes of the output can be rebound (``hashpartitioning(_g#10, 4)``).
     if not keys or any(key not in positions for key in keys) or described.count("#") != len(keys):
         return leaf
-    session = leaf.sparkSession
-    jvm = _Jvm.of(session)
     attributes = jvm.array_list()
     for key in keys:
         attributes.add(output.apply(positions[key]))
-    count = int(described.rsplit(",", 1)[1].rstrip(") "))
-    rebound = jvm.hash_partitioning(jvm.converters.asScala(attributes).toSeq(), count)
+    rebound = jvm.hash_partitioning(jvm.converters.asScala(attributes).toSeq(), partitioning.numPartitions())
+    return _rebuilt(leaf, plan, output, rebound)
+
+
+def _rebuilt(leaf: DataFrame, plan: JavaObject, output: JavaObject, partitioning: JavaObject) -> DataFrame:
+    """A new leaf over ``plan``'s RDD (a ``LogicalRDD``) with ``output`` and ``partitioning``."""
+    session = leaf.sparkSession
+    jvm = _Jvm.of(session)
     relation = jvm.logical_rdd(
-        output, plan.rdd(), rebound, plan.outputOrdering(), False, jvm.none, session._jsparkSession, jvm.none,
+        output, plan.rdd(), partitioning, plan.outputOrdering(), False, jvm.none, session._jsparkSession, jvm.none,
         jvm.none, plan.isCheckpointedInput(),
     )
     return DataFrame(jvm.dataset.ofRows(session._jsparkSession, relation), session)
@@ -131,6 +149,8 @@ class _Jvm:
         self.logical_rdd = jvm.org.apache.spark.sql.execution.LogicalRDD
         self.dataset = jvm.org.apache.spark.sql.classic.Dataset
         self.none = jvm.scala.Option.empty()
+        physical = jvm.org.apache.spark.sql.catalyst.plans.physical
+        self.single_partition = getattr(physical, "SinglePartition$").__getattr__("MODULE$")
 
     @classmethod
     def of(cls, session: SparkSession) -> _Jvm:

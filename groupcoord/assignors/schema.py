@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from groupcoord.assignors.errors import AssignorInputError
-from groupcoord.assignors.partitioning import estimated_bytes, partition_count
+from groupcoord.assignors.partitioning import estimated_bytes, partition_count, single_task
 from groupcoord.assignors.plan_facts import known_empty
 from groupcoord.assignors.sql import query, quoted
 
@@ -194,8 +194,8 @@ def _is_batched(members: DataFrame, partitions: DataFrame, owned: DataFrame | No
     return bool(having)
 
 
-def _frame(what: str, frame: DataFrame, batched: bool) -> DataFrame:
-    return query(_normalised_sql(what, frame.schema, batched), frame=frame)
+def _frame(what: str, frame: DataFrame, batched: bool, single: bool) -> DataFrame:
+    return query(_normalised_sql(what, frame.schema, batched), frame=frame.coalesce(1) if single else frame)
 
 
 def _none_owned(session: SparkSession) -> DataFrame:
@@ -225,17 +225,18 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
     if owned is not None and not isinstance(owned, DataFrame):
         raise AssignorInputError("owned must be a Spark DataFrame or None")
     batched = _is_batched(members, partitions, owned)
-    norm_members = _frame("members", members, batched)
-    norm_partitions = _frame("partitions", partitions, batched)
+    given = [members, partitions, *([] if owned is None else [owned])]
+    size = sum(estimated_bytes(frame) for frame in given)
+    n = partition_count(given, batched=batched, size=size)
+    # Small inputs: one partition each, no exchange at all (see ``partitioning``).
+    single = single_task(size)
+    norm_members = _frame("members", members, batched, single)
+    norm_partitions = _frame("partitions", partitions, batched, single)
     if owned is None:
         norm_owned = _none_owned(members.sparkSession)
         has_owned = False
     else:
-        norm_owned = _frame("owned", owned, batched)
+        norm_owned = _frame("owned", owned, batched, single)
         has_owned = not known_empty(owned.where("member_id IS NOT NULL AND topic IS NOT NULL"))
     has_racks = _has_racks(members, partitions)
-    given = [members, partitions, *([] if owned is None else [owned])]
-    # A single group is one partition whatever its size: no need to optimise the inputs for an estimate.
-    size = sum(estimated_bytes(frame) for frame in given) if batched else 0
-    n = partition_count(given, batched=batched, size=size)
     return Inputs(norm_members, norm_partitions, norm_owned, batched, n, has_owned=has_owned, has_racks=has_racks)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
@@ -29,9 +31,12 @@ log = logging.getLogger("groupcoord.spark.assignment")
 
 SERVER_PREFIX = "server-"
 
-MEMBER_SCHEMA = "group_id string, member_id string, group_instance_id string, topics array<string>, rack string"
-PARTITION_SCHEMA = "group_id string, topic string, partition int, racks array<string>, weight double"
-OWNED_SCHEMA = "group_id string, member_id string, topic string, partition int, generation int"
+MEMBER_SCHEMA = pa.schema([("group_id", pa.string()), ("member_id", pa.string()), ("group_instance_id", pa.string()),
+                           ("topics", pa.list_(pa.string())), ("rack", pa.string())])
+PARTITION_SCHEMA = pa.schema([("group_id", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+                              ("racks", pa.list_(pa.string())), ("weight", pa.float64())])
+OWNED_SCHEMA = pa.schema([("group_id", pa.string()), ("member_id", pa.string()), ("topic", pa.string()),
+                          ("partition", pa.int32()), ("generation", pa.int32())])
 
 
 def local_session() -> SparkSession:
@@ -155,10 +160,21 @@ class SparkAssignmentRunner:
                     for p in range(counts.get(topic, 0))
                 )
         return (
-            spark.createDataFrame(member_rows, MEMBER_SCHEMA),
-            spark.createDataFrame(partition_rows, PARTITION_SCHEMA),
-            spark.createDataFrame(owned_rows, OWNED_SCHEMA),
+            local_frame(spark, member_rows, MEMBER_SCHEMA),
+            local_frame(spark, partition_rows, PARTITION_SCHEMA),
+            local_frame(spark, owned_rows, OWNED_SCHEMA),
         )
+
+
+def local_frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: pa.Schema) -> DataFrame:
+    """``rows`` as a driver-local frame, through Arrow.
+
+    Arrow gives Spark a local relation that the optimiser knows the size of (a small assignment then runs as one
+    task: :mod:`groupcoord.assignors.partitioning`) and whose rows the assignor's checks read without a job. A
+    list of tuples would become an RDD of unknown size, deserialised by Python workers when the job runs.
+    """
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return spark.createDataFrame(pa.table([list(c) for c in columns], schema=schema))
 
 
 def _subscriptions(effects: Sequence[NeedsAssignment]) -> str:

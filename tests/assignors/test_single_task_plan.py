@@ -1,0 +1,88 @@
+"""The single-task plan: inputs the optimiser estimates small run as one partition each, with no exchange, so the
+whole assignment is one stage of one task. It must give exactly the hash-partitioned plan's answer, which larger
+inputs take (forced here by setting the size limit below every estimate)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import groupcoord.assignors.partitioning as partitioning
+from groupcoord.assignors import ASSIGNOR_NAMES, get_assignor
+from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def _inputs(spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Two groups with racks, weights, static members and claims (a conflict, a stale generation, a departed
+    member); group ``h`` is heterogeneous (``c`` subscribes to one topic of two), ``g`` homogeneous. Built through
+    Arrow, as the coordinator builds them: driver-local frames whose size the optimiser knows."""
+    h_topics = {"a": ["t1", "t2"], "b": ["t1", "t2"], "c": ["t1"]}
+    members = [("h", m, "static-" + m if m == "b" else None, topics, "r1" if m != "c" else "r2")
+               for m, topics in h_topics.items()]
+    members += [("g", m, None, ["t1"], None) for m in ("x", "y")]
+    partitions = [("h", t, p, ["r2"] if p % 2 else ["r1"], 1.0 + p) for t, n in (("t1", 5), ("t2", 4))
+                  for p in range(n)]
+    partitions += [("g", "t1", p, None, None) for p in range(3)]
+    owned = [("h", "a", "t1", p, 4) for p in range(5)] + [("h", "b", "t1", 0, 4), ("h", "c", "t2", 1, 3),
+                                                          ("h", "gone", "t2", 2, 4), ("g", "x", "t1", 0, 1)]
+    return (local_frame(spark, members, MEMBER_SCHEMA), local_frame(spark, partitions, PARTITION_SCHEMA),
+            local_frame(spark, owned, OWNED_SCHEMA))
+
+
+def _stages(spark: SparkSession, frame: DataFrame) -> tuple[set[tuple[object, ...]], int]:
+    """``frame``'s rows and the number of Spark stages collecting it took."""
+    context = spark.sparkContext
+    tag = f"single-task-{time.monotonic_ns()}"
+    context.setJobGroup(tag, tag)
+    try:
+        rows = {tuple(row) for row in frame.collect()}
+    finally:
+        context.setJobGroup("", "")
+    tracker = context.statusTracker()
+    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(tag)]
+    return rows, sum(len(job.stageIds) for job in jobs if job is not None)
+
+
+@pytest.mark.parametrize("name", ASSIGNOR_NAMES)
+def test_the_single_task_plan_gives_the_hash_plans_answer(
+        spark: SparkSession, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    members, partitions, owned = _inputs(spark)
+    single = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}
+    monkeypatch.setattr(partitioning, "SINGLE_TASK_BYTES", -1)
+    hashed = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}
+    assert single == hashed
+    # cooperative-sticky's first round holds back the partitions that change owner
+    assert len(single) <= 12 if name == "cooperative-sticky" else len(single) == 12
+    # c subscribes to t1 only
+    assert {t for g, m, t, _ in single if (g, m) == ("h", "c")} <= {"t1"}
+
+
+@pytest.mark.parametrize("name", ASSIGNOR_NAMES)
+def test_a_small_group_runs_without_exchanges(spark: SparkSession, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """10 members of 4 topics x 25 partitions, nothing owned, no racks: the benchmark's small group. One stage,
+    except weighted, whose joins of aggregates Spark still re-shuffles within the one partition."""
+    members = local_frame(spark, [("g", f"m{i}", None, [f"t{t}" for t in range(4)], None) for i in range(10)],
+                          MEMBER_SCHEMA).drop("group_id")
+    partitions = local_frame(spark, [("g", f"t{t}", p, None, None) for t in range(4) for p in range(25)],
+                             PARTITION_SCHEMA).drop("group_id")
+    single, single_stages = _stages(spark, get_assignor(name).assign(members, partitions))
+    monkeypatch.setattr(partitioning, "SINGLE_TASK_BYTES", -1)
+    hashed, hashed_stages = _stages(spark, get_assignor(name).assign(members, partitions))
+    assert single == hashed and len(single) == 100
+    assert single_stages == 1 or (name == "weighted" and single_stages < hashed_stages)
+    assert hashed_stages > 1  # one map stage per input exchange, then the result stage
+
+
+def test_an_unbatched_call_estimated_large_keeps_the_hash_plan(spark: SparkSession) -> None:
+    members = spark.range(3).select(F.concat(F.lit("m"), F.col("id").cast("string")).alias("member_id"),
+                                    F.array(F.lit("t")).alias("topics"))
+    # A generated range of 200k partitions is estimated above the limit: its one input exchange stays.
+    partitions = spark.range(200_000).select(F.lit("t").alias("topic"), F.col("id").cast("int").alias("partition"))
+    rows, stages = _stages(spark, get_assignor("range").assign(members, partitions))
+    assert len(rows) == 200_000
+    assert stages > 1
