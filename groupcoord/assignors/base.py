@@ -37,7 +37,8 @@ class Assignor(ABC):
         inputs = normalise_inputs(members, partitions, owned)
         # Cutting the result plans the whole assignment here, under the planning settings: the caller's action then
         # runs a single job over co-partitioned leaves, whatever its own session settings.
-        with planning(members.sparkSession, shuffle_partitions=inputs.partition_count):
+        with planning(members.sparkSession, shuffle_partitions=inputs.partition_count,
+                      single_task=inputs.single_task):
             prepared = prepare(inputs, homogeneous=self._homogeneity_proven(members))
             result = cut(self._assign(prepared))
         # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.

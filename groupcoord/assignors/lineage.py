@@ -43,9 +43,16 @@ _ACTIVE = threading.local()
 
 
 @contextmanager
-def planning(session: SparkSession, *, shuffle_partitions: int) -> Iterator[None]:
-    """Hold the assignors' planning settings on ``session`` (under a lock) while the body builds and cuts a plan."""
+def planning(session: SparkSession, *, shuffle_partitions: int, single_task: bool = False) -> Iterator[None]:
+    """Hold the assignors' planning settings on ``session`` (under a lock) while the body builds and cuts a plan.
+
+    ``single_task``: the inputs are small and run as one task (:mod:`groupcoord.assignors.partitioning`); their
+    plans then skip whole-stage code generation, whose generated source costs more to produce than it saves on a few
+    hundred rows.
+    """
     settings = {**_PLANNING, "spark.sql.shuffle.partitions": str(shuffle_partitions)}
+    if single_task:
+        settings["spark.sql.codegen.wholeStage"] = "false"
     conf = session.conf
     with _LOCK:
         before: dict[str, str | None] = {key: conf.get(key, None) for key in settings}
@@ -106,7 +113,8 @@ def _with_portable_partitioning(leaf: DataFrame) -> DataFrame:
     if described == "SinglePartition":
         return leaf
     if partitioning.numPartitions() == 1:
-        return _rebuilt(leaf, plan, plan.output(), jvm.single_partition)
+        return _rebuilt(leaf.sparkSession, plan.rdd(), plan.output(), jvm.single_partition, plan.outputOrdering(),
+                        plan.stats())
     if not described.startswith("hashpartitioning("):
         return leaf
     output = plan.output()
@@ -119,16 +127,16 @@ def _with_portable_partitioning(leaf: DataFrame) -> DataFrame:
     for key in keys:
         attributes.add(output.apply(positions[key]))
     rebound = jvm.hash_partitioning(jvm.converters.asScala(attributes).toSeq(), partitioning.numPartitions())
-    return _rebuilt(leaf, plan, output, rebound)
+    return _rebuilt(leaf.sparkSession, plan.rdd(), output, rebound, plan.outputOrdering(), plan.stats())
 
 
-def _rebuilt(leaf: DataFrame, plan: JavaObject, output: JavaObject, partitioning: JavaObject) -> DataFrame:
-    """A new leaf over ``plan``'s RDD (a ``LogicalRDD``) with ``output`` and ``partitioning``."""
-    session = leaf.sparkSession
+def _rebuilt(session: SparkSession, rdd: JavaObject, output: JavaObject, partitioning: JavaObject,
+             ordering: JavaObject, stats: JavaObject) -> DataFrame:
+    """A leaf (a checkpointed ``LogicalRDD``) over ``rdd`` with ``output``, ``partitioning``, ``ordering`` and the
+    optimiser's size ``stats`` (Spark re-shuffles a join of single-partition sides of unknown size)."""
     jvm = _Jvm.of(session)
     relation = jvm.logical_rdd(
-        output, plan.rdd(), partitioning, plan.outputOrdering(), False, jvm.none, session._jsparkSession, jvm.none,
-        jvm.none, plan.isCheckpointedInput(),
+        output, rdd, partitioning, ordering, False, jvm.none, session._jsparkSession, jvm.some(stats), jvm.none, True,
     )
     return DataFrame(jvm.dataset.ofRows(session._jsparkSession, relation), session)
 
@@ -149,6 +157,7 @@ class _Jvm:
         self.logical_rdd = jvm.org.apache.spark.sql.execution.LogicalRDD
         self.dataset = jvm.org.apache.spark.sql.classic.Dataset
         self.none = jvm.scala.Option.empty()
+        self.some = jvm.scala.Some
         physical = jvm.org.apache.spark.sql.catalyst.plans.physical
         self.single_partition = getattr(physical, "SinglePartition$").__getattr__("MODULE$")
 

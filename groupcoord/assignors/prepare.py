@@ -12,7 +12,7 @@ from functools import cached_property
 from pyspark.sql import DataFrame
 
 from groupcoord.assignors.lineage import cut
-from groupcoord.assignors.schema import Inputs
+from groupcoord.assignors.schema import Inputs, none_owned
 from groupcoord.assignors.sql import query
 
 PARTITION_ORDER: tuple[str, ...] = ("topic", "partition")
@@ -69,7 +69,8 @@ class Prepared:
     """``_g, member_id, group_instance_id, rack, topics, rank``."""
     given: DataFrame
     """The normalised partitions input."""
-    owned_input: DataFrame
+    owned_input: DataFrame | None
+    """The normalised owned input; None when the caller gave none."""
     batched: bool
     has_owned: bool = True
     has_racks: bool = True
@@ -98,7 +99,7 @@ class Prepared:
         return cut(query(
             "SELECT DISTINCT _g, member_id, topic, partition FROM {owned} "
             "WHERE member_id IS NOT NULL AND topic IS NOT NULL AND coalesce(generation, -1) = _top",
-            owned=self.owned_input,
+            owned=self.owned_input if self.owned_input is not None else none_owned(self.ranked.sparkSession),
         ))
 
     @cached_property

@@ -65,16 +65,18 @@ class Inputs:
 
     ``batched`` says whether the caller gave ``group_id``. Every frame is hash-partitioned by ``_g`` into
     ``partition_count`` partitions once planned with ``spark.sql.shuffle.partitions`` set to that number (see
-    :mod:`groupcoord.assignors.partitioning`). ``owned`` carries ``_top``, the group's highest claim generation.
+    :mod:`groupcoord.assignors.partitioning`). ``owned`` carries ``_top``, the group's highest claim generation; it is
+    None when the caller gave none (:func:`none_owned` builds the empty frame for the plans that still read it).
     ``has_owned`` and ``has_racks`` are False only when the plan proves that nothing is owned, or that no member has
     a rack or no partition a replica rack (:mod:`groupcoord.assignors.plan_facts`); assignors then skip the branch.
     """
 
     members: DataFrame
     partitions: DataFrame
-    owned: DataFrame
+    owned: DataFrame | None
     batched: bool
     partition_count: int
+    single_task: bool = False
     has_owned: bool = True
     has_racks: bool = True
 
@@ -198,7 +200,7 @@ def _frame(what: str, frame: DataFrame, batched: bool, single: bool) -> DataFram
     return query(_normalised_sql(what, frame.schema, batched), frame=frame.coalesce(1) if single else frame)
 
 
-def _none_owned(session: SparkSession) -> DataFrame:
+def none_owned(session: SparkSession) -> DataFrame:
     """An empty owned frame in canonical form (with ``_top``)."""
     columns = ", ".join(f"CAST(NULL AS {_SQL_TYPES[c.kind]}) AS {c.name}" for c in _OWNED)
     return session.sql(f"SELECT CAST(NULL AS string) AS _g, {columns}, CAST(NULL AS int) AS _top WHERE false")
@@ -217,7 +219,8 @@ def _has_racks(members: DataFrame, partitions: DataFrame) -> bool:
 def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame | None) -> Inputs:
     """Validate the schemas (eagerly) and values (lazily), and return the canonical frames.
 
-    ``owned=None`` becomes an empty owned frame in the members' session. Each input is one SQL text (see
+    ``owned=None`` stays None (most plans never read it; building the empty frame costs a SQL text). Each input is
+    one SQL text (see
     :mod:`groupcoord.assignors.sql`); the facts ``has_owned`` / ``has_racks`` are asked of the raw inputs.
     """
     if not isinstance(members, DataFrame) or not isinstance(partitions, DataFrame):
@@ -233,10 +236,11 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
     norm_members = _frame("members", members, batched, single)
     norm_partitions = _frame("partitions", partitions, batched, single)
     if owned is None:
-        norm_owned = _none_owned(members.sparkSession)
+        norm_owned = None
         has_owned = False
     else:
         norm_owned = _frame("owned", owned, batched, single)
         has_owned = not known_empty(owned.where("member_id IS NOT NULL AND topic IS NOT NULL"))
     has_racks = _has_racks(members, partitions)
-    return Inputs(norm_members, norm_partitions, norm_owned, batched, n, has_owned=has_owned, has_racks=has_racks)
+    return Inputs(norm_members, norm_partitions, norm_owned, batched, n, single, has_owned=has_owned,
+                  has_racks=has_racks)
