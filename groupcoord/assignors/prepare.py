@@ -36,7 +36,7 @@ _SUBSCRIBED_PARTITIONS_SQL = (
 )
 
 _HOMOGENEOUS_PARTITIONS_SQL = (
-    "SELECT * FROM {given} JOIN (SELECT _g, explode(array_distinct(topics)) AS topic, n AS n_subs FROM ("
+    "SELECT * FROM ({given}) JOIN (SELECT _g, explode(array_distinct(topics)) AS topic, n AS n_subs FROM ("
     "SELECT _g, min_by(topics, rank) AS topics, count(1) AS n FROM {ranked} GROUP BY _g)) USING (_g, topic)"
 )
 """Partitions of a group whose members all declare the same topics: the topics are any one member's, and every
@@ -67,14 +67,20 @@ class Prepared:
 
     ranked: DataFrame
     """``_g, member_id, group_instance_id, rack, topics, rank``."""
-    given: DataFrame
-    """The normalised partitions input."""
+    given_source: tuple[str, DataFrame]
+    """The partitions input as a SQL text over ``{frame}`` and that frame (see ``Inputs.partitions``)."""
     owned_input: DataFrame | None
     """The normalised owned input; None when the caller gave none."""
     batched: bool
     has_owned: bool = True
     has_racks: bool = True
     homogeneous: bool = False
+
+    @cached_property
+    def given(self) -> DataFrame:
+        """The normalised partitions input."""
+        text, frame = self.given_source
+        return cut(query(text, frame=frame))
 
     @cached_property
     def members(self) -> DataFrame:
@@ -90,7 +96,9 @@ class Prepared:
     def partitions(self) -> DataFrame:
         """The assignable partitions with their topic's subscriber count; see the class docstring."""
         if self.homogeneous:
-            return cut(query(_HOMOGENEOUS_PARTITIONS_SQL, given=self.given, ranked=self.ranked))
+            # The normalised partitions are read once here: their SQL text is nested, not cut on its own.
+            text, frame = self.given_source
+            return cut(query(_HOMOGENEOUS_PARTITIONS_SQL.replace("{given}", text), frame=frame, ranked=self.ranked))
         return cut(query(_SUBSCRIBED_PARTITIONS_SQL, given=self.given, subscriptions=self.subscriptions))
 
     @cached_property
@@ -126,12 +134,13 @@ def prepare(inputs: Inputs, *, homogeneous: bool = False) -> Prepared:
 
     ``homogeneous``: the caller proved every group's members declare the same topic set (see :class:`Prepared`).
     """
+    members, source = inputs.members
     ranked = cut(query(
         "SELECT _g, member_id, group_instance_id, rack, topics, row_number() OVER ("
-        f"PARTITION BY _g ORDER BY {_MEMBER_ORDER_SQL}) - 1 AS rank FROM {{members}}",
-        members=inputs.members,
+        f"PARTITION BY _g ORDER BY {_MEMBER_ORDER_SQL}) - 1 AS rank FROM ({members})",
+        frame=source,
     ))
     return Prepared(
-        ranked, cut(inputs.partitions), inputs.owned, inputs.batched,
+        ranked, inputs.partitions, inputs.owned, inputs.batched,
         has_owned=inputs.has_owned, has_racks=inputs.has_racks, homogeneous=homogeneous,
     )

@@ -71,8 +71,11 @@ class Inputs:
     a rack or no partition a replica rack (:mod:`groupcoord.assignors.plan_facts`); assignors then skip the branch.
     """
 
-    members: DataFrame
-    partitions: DataFrame
+    members: tuple[str, DataFrame]
+    """The members as a SQL text over ``{frame}`` and the frame it reads (the one-member-per-row checks): the first
+    consumer (``prepare``) nests the text in its own, one SQL call and one temporary view fewer per assignment."""
+    partitions: tuple[str, DataFrame]
+    """The partitions the same way."""
     owned: DataFrame | None
     batched: bool
     partition_count: int
@@ -196,8 +199,14 @@ def _is_batched(members: DataFrame, partitions: DataFrame, owned: DataFrame | No
     return bool(having)
 
 
+def _source(what: str, frame: DataFrame, batched: bool, single: bool) -> tuple[str, DataFrame]:
+    """The SQL text normalising ``what`` and the frame its ``{frame}`` stands for."""
+    return _normalised_sql(what, frame.schema, batched), frame.coalesce(1) if single else frame
+
+
 def _frame(what: str, frame: DataFrame, batched: bool, single: bool) -> DataFrame:
-    return query(_normalised_sql(what, frame.schema, batched), frame=frame.coalesce(1) if single else frame)
+    text, source = _source(what, frame, batched, single)
+    return query(text, frame=source)
 
 
 def none_owned(session: SparkSession) -> DataFrame:
@@ -233,8 +242,8 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
     n = partition_count(given, batched=batched, size=size)
     # Small inputs: one partition each, no exchange at all (see ``partitioning``).
     single = single_task(size)
-    norm_members = _frame("members", members, batched, single)
-    norm_partitions = _frame("partitions", partitions, batched, single)
+    norm_members = _source("members", members, batched, single)
+    norm_partitions = _source("partitions", partitions, batched, single)
     if owned is None:
         norm_owned = None
         has_owned = False
