@@ -60,11 +60,14 @@ def planning(session: SparkSession, *, shuffle_partitions: int, single_task: boo
             if before[key] != value:
                 conf.set(key, value)
         depth = getattr(_ACTIVE, "depth", 0)
+        single = getattr(_ACTIVE, "single_task", False)
         _ACTIVE.depth = depth + 1
+        _ACTIVE.single_task = single_task
         try:
             yield
         finally:
             _ACTIVE.depth = depth
+            _ACTIVE.single_task = single
             for key, previous in before.items():
                 if previous == settings[key]:
                     continue
@@ -94,10 +97,11 @@ def _with_portable_partitioning(leaf: DataFrame) -> DataFrame:
     A checkpoint records the partitioning of the plan it came from. Two cases lose it, each costing an exchange
     (a stage, a shuffle of the rows) in every later window or join over the leaf:
 
-    - One partition reported as something else: a join's ``(SinglePartition or SinglePartition)``, or
-      ``hashpartitioning(_g, 1)`` on keys a later join does not share. Spark then plans an exchange into one
-      partition again; the leaf is rebuilt as ``SinglePartition``, which satisfies every distribution and is
-      compatible with any other single-partition side.
+    - In a single-task call (``planning(single_task=True)``), one partition reported as something else: a
+      join's ``(SinglePartition or SinglePartition)``. Spark then plans an exchange into one partition again; the
+      leaf is rebuilt as ``SinglePartition``, which satisfies every distribution and is compatible with any other
+      small single-partition side. Not for larger single groups (``hashpartitioning(_g, 1)``): Spark re-shuffles
+      a join of large single-partition sides (1M x 2000 took 4 more stages that way).
     - A hash partitioning on attributes whose qualifier differs from the leaf's output (our SQL texts' sub-query
       names). When a later plan reads the leaf twice, Spark gives the second copy new attribute ids and rewrites
       the partitioning by attribute *equality*, qualifier included, so the copy reports a partitioning on
@@ -112,7 +116,7 @@ def _with_portable_partitioning(leaf: DataFrame) -> DataFrame:
     jvm = _Jvm.of(leaf.sparkSession)
     if described == "SinglePartition":
         return leaf
-    if partitioning.numPartitions() == 1:
+    if getattr(_ACTIVE, "single_task", False) and partitioning.numPartitions() == 1:
         return _rebuilt(leaf.sparkSession, plan.rdd(), plan.output(), jvm.single_partition, plan.outputOrdering(),
                         plan.stats())
     if not described.startswith("hashpartitioning("):

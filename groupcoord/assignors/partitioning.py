@@ -15,12 +15,14 @@ The number of partitions is decided from the plan, never from a count: a single 
 partition, and a batch gets one partition per ``_BYTES_PER_PARTITION`` of the optimiser's size estimate, capped by
 the session's ``spark.sql.shuffle.partitions``.
 
-Small inputs (at most :data:`SINGLE_TASK_BYTES` estimated, together) skip even that exchange: each input is coalesced
+Small inputs (at most :data:`SINGLE_TASK_BYTES` estimated, together: a group of a few thousand partitions) skip even
+that exchange: each input is coalesced
 into one partition, which Spark knows as ``SinglePartition``. That satisfies every window's and join's distribution
 and stays compatible with any other single-partition side, unions included, so the whole assignment is one stage of
 one task (a small group's call ran 4 to 7 stages, each a scheduling round trip of 40-80 ms here). Larger inputs keep
-the hash exchange: coalescing them would also run the work that produces them (a scan, a generated range) on one
-core (1M x 2000 got 15% slower that way).
+the hash exchange: Spark re-shuffles joins of single-partition sides past some size (at 6,000 partitions x 100
+members, 100 KB estimated, a call took 3-4 stages again; at 5,000 x 50, 82 KB, one), and coalescing would also run
+the work that produces the inputs (a scan, a generated range) on one core (1M x 2000 got 15% slower that way).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pyspark.sql import DataFrame
 
 _BYTES_PER_PARTITION = 8 * 1024 * 1024
 
-SINGLE_TASK_BYTES = 1024 * 1024
+SINGLE_TASK_BYTES = 64 * 1024
 """Inputs estimated at this many bytes or fewer run as one task with no exchange (see the module docstring)."""
 
 
