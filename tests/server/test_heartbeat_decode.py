@@ -24,8 +24,10 @@ def _frame(version: int, group_id: str, generation_id: int, member_id: str, inst
 
 
 def _seen(decoded: DecodedRequest) -> tuple[Any, ...]:
-    """What an adapter can read of a decoded Heartbeat."""
+    """What an adapter can read of a decoded Heartbeat (a damaged API key can make it another request)."""
     body = decoded.body
+    if decoded.header.api_key != HeartbeatRequest.API_KEY:
+        return decoded.header, type(body).__name__, repr(body)
     instance = body.group_instance_id if decoded.api_version >= INSTANCE_ID_FROM else None
     return decoded.header, body.group_id, body.generation_id, body.member_id, instance
 
@@ -59,6 +61,7 @@ def test_every_version_decodes_the_same_through_the_fast_path(
        tail=st.binary(max_size=3))
 @example(version=4, member_id="m", instance_id=None, cut=0, flip_at=60, flip_to=0, tail=b"\x01\x00\x00")  # tags
 @example(version=0, member_id="m", instance_id=None, cut=0, flip_at=10, flip_to=0xFF, tail=b"")  # null lengths
+@example(version=0, member_id="", instance_id=None, cut=0, flip_at=1, flip_to=10, tail=b"")  # now FindCoordinator
 def test_damaged_frames_are_accepted_or_rejected_alike(
         version: int, member_id: str, instance_id: str | None, cut: int, flip_at: int, flip_to: int,
         tail: bytes) -> None:
