@@ -7,7 +7,7 @@ DataFrames to the collected output (``toArrow()``) in a warm SparkSession (each 
 ``RangePartitionAssignor``, ``RoundRobinPartitionAssignor``, ``StickyPartitionAssignor`` or
 ``CooperativeStickyAssignor``) runs in a subprocess with a real time cap and is reported as "> cap" when it hits it.
 We also record the Spark jobs and stages of each call (``sc.statusTracker()``), the batch regime (many small groups in
-one call) and the p50 of one small group.
+one call) and the p50 of one small group (after every assignor's untimed warm-up rounds, see :func:`_small`).
 
 The peer alone is also runnable: ``python -m bench.assign PEER PARTITIONS MEMBERS TOPICS`` prints its seconds.
 Some cases alone, printed and not recorded: ``python -m bench.assign --case small,batch,1Mx2000 [--assignors
@@ -45,6 +45,7 @@ QUICK_SIZES = ((10_000, 100, 10), (100_000, 1000, 100))
 FULL_SIZES = (*QUICK_SIZES, (1_000_000, 2000, 1000), (1_000_000, 10_000, 1000))
 BATCH = (10_000, 10, 100)  # groups, members per group, partitions per group
 SMALL = (10, 100, 4)  # members, partitions, topics
+SMALL_WARM_ROUNDS = 25  # untimed rounds of every assignor on the small group before its timed calls (see _small)
 WARM_UP = (100_000, 1000, 100)  # partitions, members, topics: each assignor runs once at this size, untimed
 REFERENCE = (20_000, 200, 10)  # partitions, members, topics: the issue's reference timing of kafka-python's sticky
 REFERENCE_SECONDS = 10.5  # that timing on the machine the issue's targets were set on
@@ -268,20 +269,36 @@ def _batch(spark: SparkSession, names: tuple[str, ...]) -> list[dict[str, Any]]:
     return rows
 
 
-def _small(spark: SparkSession, names: tuple[str, ...], repeats: int) -> list[dict[str, Any]]:
+def _small(spark: SparkSession, names: tuple[str, ...], repeats: int) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The p50 of one small group per assignor in a warm session, and each assignor's first call (cold).
+
+    A small group's call is almost all Spark planning on the driver (analysis, optimisation, physical planning) and
+    the JVM compiles that code over the first hundred calls or so: sticky alone on 2026-11-25 took 700 ms per call
+    over its first 10 calls, then 420, 340, 320, and 250-290 ms after 100. A coordinator that has been serving is
+    past that point, so every assignor first runs :data:`SMALL_WARM_ROUNDS` untimed rounds (interleaved with the
+    others), then ``repeats`` timed rounds, again interleaved, so that a slow moment of the shared machine falls on
+    all assignors alike. The first call of each (the process's first small call of that assignor) is returned too.
+    """
     members, partitions, topics = SMALL
     m, p = _inputs(spark, groups=1, members=members, partitions=partitions, topics=topics, batched=False)
+    first = {name: round(_timed_call(spark, name, m, p).seconds, 3) for name in names}
+    for _ in range(SMALL_WARM_ROUNDS):
+        for name in names:
+            _timed_call(spark, name, m, p)
+    calls: dict[str, list[Timed]] = {name: [] for name in names}
+    for _ in range(repeats):
+        for name in names:
+            calls[name].append(_timed_call(spark, name, m, p))
     rows = []
     for name in names:
-        _timed_call(spark, name, m, p)  # warm-up: the first call of each assignor compiles its code
-        calls = [_timed_call(spark, name, m, p) for _ in range(repeats)]
         rows.append({
             "case": f"small: {members} x {partitions} (p50 of {repeats})", "assignor": name,
-            "seconds": round(statistics.median(c.seconds for c in calls), 3), "jobs": calls[-1].jobs,
-            "stages": calls[-1].stages, "peer": "", "peer_seconds": "", "speedup": "",
+            "seconds": round(statistics.median(c.seconds for c in calls[name]), 3), "jobs": calls[name][-1].jobs,
+            "stages": calls[name][-1].stages, "peer": "", "peer_seconds": "", "speedup": "",
         })
         print(rows[-1], flush=True)
-    return rows
+    print(f"small: first call of each assignor (cold JVM): {first}", flush=True)
+    return rows, first
 
 
 def main(full: bool) -> None:
@@ -292,7 +309,7 @@ def main(full: bool) -> None:
     machine = _machine_factor()
     spark = _session()
     names = tuple(ASSIGNOR_NAMES)
-    small = _small(spark, names, repeats=9 if full else 5)
+    small, first = _small(spark, names, repeats=9)
     _warm_up(spark, names)
     sizes = _sizes(spark, full, names)
     batch = _batch(spark, names if full else ("range", "sticky"))
@@ -308,6 +325,7 @@ def main(full: bool) -> None:
         summary={
             **machine,
             "small_group_p50_s": {r["assignor"]: r["seconds"] for r in small},
+            "small_group_first_call_s": first,
             "jobs_per_call": sorted({r["jobs"] for r in small + sizes + batch}),
             "sticky_100k_x_1000_s": seconds("100,000 x 1,000", "sticky"),
             "sticky_1M_x_2000_s": seconds("1,000,000 x 2,000", "sticky"),
@@ -324,6 +342,9 @@ def main(full: bool) -> None:
         f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end), so absolute times are above what an "
         "idle machine gives. machine_factor: kafka-python's sticky at 20k x 200 here, divided by the issue's 10.5 s "
         "for it (above 1: this machine is slower than the one the targets were set on). "
+        f"Small group: {SMALL_WARM_ROUNDS} untimed rounds of every assignor first (the JIT compiles Spark's planner "
+        "over the first hundred calls or so; small_group_first_call_s is each assignor's first call, cold), then "
+        "the timed calls, interleaved across assignors. "
         "Warm JVM: each assignor ran once at 100k x 1000, untimed, before the timed sizes and the batch, and each "
         "timed size and batch is the second of two identical calls (the first untimed). "
         "Fresh assignment, every member subscribes to every topic. One Spark job per call; 'stages' counts every "
@@ -357,7 +378,7 @@ def _cases_main(argv: list[str]) -> None:
     print(f"load average {load_before:.1f}", flush=True)
     machine = _machine_factor() if args.record else {}
     spark = _session()
-    rows = _small(spark, names, repeats=9) if "small" in cases else []
+    rows, first = _small(spark, names, repeats=9) if "small" in cases else ([], {})
     sizes = tuple(by_label[c] for c in cases if c in by_label)
     if sizes or "batch" in cases:
         _warm_up(spark, names)
@@ -370,7 +391,8 @@ def _cases_main(argv: list[str]) -> None:
     if args.record:
         write_result(
             "assign_cases", title="Assignors: selected cases of bench/assign.py, current code", rows=rows,
-            summary={"cases": cases, "assignors": list(names), **machine},
+            summary={"cases": cases, "assignors": list(names), **machine,
+                     **({"small_group_first_call_s": first} if first else {})},
             notes=f"Same timing as the assign benchmark (input DataFrames to toArrow(), warm session: "
             "each assignor ran once at 100k x 1000, untimed, before the timed sizes and the batch, and each timed "
             "size and batch is the second of two identical calls); 1-minute "

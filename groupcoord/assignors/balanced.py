@@ -19,16 +19,22 @@ from groupcoord.assignors.fill import fill
 from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.scopes import SCOPE, scoped
+from groupcoord.assignors.sql import Subquery
+
+_FRESH_SLOTS_SQL = (
+    "SELECT _g, _s, member_id, rank, rack, floor(_p / _n) + CASE WHEN _position < _p % _n THEN 1 ELSE 0 END AS deficit "
+    "FROM (SELECT *, row_number() OVER (PARTITION BY _g, _s ORDER BY n_topics, rank) - 1 AS _position, "
+    "count(1) OVER (PARTITION BY _g, _s) AS _n FROM {members} "
+    "JOIN (SELECT _g, _s, count(1) AS _p FROM {free} GROUP BY _g, _s) USING (_g, _s))"
+)
+"""Nothing owned: :func:`_quotas` with every owned count 0, as SQL text that the fill nests in its own."""
 
 
-def _quotas(members: DataFrame, size: DataFrame, owned_count: DataFrame | None) -> DataFrame:
+def _quotas(members: DataFrame, size: DataFrame, owned_count: DataFrame) -> DataFrame:
     """``members`` with ``quota``: ``P // n``, plus one for the ``P % n`` members owning most (then fewest topics,
     then member order)."""
     per_member = [*SCOPE, "member_id"]
-    if owned_count is None:
-        with_counts = members.join(size, list(SCOPE)).withColumn("_o", F.lit(0))
-    else:
-        with_counts = members.join(owned_count, per_member, "left").join(size, list(SCOPE))
+    with_counts = members.join(owned_count, per_member, "left").join(size, list(SCOPE))
     scope = Window.partitionBy(*SCOPE)
     position = F.row_number().over(
         scope.orderBy(F.coalesce(F.col("_o"), F.lit(0)).desc(), F.col("n_topics"), F.col("rank"))
@@ -48,11 +54,11 @@ def balanced_target(prepared: Prepared, *, rack_aware: bool, keep_first: Sequenc
     """
     frames = scoped(prepared)
     per_member = [*SCOPE, "member_id"]
-    size = frames.partitions.groupBy(*SCOPE).agg(F.count(F.lit(1)).alias("_p"))
     rack_aware = rack_aware and prepared.has_racks
     if frames.owned is None:
-        slots = _quotas(frames.members, size, None).withColumnRenamed("quota", "deficit")
-        return fill(SCOPE, frames.partitions, slots, rack_aware=rack_aware).drop("_s")
+        quotas = Subquery(_FRESH_SLOTS_SQL, {"members": frames.members, "free": frames.partitions})
+        return fill(SCOPE, frames.partitions, quotas, rack_aware=rack_aware).drop("_s")
+    size = frames.partitions.groupBy(*SCOPE).agg(F.count(F.lit(1)).alias("_p"))
     owned_count = frames.owned.groupBy(*per_member).agg(F.count(F.lit(1)).alias("_o"))
     members = cut(_quotas(frames.members, size, owned_count))
     keep_order = Window.partitionBy(*per_member).orderBy(*keep_first, *PARTITION_ORDER)

@@ -6,14 +6,17 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from groupcoord.assignors.homogeneity import declared_heterogeneous
-from groupcoord.assignors.lineage import cut, planning
+from groupcoord.assignors.lineage import planned, planning
 from groupcoord.assignors.prepare import Prepared, prepare
 from groupcoord.assignors.schema import GROUP, normalise_inputs
 
 OUTPUT_COLUMNS: tuple[str, ...] = ("member_id", "topic", "partition")
+
+_OUTPUT = ("coalesce(member_id, '') AS member_id", "coalesce(topic, '') AS topic",
+           "coalesce(CAST(partition AS int), 0) AS partition")
+_BATCHED_OUTPUT = (f"coalesce({GROUP}, '') AS group_id", *_OUTPUT)
 
 
 class Assignor(ABC):
@@ -40,16 +43,9 @@ class Assignor(ABC):
         with planning(members.sparkSession, shuffle_partitions=inputs.partition_count,
                       single_task=inputs.single_task):
             prepared = prepare(inputs, homogeneous=self._homogeneity_proven(members))
-            result = cut(self._assign(prepared))
-        # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.
-        columns = [
-            F.coalesce(F.col("member_id"), F.lit("")).alias("member_id"),
-            F.coalesce(F.col("topic"), F.lit("")).alias("topic"),
-            F.coalesce(F.col("partition").cast("int"), F.lit(0)).alias("partition"),
-        ]
-        if prepared.batched:
-            columns.insert(0, F.coalesce(F.col(GROUP), F.lit("")).alias("group_id"))
-        return result.select(*columns)
+            # Every output value is non-null by construction; coalescing with a literal makes Spark's schema say so.
+            result = self._assign(prepared).selectExpr(*(_BATCHED_OUTPUT if prepared.batched else _OUTPUT))
+            return planned(result)
 
     def _homogeneity_proven(self, members: DataFrame) -> bool:
         """Whether this call may rely on every group's members declaring the same topics (see ``prepare``): only

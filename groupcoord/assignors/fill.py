@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER
-from groupcoord.assignors.sql import query
+from groupcoord.assignors.sql import Subquery, query
 
 _TYPES: dict[str, str] = {"topic": "string", "partition": "int"}
 
@@ -49,14 +49,18 @@ def _match_racks(scope: Sequence[str], free: DataFrame, slots: DataFrame) -> Dat
     )
 
 
-def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame, *, rack_aware: bool) -> DataFrame:
+def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame | Subquery, *, rack_aware: bool) -> DataFrame:
     """Assign ``free`` partitions (``scope, topic, partition, racks``) to ``slots`` (``scope, member_id, rank, rack,
-    deficit``). The deficits of a scope must add up to its number of free partitions.
+    deficit``). The deficits of a scope must add up to its number of free partitions. ``slots`` given as a
+    :class:`~groupcoord.assignors.sql.Subquery` is nested in the fill's own SQL text when no rack matching runs.
 
     Returns ``scope, member_id, topic, partition``.
     """
     matched: DataFrame | None = None
+    if rack_aware and isinstance(slots, Subquery):
+        slots = slots.frame()
     if rack_aware:
+        assert isinstance(slots, DataFrame)
         matched = cut(_match_racks(scope, free, slots))
         free = free.join(matched, _unique(*scope, *PARTITION_ORDER), "left_anti")
         used = matched.groupBy(*scope, "member_id").agg(F.count(F.lit(1)).alias("_used"))
@@ -67,7 +71,10 @@ def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame, *, rack_aware:
     # starts and the free partitions' numbers go on one timeline per scope; each partition takes the last member
     # that started at or before it (one window sort, no exploded slot rows, no join). One SQL text: see
     # :mod:`groupcoord.assignors.sql`.
-    placed = query(_timeline_sql(tuple(scope)), slots=slots, free=free)
+    if isinstance(slots, Subquery):
+        placed = slots.nested_in(_timeline_sql(tuple(scope)), "slots", free=free)
+    else:
+        placed = query(_timeline_sql(tuple(scope)), slots=slots, free=free)
     return placed if matched is None else placed.unionByName(matched)
 
 

@@ -18,11 +18,15 @@ from pyspark.sql import types as T
 
 
 def _constant_column(frame: DataFrame, column: str) -> bool:
-    """Whether ``column`` is a literal in ``frame``'s optimised plan (then every row holds the same value)."""
-    plan = frame.select(column)._jdf.queryExecution().optimizedPlan()
+    """Whether ``column`` is a literal in ``frame``'s optimised plan (then every row holds the same value).
+
+    The frame's own optimised plan is read (a frame keeps it, and the size estimate reads it too): an optimiser
+    keeps a plan's output, so a top ``Project`` lists the frame's columns in order.
+    """
+    plan = frame._jdf.queryExecution().optimizedPlan()
     if plan.nodeName() != "Project":
         return False
-    expression = plan.projectList().apply(0)
+    expression = plan.projectList().apply(frame.columns.index(column))
     if expression.getClass().getSimpleName() == "Alias":
         expression = expression.child()
     return bool(expression.foldable())

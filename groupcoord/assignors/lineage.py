@@ -87,6 +87,28 @@ def cut(frame: DataFrame) -> DataFrame:
     return _with_portable_partitioning(frame.localCheckpoint(eager=False))
 
 
+def cut_unless_single_task(frame: DataFrame) -> DataFrame:
+    """:func:`cut` ``frame``, except in a single-task call, where re-planning a small projection of leaves where it
+    is read costs less than the cut's two plannings."""
+    if getattr(_ACTIVE, "single_task", False):
+        return frame
+    return cut(frame)
+
+
+def planned(frame: DataFrame) -> DataFrame:
+    """Return ``frame`` with its physical plan made now, under :func:`planning`'s settings.
+
+    A DataFrame keeps its plan once made: an action on ``frame`` itself (``toArrow()``, ``collect()``) runs that
+    plan whatever the session's settings are then. A frame derived from it is planned again, under the settings of
+    that moment (same rows, perhaps another plan shape). Cheaper than :func:`cut` (which plans twice) for a frame that
+    is read once.
+    """
+    if not getattr(_ACTIVE, "depth", 0):
+        raise RuntimeError("lineage.planned() outside lineage.planning()")
+    frame._jdf.queryExecution().executedPlan()
+    return frame
+
+
 _ATTRIBUTE = re.compile(r"([^\s,()]+)#(\d+)L?")
 """An attribute as a plan prints it: ``name#exprId`` (``L`` after the id for longs)."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from groupcoord.assignors.lineage import cut
+from groupcoord.assignors.lineage import cut, cut_unless_single_task
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
 
@@ -41,11 +41,11 @@ def _one_scope(prepared: Prepared) -> tuple[DataFrame, DataFrame]:
     The scope ``""`` is derived from the group column rather than written as a literal, so that the optimiser
     cannot fold it out of the joins' and windows' keys (see :mod:`groupcoord.assignors.partitioning`).
     """
-    scope = F.coalesce(F.substring(GROUP, 1, 0), F.lit("")).alias("_s")
+    scope = f"coalesce(substring({GROUP}, 1, 0), '') AS _s"
     # Every member subscribes to every topic: the topic count is the same for all and orders nothing.
-    n_topics = F.lit(0).cast("long").alias("n_topics")
-    members = prepared.members.select(GROUP, scope, "member_id", "rank", "rack", n_topics)
-    partitions = prepared.partitions.select(GROUP, scope, "topic", "partition", "racks", "weight")
+    # (SQL expressions: one py4j call per frame instead of a few dozen.)
+    members = prepared.members.selectExpr(GROUP, scope, "member_id", "rank", "rack", "CAST(0 AS bigint) AS n_topics")
+    partitions = prepared.partitions.selectExpr(GROUP, scope, "topic", "partition", "racks", "weight")
     return members, partitions
 
 
@@ -75,7 +75,7 @@ def scoped(prepared: Prepared) -> Scoped:
 def _with_owned(prepared: Prepared, members: DataFrame, partitions: DataFrame) -> Scoped:
     """Cut ``members`` and ``partitions`` and add the scoped owned claims (None when none can exist)."""
     if not prepared.has_owned:
-        return Scoped(cut(members), cut(partitions), None)
+        return Scoped(cut_unless_single_task(members), cut_unless_single_task(partitions), None)
     members, partitions = cut(members), cut(partitions)
     owned = (
         prepared.owned.join(partitions, [GROUP, "topic", "partition"])

@@ -14,6 +14,9 @@ Worked example: weights t0p0=6, t0p1=1, t0p2=1, t0p3=4, members C0, C1, nothing 
 
     C0: [t0p0]                 (6)
     C1: [t0p1, t0p2, t0p3]     (6)
+
+The plan is one SQL text (:mod:`groupcoord.assignors.sql`): a DataFrame-call version cost about 700 py4j round
+trips per call, a third of a small group's time.
 """
 
 from __future__ import annotations
@@ -21,14 +24,69 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from groupcoord.assignors.base import Assignor
-from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
-from groupcoord.assignors.scopes import SCOPE, scoped
+from groupcoord.assignors.prepare import Prepared
+from groupcoord.assignors.scopes import scoped
+from groupcoord.assignors.sql import query
 
-_RUNNING = (Window.unboundedPreceding, Window.currentRow)
+_RUNNING = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+
+_LIMITS = (
+    "limits AS (SELECT _g, _s, _w, _n, least(_w / _n * {keep_factor}, _w / _n + _wmax) AS _limit FROM ("
+    "SELECT _g, _s, sum(weight) AS _w, max(weight) AS _wmax FROM {partitions} GROUP BY _g, _s) "
+    "JOIN (SELECT _g, _s, count(1) AS _n FROM {members} GROUP BY _g, _s) USING (_g, _s))"
+)
+"""Per scope: total weight ``_w``, member count ``_n`` and the most a member may keep, ``_limit``."""
+
+_FRESH = (
+    "SELECT _g, _owner AS member_id, topic, partition FROM ("
+    "SELECT *, last(member_id, true) OVER (PARTITION BY _g, _s ORDER BY _at, _kind, _open, rank, topic, partition "
+    + _RUNNING + ") AS _owner FROM ("
+    "SELECT *, sum(_len) OVER (PARTITION BY _g, _s, _kind ORDER BY rank, topic, partition " + _RUNNING + ") - _len "
+    "AS _at, _kind = 1 OR _len > 0 AS _open FROM ("
+    "SELECT *, CASE WHEN _kind = 0 THEN greatest(sum(weight) OVER w / count(member_id) OVER w, 0.0D) ELSE weight END "
+    "AS _len FROM (SELECT _g, _s, 0 AS _kind, rank, member_id, CAST(NULL AS string) AS topic, "
+    "CAST(NULL AS int) AS partition, CAST(NULL AS double) AS weight FROM {members} "
+    "UNION ALL SELECT _g, _s, 1, 0, NULL, topic, partition, weight FROM {partitions}) "
+    "WINDOW w AS (PARTITION BY _g, _s)))) WHERE _kind = 1"
+)
+"""Nothing owned: every member's capacity is the mean, and the whole plan is windows over one timeline of members
+and partitions (no join: the joins of per-scope aggregates cost a small group two more stages)."""
+
+_KEEP = (
+    "kept AS (SELECT _g, _s, member_id, topic, partition, weight FROM ("
+    "SELECT *, sum(weight) OVER (PARTITION BY _g, _s, member_id ORDER BY topic, partition " + _RUNNING + ") AS _cum "
+    "FROM {owned} JOIN limits USING (_g, _s)) WHERE _cum <= _limit), "
+    "loads AS (SELECT _g, _s, member_id, rank, coalesce(_kept, 0.0D) AS _kept, _w FROM {members} "
+    "LEFT JOIN (SELECT _g, _s, member_id, sum(weight) AS _kept FROM kept GROUP BY _g, _s, member_id) "
+    "USING (_g, _s, member_id) JOIN (SELECT _g, _s, _w FROM limits) USING (_g, _s)), "
+    # Water level: with kept loads sorted ascending k_1..k_n and prefix sums s_j, the level is (R + s_j) / j for
+    # the largest j whose k_j lies below it.
+    "levels AS (SELECT _g, _s, max_by(_t, _j) AS _level FROM ("
+    "SELECT *, (_w - sum(_kept) OVER (PARTITION BY _g, _s) + sum(_kept) OVER (PARTITION BY _g, _s "
+    "ORDER BY _kept, rank " + _RUNNING + ")) / row_number() OVER (PARTITION BY _g, _s ORDER BY _kept, rank) AS _t, "
+    "row_number() OVER (PARTITION BY _g, _s ORDER BY _kept, rank) AS _j FROM loads) WHERE _kept <= _t "
+    "GROUP BY _g, _s), "
+    "free AS (SELECT * FROM {partitions} LEFT ANTI JOIN kept USING (_g, _s, topic, partition))"
+)
+"""Owned partitions kept within the limit, each member's kept load, the water level and the partitions left."""
+
+_PLACE = (
+    "starts AS (SELECT _g, _s, _at, 0 AS _kind, _cap > 0 AS _open, rank, member_id, "
+    "CAST(NULL AS string) AS topic, CAST(NULL AS int) AS partition FROM ("
+    "SELECT *, sum(_cap) OVER (PARTITION BY _g, _s ORDER BY rank " + _RUNNING + ") - _cap AS _at FROM ("
+    "SELECT *, greatest(_level - _kept, 0.0D) AS _cap FROM loads JOIN levels USING (_g, _s)))), "
+    "offsets AS (SELECT _g, _s, sum(weight) OVER (PARTITION BY _g, _s ORDER BY topic, partition " + _RUNNING + ") "
+    "- weight AS _at, 1 AS _kind, true AS _open, 0 AS rank, CAST(NULL AS string) AS member_id, topic, partition "
+    "FROM free), "
+    # Members sort before partitions at the same offset, and open (positive-capacity) members last among members.
+    "placed AS (SELECT _g, _owner AS member_id, topic, partition FROM ("
+    "SELECT *, last(member_id, true) OVER (PARTITION BY _g, _s ORDER BY _at, _kind, _open, rank, topic, partition "
+    + _RUNNING + ") AS _owner FROM (SELECT * FROM starts UNION ALL SELECT * FROM offsets)) WHERE _kind = 1)"
+)
+"""Capacities laid end to end, partitions at their running weight offsets, and each partition's owner."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,100 +103,12 @@ class WeightedAssignor(Assignor):
 
     def _assign(self, prepared: Prepared) -> DataFrame:
         frames = scoped(prepared)
-        per_member = [*SCOPE, "member_id"]
-        totals = frames.partitions.groupBy(*SCOPE).agg(F.sum("weight").alias("_w"), F.max("weight").alias("_wmax"))
-        counts = frames.members.groupBy(*SCOPE).agg(F.count(F.lit(1)).alias("_n"))
-        limits = totals.join(counts, list(SCOPE)).select(
-            *SCOPE,
-            "_w",
-            F.least(
-                F.col("_w") / F.col("_n") * (1 + self.tolerance), F.col("_w") / F.col("_n") + F.col("_wmax")
-            ).alias("_limit"),
-        )
         if frames.owned is None:
-            # Nothing owned: nothing kept, and the water level is the mean.
-            kept: DataFrame | None = None
-            members = frames.members.select(*per_member, "rank", F.lit(0.0).alias("_kept"))
-            levels = limits.join(counts, list(SCOPE)).select(*SCOPE, (F.col("_w") / F.col("_n")).alias("_level"))
-            free = frames.partitions
-        else:
-            kept = self._kept(frames.owned, limits)
-            members, levels = self._levels(frames.members, kept, limits)
-            free = frames.partitions.join(kept, [*SCOPE, *PARTITION_ORDER], "left_anti")
-        capacity = F.greatest(F.col("_level") - F.col("_kept"), F.lit(0.0))
-        starts = (
-            members.join(levels, list(SCOPE))
-            .withColumn("_cap", capacity)
-            .withColumn(
-                "_at",
-                F.sum("_cap").over(Window.partitionBy(*SCOPE).orderBy("rank").rowsBetween(*_RUNNING)) - F.col("_cap"),
-            )
-            .select(
-                *SCOPE,
-                "_at",
-                F.lit(0).alias("_kind"),
-                (F.col("_cap") > 0).alias("_open"),
-                "rank",
-                "member_id",
-                F.lit(None).cast("string").alias("topic"),
-                F.lit(None).cast("int").alias("partition"),
-            )
+            return query(_FRESH, members=frames.members, partitions=frames.partitions)
+        # The factor as Python computes it, passed exactly (a double's repr reads back as the same double).
+        limits = _LIMITS.replace("{keep_factor}", f"CAST('{1 + self.tolerance!r}' AS double)")
+        return query(
+            f"WITH {limits}, {_KEEP}, {_PLACE} "
+            "SELECT * FROM placed UNION ALL SELECT _g, member_id, topic, partition FROM kept",
+            members=frames.members, partitions=frames.partitions, owned=frames.owned,
         )
-        offsets = free.withColumn(
-            "_at",
-            F.sum("weight").over(Window.partitionBy(*SCOPE).orderBy(*PARTITION_ORDER).rowsBetween(*_RUNNING))
-            - F.col("weight"),
-        ).select(
-            *SCOPE,
-            "_at",
-            F.lit(1).alias("_kind"),
-            F.lit(True).alias("_open"),
-            F.lit(0).alias("rank"),
-            F.lit(None).cast("string").alias("member_id"),
-            "topic",
-            "partition",
-        )
-        # Members sort before partitions at the same offset, and open (positive-capacity) members last among members.
-        timeline = Window.partitionBy(*SCOPE).orderBy("_at", "_kind", "_open", "rank", *PARTITION_ORDER)
-        placed = (
-            starts.unionByName(offsets)
-            .withColumn("_owner", F.last("member_id", ignorenulls=True).over(timeline.rowsBetween(*_RUNNING)))
-            .where(F.col("_kind") == 1)
-            .select(*SCOPE, F.col("_owner").alias("member_id"), "topic", "partition")
-        )
-        return (placed if kept is None else placed.unionByName(kept.drop("weight"))).drop("_s")
-
-    @staticmethod
-    def _kept(owned: DataFrame, limits: DataFrame) -> DataFrame:
-        """Each member's owned partitions, in (topic, partition) order, while the kept weight stays within the limit."""
-        running_kept = Window.partitionBy(*SCOPE, "member_id").orderBy(*PARTITION_ORDER).rowsBetween(*_RUNNING)
-        return (
-            owned.join(limits, list(SCOPE))
-            .withColumn("_cum", F.sum("weight").over(running_kept))
-            .where(F.col("_cum") <= F.col("_limit"))
-            .select(*SCOPE, "member_id", "topic", "partition", "weight")
-        )
-
-    @staticmethod
-    def _levels(members: DataFrame, kept: DataFrame, limits: DataFrame) -> tuple[DataFrame, DataFrame]:
-        """Members with their kept load ``_kept``, and each scope's water level ``_level``."""
-        per_member = [*SCOPE, "member_id"]
-        kept_load = kept.groupBy(*per_member).agg(F.sum("weight").alias("_kept"))
-        members = (
-            members.join(kept_load, per_member, "left")
-            .withColumn("_kept", F.coalesce(F.col("_kept"), F.lit(0.0)))
-            .join(limits.select(*SCOPE, "_w"), list(SCOPE))
-        )
-        # Water level: with kept loads sorted ascending k_1..k_n and prefix sums s_j, the level is (R + s_j) / j for
-        # the largest j whose k_j lies below it.
-        by_load = Window.partitionBy(*SCOPE).orderBy("_kept", "rank")
-        levels = (
-            members.withColumn("_j", F.row_number().over(by_load))
-            .withColumn("_prefix", F.sum("_kept").over(by_load.rowsBetween(*_RUNNING)))
-            .withColumn("_r", F.col("_w") - F.sum("_kept").over(Window.partitionBy(*SCOPE)))
-            .withColumn("_t", (F.col("_r") + F.col("_prefix")) / F.col("_j"))
-            .where(F.col("_kept") <= F.col("_t"))
-            .groupBy(*SCOPE)
-            .agg(F.max_by("_t", "_j").alias("_level"))
-        )
-        return members, levels
