@@ -38,8 +38,8 @@ class Assignor(ABC):
         when the result is evaluated.
         """
         inputs = normalise_inputs(members, partitions, owned)
-        # Cutting the result plans the whole assignment here, under the planning settings: the caller's action then
-        # runs a single job over co-partitioned leaves, whatever its own session settings.
+        # The result's physical plan is made here, under the planning settings: the caller's action on the returned
+        # frame then runs that plan (one job over co-partitioned leaves), whatever its own session settings.
         with planning(members.sparkSession, shuffle_partitions=inputs.partition_count,
                       single_task=inputs.single_task):
             prepared = prepare(inputs, homogeneous=self._homogeneity_proven(members))
