@@ -40,5 +40,7 @@ def test_one_batched_call_equals_separate_calls(spark: SparkSession, name: str) 
     batched = assignor.assign(union(members_all), union(partitions_all), union(owned_all))  # type: ignore[arg-type]
     assert batched.columns == ["group_id", "member_id", "topic", "partition"]
     assert {tuple(row) for row in batched.collect()} == separate
+    # A frame derived from the result is planned again, under the session's own settings: same rows.
+    assert {tuple(row) for row in batched.where("partition >= 0").orderBy("group_id").collect()} == separate
     if name != "cooperative-sticky":  # which revokes b's doubly claimed t1-1 in round one
         assert len(separate) == sum(sum(c.values()) for _, c, _ in GROUPS.values()) - 1  # c's t1: no subscriber
