@@ -162,7 +162,17 @@ def _peer_main(peer: str, partitions: int, members: int, topics: int) -> None:
 
 
 def _fmt(seconds: float | None, cap: float | None) -> str:
-    return f"> {cap:.0f}" if seconds is None else f"{seconds:.2f}"
+    """A peer's seconds: ``> cap`` when it was stopped, three decimals below 0.1 s (kafka-python's range and
+    roundrobin take milliseconds at 10k partitions)."""
+    if seconds is None:
+        return f"> {cap:.0f}"
+    return f"{seconds:.3f}" if seconds < 0.1 else f"{seconds:.2f}"
+
+
+def _ratio(theirs: float, ours: float) -> str:
+    """The peer's time over ours: two decimals below 1 (the peer is faster), one above."""
+    ratio = theirs / ours
+    return f"{ratio:.2f}" if ratio < 1 else f"{ratio:.1f}"
 
 
 def _peer_cap(peer: str, partitions: int, members: int, *, full: bool) -> float | None:
@@ -200,7 +210,7 @@ def _sizes(spark: SparkSession, full: bool, names: tuple[str, ...],
                 peers[peer] = _peer_seconds(peer, partitions, members, topics, cap)
             theirs = peers[peer]
             ratio = (f"> {cap / ours.seconds:.1f}" if theirs is None and cap else
-                     "" if theirs is None else f"{theirs / ours.seconds:.1f}")
+                     "" if theirs is None else _ratio(theirs, ours.seconds))
             rows.append({
                 "case": f"{partitions:,} x {members:,}", "assignor": name, "seconds": round(ours.seconds, 2),
                 "jobs": ours.jobs, "stages": ours.stages, "peer": f"kafka-python {peer}",
