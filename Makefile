@@ -13,13 +13,14 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml jvm/spark/pom.xml jvm/kafka/pom.xml jvm/install_jars.py
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,plot]'
+	$(PY) jvm/install_jars.py
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install groupcoord with its dev extras (once)
+install: $(STAMP) ## create .venv, install groupcoord with its dev extras and fetch the JVM jars with Maven (once)
 
 run: install ## the pipeline under ./var: 12x100k-record topic -> streaming_ingest (spark-submit, 3 members, one leaves) -> describe, lag, exactly-once check
 	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \

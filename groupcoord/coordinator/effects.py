@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from groupcoord.protocol.consumer_protocol import TopicPartitions
@@ -45,6 +45,21 @@ class NeedsAssignment:
 
 Effect = NeedsAssignment
 """Any effect the coordinator emits."""
+
+
+def newest_per_group(batch: Sequence[NeedsAssignment]) -> list[NeedsAssignment]:
+    """The newest generation's effect of each group in ``batch``, in first-seen group order.
+
+    Effects pile up while an assignment runs (a join during a slow first assignment starts the next generation), so
+    one batch can hold several generations of one group. Only the newest can still complete: the core drops an
+    answer for a stale generation, and assigning both in one batched call would give the group's members twice.
+    """
+    newest: dict[str, NeedsAssignment] = {}
+    for effect in batch:
+        seen = newest.get(effect.group_id)
+        if seen is None or effect.generation_id >= seen.generation_id:
+            newest[effect.group_id] = effect
+    return list(newest.values())
 
 
 @dataclass(frozen=True, kw_only=True)

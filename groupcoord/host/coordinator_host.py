@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.config import Config
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
-from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
+from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
 from groupcoord.coordinator.records import decode_record, encode_record
 from groupcoord.host.crash import crash_point
 from groupcoord.host.guards import CrashPointLog, WriteGuard
@@ -429,7 +429,7 @@ class _Term:
     async def assign_pending(self) -> None:
         while self.pending_assignments:
             await asyncio.sleep(0)  # let effects of the same moment join this batch
-            batch, self.pending_assignments = self.pending_assignments, []
+            batch, self.pending_assignments = newest_per_group(self.pending_assignments), []
             runner = self.host.assignment_runner
             if runner is None:
                 answers: Sequence[CompleteAssignment] = _failed(batch, Errors.INCONSISTENT_GROUP_PROTOCOL)
