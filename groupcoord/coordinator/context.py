@@ -44,6 +44,11 @@ def sync_key(group_id: str) -> str:
     return f"sync-{group_id}"
 
 
+def overdue_key(group_id: str) -> str:
+    """Timer key of the warning for a rebalance phase that outlives the group's rebalance timeout."""
+    return f"overdue-{group_id}"
+
+
 OFFSETS_EXPIRATION_KEY = "offsets-expiration"
 
 
@@ -90,6 +95,7 @@ class CoordinatorContext:
         """Stop tracking ``group`` (it is Dead) and cancel its timers."""
         self.timers.cancel(join_key(group.group_id))
         self.timers.cancel(sync_key(group.group_id))
+        self.timers.cancel(overdue_key(group.group_id))
         for member_id in [*group.members, *group.pending_members]:
             self.timers.cancel(heartbeat_key(group.group_id, member_id))
         self.groups.pop(group.group_id, None)

@@ -7,6 +7,7 @@ import logging
 
 from groupcoord.coordinator.context import CoordinatorContext, heartbeat_key, join_key, sync_key
 from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
+from groupcoord.coordinator.overdue import watch_phase
 from groupcoord.coordinator.records import new_group_metadata_record
 from groupcoord.group.group import SERVER_ASSIGNOR_PREFIX, ClassicGroup, is_server_side
 from groupcoord.group.member import Member
@@ -115,6 +116,7 @@ def prepare_rebalance(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int,
     ctx.timers.cancel(sync_key(group.group_id))
     from_empty = group.is_in(_S.EMPTY)
     group.transition_to(_S.PREPARING_REBALANCE, now_ms)
+    watch_phase(ctx, group, now_ms)
     initial_delay = ctx.config.initial_rebalance_delay_ms
     if from_empty and initial_delay > 0:
         group.in_initial_delay = True
@@ -193,6 +195,7 @@ def complete_join(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int) -> 
         heartbeat(ctx, group, member, now_ms)
         group.pending_sync_members.add(member.member_id)
     _schedule_pending_sync(ctx, group, now_ms)
+    watch_phase(ctx, group, now_ms)
     if server_side:
         ctx.emit(needs_assignment(group))
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment
+from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
 from groupcoord.spark import session as spark_session
@@ -80,12 +80,13 @@ class SparkAssignmentRunner:
         return await asyncio.to_thread(self.assign, batch)
 
     def assign(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
-        """Blocking form of :meth:`__call__`: one Spark job per assignor name used in ``batch``."""
+        """Blocking form of :meth:`__call__`: one Spark job per assignor name used in ``batch`` (only the newest
+        generation of each group is assigned; older ones could not complete anyway)."""
         from groupcoord.assignors import ASSIGNOR_NAMES
 
         answers: list[CompleteAssignment] = []
         buckets: dict[str, list[NeedsAssignment]] = defaultdict(list)
-        for effect in batch:
+        for effect in newest_per_group(batch):
             if effect.assignor in ASSIGNOR_NAMES:
                 buckets[effect.assignor].append(effect)
             else:
