@@ -15,11 +15,15 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class ServeProcess:
-    """``python -m groupcoord serve --state-root ROOT --listen 127.0.0.1:0 --no-spark ARGS``; stderr goes to a file."""
+    """``python -m groupcoord serve --state-root ROOT --listen 127.0.0.1:0 [--no-spark] ARGS``; stderr goes to a file.
 
-    def __init__(self, root: Path, *args: str, log_path: Path, env: dict[str, str] | None = None) -> None:
+    ``spark=True`` lets the coordinator start Spark for server-side (``server-*``) assignment.
+    """
+
+    def __init__(self, root: Path, *args: str, log_path: Path, env: dict[str, str] | None = None,
+                 spark: bool = False) -> None:
         command = [sys.executable, "-m", "groupcoord", "serve", "--state-root", str(root), "--listen",
-                   "127.0.0.1:0", "--no-spark", *args]
+                   "127.0.0.1:0", *([] if spark else ["--no-spark"]), *args]
         self.log_path = log_path
         self._stderr = log_path.open("w")
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
