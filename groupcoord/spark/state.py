@@ -1,14 +1,19 @@
 """The coordinator's state as Spark DataFrames: committed offsets, groups, members and assignments.
 
-Each function reads one materialized Delta table of the state root with delta-rs, reduces it to the current state
-(the latest row per key, deletions dropped; see :mod:`groupcoord.state.views`) and hands the Arrow result to
-``spark.createDataFrame``. No Delta jars are needed.
+Each function reads one materialized Delta table of the state root with delta-spark (``spark.read.format("delta")``,
+so the session needs Delta's jars and SQL extension, as every session :mod:`groupcoord.spark.session` builds has)
+and reduces it, lazily and in Spark, to the current state: per key, the rows of the latest record (greatest
+``(log_version, epoch, seq)``), deletions dropped. This is the same reduction as :mod:`groupcoord.state.views`
+(delta-rs and Arrow, for the coordinator and the CLI), so both give the same rows.
 
 ``as_of`` travels in time: a Delta version of that table (each table has its own versions; ``log_version`` in the
-rows is common to all) or a time, as a ``datetime`` or an ISO-8601 string (UTC when it has no zone). A point older
-than the kept history (``spark.groupcoord.history.retention.hours``) raises :class:`StateHistoryError` naming the
-oldest available version and time. A table that no coordinator has written yet gives an empty DataFrame with the
-documented schema (``docs/state-tables.md``).
+rows is common to all) or a time, as a ``datetime`` or an ISO-8601 string (UTC when it has no zone). A time is
+resolved to the newest version committed at or before it by :mod:`groupcoord.state.history` (Delta's rule), and
+delta-spark then reads that version (``versionAsOf``): Delta's own ``timestampAsOf`` refuses a time after the latest
+commit, where ``as_of=now`` must mean the latest state. A point older than the kept history
+(``spark.groupcoord.history.retention.hours``) raises :class:`StateHistoryError` naming the oldest available version
+and time. A table that no coordinator has written yet gives an empty DataFrame with the documented schema
+(``docs/state-tables.md``).
 
 Example: who owned ``events`` partition 7 at 10:00? ::
 
@@ -20,11 +25,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from deltalake import DeltaTable
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.window import Window
 
-from groupcoord.state.history import AsOf, StateHistoryError
-from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, StateTable, TableName
-from groupcoord.state.views import read_view
+from groupcoord.state.history import AsOf, StateHistoryError, open_table
+from groupcoord.state.schema import (
+    ASSIGNMENTS,
+    GROUPS,
+    MEMBERS,
+    OFFSETS,
+    ORDER_COLUMNS,
+    STATE_TABLES,
+    StateTable,
+    TableName,
+)
 from groupcoord.state_root import StateRoot
 
 if TYPE_CHECKING:
@@ -35,6 +51,10 @@ __all__ = ["StateHistoryError", "assignments", "groups", "members", "offsets", "
 
 Root = StateRoot | str | Path
 """A state root, opened or as a path."""
+
+_LATEST = "__latest"
+_SORT_COLUMNS = ("group_id", "topic", "partition", "member_id")
+"""The order of a view's rows, as in :func:`groupcoord.state.views.current_view`."""
 
 
 def offsets(spark: SparkSession, root: Root, as_of: AsOf | None = None) -> DataFrame:
@@ -63,6 +83,28 @@ def view_schema(table: TableName) -> StructType:
     return from_arrow_schema(STATE_TABLES[table].view_schema)
 
 
+def read_table(spark: SparkSession, path: Path, as_of: AsOf | None = None) -> DataFrame | None:
+    """Every row of the Delta table at ``path`` as of ``as_of``, read by delta-spark; ``None`` when the table did
+    not exist then. Raises :class:`StateHistoryError` for a point outside the kept history."""
+    if as_of is None:
+        return spark.read.format("delta").load(str(path)) if DeltaTable.is_deltatable(str(path)) else None
+    resolved = open_table(path, as_of)
+    if resolved is None:
+        return None
+    return spark.read.format("delta").option("versionAsOf", resolved.version()).load(str(path))
+
+
 def _view(spark: SparkSession, root: Root, table: StateTable, as_of: AsOf | None) -> DataFrame:
     state_root = root if isinstance(root, StateRoot) else StateRoot.open(root)
-    return spark.createDataFrame(read_view(state_root, table, as_of=as_of))
+    rows = read_table(spark, state_root.state_table_path(table.name), as_of)
+    schema = view_schema(table.name)
+    if rows is None:
+        return spark.createDataFrame([], schema)
+    # The current entry of a key is every row of its latest record: one row for offsets and groups, all members
+    # or assignments of the latest generation for the per-group tables.
+    order = F.struct(*ORDER_COLUMNS)
+    current = (rows.withColumn(_LATEST, F.max(order).over(Window.partitionBy(*table.keys)))
+               .where((order == F.col(_LATEST)) & ~F.col("deleted")))
+    # Casts keep the view's types; nullability is the Delta schema's, which is the view's (docs/state-tables.md).
+    view = current.select(*(current[f.name].cast(f.dataType).alias(f.name) for f in schema.fields))
+    return view.orderBy(*(name for name in _SORT_COLUMNS if name in schema.names))
