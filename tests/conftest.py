@@ -1,4 +1,4 @@
-"""Shared fixtures: one session-scoped SparkSession for the whole test run."""
+"""Shared fixtures: one session-scoped SparkSession and one real Kafka broker for the whole test run."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from groupcoord.devbroker import KafkaBroker
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
@@ -20,3 +22,16 @@ def spark() -> Iterator[SparkSession]:
                             extra={"spark.default.parallelism": "4"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A real Apache Kafka broker (KRaft, single node) on 127.0.0.1, started once per test session.
+
+    Tests that use it carry the ``kafka`` marker. They share it, so each creates topics (and groups) of its own names;
+    ``kafka_broker.bootstrap`` is the ``HOST:PORT`` to connect to. Its log is under the session's temporary directory.
+    """
+    from groupcoord.devbroker import KafkaBroker
+
+    with KafkaBroker.start(tmp_path_factory.mktemp("kafka-broker")) as broker:
+        yield broker

@@ -16,7 +16,7 @@ from groupcoord.cli.errors import EXIT_USAGE, exit_code_for, one_line
 # Each module has ``register(subparsers, parent)`` adding its subcommand(s); a handler is stored as ``func``.
 # Heavy imports (Spark, deltalake) happen inside handlers, so ``groupcoord --help`` stays fast.
 COMMAND_MODULES: tuple[str, ...] = ("groupcoord.cli.topics", "groupcoord.cli.serve", "groupcoord.cli.demo",
-                                     "groupcoord.cli.groups", "groupcoord.cli.coordinator")
+                                     "groupcoord.cli.groups", "groupcoord.cli.coordinator", "groupcoord.cli.dev_broker")
 
 log = logging.getLogger("groupcoord")
 
