@@ -30,6 +30,8 @@ from typing import Any
 
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.log.memory import InMemoryRecordLog
+from groupcoord.runtime.service import CoordinatorService
+from groupcoord.runtime.writer import log_persister
 from groupcoord.server.adapters.api_versions import unsupported_version_response
 from groupcoord.server.api import BrokerAddress, RequestContext
 from groupcoord.server.codec import (
@@ -40,10 +42,8 @@ from groupcoord.server.codec import (
     encode_response,
     response_class,
 )
-from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.dispatcher import build_dispatcher, served_ranges
 from groupcoord.server.framing import read_frame
-from groupcoord.server.persist import log_persister
 from groupcoord.server.versions import ApiKey
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from groupcoord.topics.topic_log import PartitionOffsets, TopicRecord

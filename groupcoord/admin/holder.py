@@ -56,7 +56,7 @@ def admin_session(root: StateRoot, config: Config) -> Iterator[AdminClient]:
     from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
 
     log.info("no coordinator holds the lease of %s: taking it for this write", root.path)
-    coordinator = BackgroundCoordinator(root, config, assignment=False, listen=_LOOPBACK_ANY_PORT)
+    coordinator = BackgroundCoordinator(root, config, listen=_LOOPBACK_ANY_PORT)
     try:
         address = coordinator.start(settings.lease_wait_ms / 1000)
     except CoordinatorStartError as exc:

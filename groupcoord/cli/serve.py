@@ -36,7 +36,7 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Open (or create) the state root, then serve until signalled."""
     from groupcoord.host import CoordinatorHost, HostConfig
-    from groupcoord.host.coordinator_host import spark_assignment_runner
+    from groupcoord.spark.assignment import spark_assignment_runner
     from groupcoord.state_root import StateRoot, StateRootError
 
     config = config_from_args(args, listen=args.listen, advertised_listener=args.advertised_listener)

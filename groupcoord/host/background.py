@@ -3,20 +3,20 @@
 :class:`BackgroundCoordinator` runs the same :class:`~groupcoord.host.CoordinatorHost` cycle as ``groupcoord serve``
 (standby -> lease -> load -> serve -> step down) on its own asyncio loop in a daemon thread::
 
-    with BackgroundCoordinator(root, config, spark=spark) as coordinator:   # start(30.0) on enter
+    runner = spark_assignment_runner(root, spark=spark)                     # groupcoord.spark.assignment
+    with BackgroundCoordinator(root, config, assignment_runner=runner) as coordinator:  # start(30.0) on enter
         print(coordinator.address)                                          # "127.0.0.1:40123"
         ...                                                                 # members / tools talk to it
     # stop(): pending requests get NOT_COORDINATOR, queued writes drain, the lease is released
 
 Interface (others build on it; keep it stable):
 
-- ``BackgroundCoordinator(root, config, *, spark=None, assignment=True, listen=None, holder_id=None)``:
+- ``BackgroundCoordinator(root, config, *, assignment_runner=None, listen=None, holder_id=None)``:
   ``root`` is a :class:`~groupcoord.state_root.StateRoot` (a path is opened, and created if missing); ``config``
-  the resolved :class:`~groupcoord.config.Config`. ``server-*`` groups are assigned by a
-  :class:`~groupcoord.spark.assignment.SparkAssignmentRunner` on ``spark``, or, when ``spark`` is ``None``, on the
-  active or a new local SparkSession started lazily at the first server-side assignment. ``assignment=False``
-  runs without Spark (``server-*`` protocols are refused with INCONSISTENT_GROUP_PROTOCOL, like
-  ``serve --no-spark``). ``listen`` (``HOST:PORT``, port 0 for a free one) overrides ``config["listen"]``.
+  the resolved :class:`~groupcoord.config.Config`. ``server-*`` groups are assigned by ``assignment_runner``
+  (a Spark driver passes :func:`groupcoord.spark.assignment.spark_assignment_runner`; the host never imports
+  Spark). Without one, ``server-*`` protocols are refused with INCONSISTENT_GROUP_PROTOCOL, like
+  ``serve --no-spark``. ``listen`` (``HOST:PORT``, port 0 for a free one) overrides ``config["listen"]``.
 - ``start(timeout_s=30.0) -> str``: waits until this process holds the lease and serves; returns ``"HOST:PORT"``
   (the advertised address). Raises :class:`CoordinatorStartError` (after stopping again) when the lease cannot be
   taken in time (another live holder) or the host fails while starting.
@@ -36,21 +36,12 @@ import logging
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from groupcoord.config import Config
-from groupcoord.host.coordinator_host import (
-    AssignmentRunner,
-    CoordinatorHost,
-    HostConfig,
-    run_until_stopped,
-    spark_assignment_runner,
-)
+from groupcoord.host.coordinator_host import CoordinatorHost, HostConfig, run_until_stopped
+from groupcoord.runtime import AssignmentRunner
 from groupcoord.server.api import BrokerAddress
 from groupcoord.state_root import StateRoot
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 log = logging.getLogger("groupcoord.host.background")
 
@@ -70,8 +61,7 @@ class BackgroundCoordinator:
         root: StateRoot | str | Path,
         config: Config,
         *,
-        spark: SparkSession | None = None,
-        assignment: bool = True,
+        assignment_runner: AssignmentRunner | None = None,
         listen: str | None = None,
         holder_id: str | None = None,
     ) -> None:
@@ -79,8 +69,7 @@ class BackgroundCoordinator:
         if listen is not None:
             config = config.with_values(listen=listen)
         self.host_config = HostConfig.from_config(config, holder_id=holder_id)
-        runner: AssignmentRunner | None = spark_assignment_runner(self.root, spark=spark) if assignment else None
-        self.host = CoordinatorHost(self.root, self.host_config, assignment_runner=runner,
+        self.host = CoordinatorHost(self.root, self.host_config, assignment_runner=assignment_runner,
                                     on_ready=self._on_ready, on_standby=self._on_standby)
         self._ready = threading.Event()
         self._lock = threading.Lock()

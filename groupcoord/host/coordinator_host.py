@@ -29,54 +29,33 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groupcoord.config import Config
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
-from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
-from groupcoord.coordinator.records import decode_record, encode_record
-from groupcoord.host.crash import crash_point
-from groupcoord.host.guards import CrashPointLog, WriteGuard
+from groupcoord.coordinator.records import decode_record
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.config import LeaseConfig, LogConfig
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import HeldLease, LeaseLostError, LeaseTable, utc_now
 from groupcoord.log.maintenance import maintain_record_log
-from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.protocol.errors import Errors
+from groupcoord.runtime import AssignmentQueue, AssignmentRunner, CoordinatorService, DurableWriter, wall_clock_ms
+from groupcoord.runtime.guards import CrashPointLog, WriteGuard
 from groupcoord.server.api import BrokerAddress
-from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
 from groupcoord.server.topic_data import EmbeddedTopics
-from groupcoord.state.materializer import CommittedBatch, Materializer, MaterializerConfig, run_materializer
+from groupcoord.state.materializer import Materializer, MaterializerConfig, run_materializer
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 from groupcoord.topics.maintenance import maintain_topic_logs
 from groupcoord.topics.watch import CatalogWatcher
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
 log = logging.getLogger("groupcoord.host")
-
-AssignmentRunner = Callable[[Sequence[NeedsAssignment]], Awaitable[Sequence[CompleteAssignment]]]
-"""Computes server-side assignments for every pending group in one call (a batched Spark job)."""
-
-
-def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = None) -> AssignmentRunner:
-    """The batched Spark assignment runner over ``root``'s topic catalog, on ``spark`` (or, lazily on the first
-    server-side assignment, the active or a new local SparkSession). Importing this module loads no Spark."""
-    from groupcoord.spark.assignment import SparkAssignmentRunner, local_session
-
-    catalog = TopicCatalog(root)
-    weights_path = root.partition_weights_path
-    if spark is None:
-        return SparkAssignmentRunner(catalog.partition_counts, session=local_session, weights_path=weights_path)
-    session = spark
-    return SparkAssignmentRunner(catalog.partition_counts, session=lambda: session, weights_path=weights_path)
 
 
 async def run_until_stopped(host: CoordinatorHost, stop: asyncio.Event, *, deadline_s: float) -> None:
@@ -285,10 +264,6 @@ class _Term:
             checkpoint_interval=self.config.log.checkpoint_interval,
             retention_minutes=self.config.log.retention_minutes,
         )
-        self.records_since_snapshot = 0
-        self.snapshotting = False
-        self.pending_assignments: list[NeedsAssignment] = []
-        self.assigning: asyncio.Task[None] | None = None
         self.tasks: list[asyncio.Task[Any]] = []
         self.keeper: LeaseKeeper | None = None
         self.loop = asyncio.get_running_loop()
@@ -307,20 +282,27 @@ class _Term:
         # collector's reach, a full collection walks only what serving allocates (measured at the commit target
         # with the materializer: full collections went from ~30 ms to a few, stalling every thread less).
         gc.freeze()
-        self.records_since_snapshot = loaded.tail_records
         self.materializer = Materializer(self.host.root, config=self.config.materializer)
         try:  # the new holder restates the queryable tables; failing that must not stop it serving
             await asyncio.to_thread(self.materializer.rebuild, loaded.records, log_version=version,
                                     epoch=self.lease.epoch)
         except Exception as exc:
             log.warning("could not rebuild the materialized state tables: %s", exc)
-        self.batcher = CommitBatcher(
+        batcher = CommitBatcher(
             CrashPointLog(self.log), version=version, config=BatcherConfig.from_log_config(self.config.log)
         )
+        self.writer = DurableWriter(batcher, self.materializer, epoch=self.lease.epoch,
+                                    snapshot_interval=self.config.log.snapshot_interval,
+                                    snapshot_records=core.snapshot_records, records_since_snapshot=loaded.tail_records)
+        self.assignments = AssignmentQueue(
+            self.host.assignment_runner,
+            complete=lambda answer: self.service.apply(core.complete_assignment(answer, wall_clock_ms())),
+            stopped=lambda: self.service.unavailable is not None,
+        )
         self.service = CoordinatorService(
-            WriteGuard(core, lambda: self.batcher.healthy),
-            persist=self.persist,
-            on_effects=self.on_effects,
+            WriteGuard(core, lambda: self.writer.healthy),
+            persist=self.writer.persist,
+            on_effects=self.assignments.on_effects,
             on_fenced=self.deposed.set,
         )
         topics = EmbeddedTopics(self.host.root)
@@ -330,7 +312,7 @@ class _Term:
         self.host.coordinator, self.host.endpoint = core, endpoint
         try:
             await endpoint.start()
-            self.service.apply(core.on_loaded(_now_ms()))
+            self.service.apply(core.on_loaded(wall_clock_ms()))
             await self.service.start()
             log.info(
                 "serving as %s with lease epoch %d: loaded %d records (log version %d) in %.2f s",
@@ -365,7 +347,8 @@ class _Term:
         self.host.serving.clear()
         gc.unfreeze()  # this term's state may be collected again once it is gone
         await self.service.stop(Errors.NOT_COORDINATOR)
-        for task in [*self.tasks, *([self.assigning] if self.assigning else [])]:
+        self.assignments.cancel()
+        for task in self.tasks:
             task.cancel()
         for task in self.tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -374,7 +357,7 @@ class _Term:
             self.lease = await asyncio.to_thread(self.keeper.stop)
         if self.host.endpoint is not None:
             await self.host.endpoint.stop()
-        await self.batcher.close(drain=not deposed)
+        await self.writer.close(drain=not deposed)
         await asyncio.to_thread(self.log.close)  # waits for a background checkpoint in progress
         if not deposed:
             try:
@@ -388,63 +371,6 @@ class _Term:
             await asyncio.to_thread(self.host.lease_table.release, self.lease)
         except (LeaseLostError, StorageUnavailableError) as exc:
             log.warning("could not release the lease: %s", exc)
-
-    # --- writes ---------------------------------------------------------------------------------------------------
-
-    async def persist(self, records: Sequence[Any]) -> None:
-        """The service's storage seam: durable through the batcher, then materialized and maybe snapshotted."""
-        encoded = [encode_record(record) for record in records]
-        if self.batcher.pending:
-            crash_point("batch-assembly")
-        version = await self.batcher.append(encoded)
-        self.materializer.submit(CommittedBatch(records=tuple(records), log_version=version, epoch=self.lease.epoch,
-                                                committed_at=utc_now()))
-        self.records_since_snapshot += len(encoded)
-        if self.records_since_snapshot >= self.config.log.snapshot_interval and not self.snapshotting:
-            self.snapshotting = True
-            self.tasks.append(asyncio.create_task(self.snapshot()))
-
-    async def snapshot(self) -> None:
-        # Taken on the loop, so it holds exactly the records queued on the batcher before it.
-        records = [encode_record(record) for record in self.core.snapshot_records()]
-        try:
-            version = await self.batcher.snapshot(records)
-            self.materializer.submit(CommittedBatch(records=tuple(records), log_version=version,
-                                                    epoch=self.lease.epoch, committed_at=utc_now(), snapshot=True))
-            self.records_since_snapshot = 0
-            log.info("wrote a snapshot of %d records at log version %d", len(records), version)
-        except Exception as exc:
-            log.warning("snapshot failed (%s); will retry after more records", exc)
-        finally:
-            self.snapshotting = False
-
-    # --- server-side assignment -----------------------------------------------------------------------------------
-
-    def on_effects(self, effects: Sequence[Any]) -> None:
-        """Queue ``NeedsAssignment`` effects; everything pending at the same moment goes into one runner call."""
-        self.pending_assignments.extend(e for e in effects if isinstance(e, NeedsAssignment))
-        if self.pending_assignments and (self.assigning is None or self.assigning.done()):
-            self.assigning = asyncio.create_task(self.assign_pending())
-
-    async def assign_pending(self) -> None:
-        while self.pending_assignments:
-            await asyncio.sleep(0)  # let effects of the same moment join this batch
-            batch, self.pending_assignments = newest_per_group(self.pending_assignments), []
-            runner = self.host.assignment_runner
-            if runner is None:
-                answers: Sequence[CompleteAssignment] = _failed(batch, Errors.INCONSISTENT_GROUP_PROTOCOL)
-                log.warning("refusing server-side assignment for %d group(s): no Spark (serve --no-spark)",
-                            len(batch))
-            else:
-                try:
-                    answers = await runner(batch)
-                except Exception:
-                    log.exception("server-side assignment of %d group(s) failed", len(batch))
-                    answers = _failed(batch, Errors.UNKNOWN_SERVER_ERROR)
-            if self.service.unavailable is not None:
-                return
-            for answer in answers:
-                self.service.apply(self.core.complete_assignment(answer, _now_ms()))
 
     # --- background duties ----------------------------------------------------------------------------------------
 
@@ -475,7 +401,7 @@ class _Term:
                 log.warning("cannot read the topic catalog: %s", exc)
                 change = None
             if change is not None and self.service.unavailable is None:
-                self.service.apply(self.core.on_metadata_change(change.partition_counts, _now_ms()))
+                self.service.apply(self.core.on_metadata_change(change.partition_counts, wall_clock_ms()))
             await asyncio.sleep(self.config.metadata_refresh_ms / 1000)
 
     async def maintain_forever(self) -> None:
@@ -491,7 +417,7 @@ class _Term:
             await asyncio.sleep(self.config.log.maintenance_interval_ms / 1000)
             started = time.monotonic()
             try:
-                await maintain_record_log(self.batcher, self.log)
+                await maintain_record_log(self.writer.batcher, self.log)
             except LogFencedError:
                 return
             except StorageUnavailableError as exc:
@@ -509,11 +435,3 @@ class _Term:
             if took * 1000 > self.config.log.maintenance_interval_ms:
                 log.warning("maintenance took %.1f s, longer than its %d ms interval", took,
                             self.config.log.maintenance_interval_ms)
-
-
-def _failed(batch: Sequence[NeedsAssignment], error: ErrorCode) -> list[CompleteAssignment]:
-    return [CompleteAssignment(group_id=e.group_id, generation_id=e.generation_id, error=error) for e in batch]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

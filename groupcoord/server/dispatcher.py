@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.runtime.service import CoordinatorService
 from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
 from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
@@ -15,7 +16,6 @@ from groupcoord.server.adapters.list_offsets import ListOffsetsAdapter
 from groupcoord.server.adapters.metadata import MetadataAdapter
 from groupcoord.server.adapters.offsets import OffsetCommitMapping, OffsetDeleteMapping, OffsetFetchMapping
 from groupcoord.server.api import ApiHandler, Dispatcher
-from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.topic_data import TopicReader
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange

@@ -23,6 +23,8 @@ from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, e
 from groupcoord.protocol.errors import Errors
 from groupcoord.spark import session as spark_session
 from groupcoord.spark.weights import PartitionKey, read_partition_weights, weight_of
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,6 +52,19 @@ def local_session() -> SparkSession:
     session = spark_session.local_session(master="local[2]", app_name="groupcoord-serve-assignor")
     log.info("started a local SparkSession for server-side assignment in %.1f s", time.perf_counter() - started)
     return session
+
+
+def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = None) -> SparkAssignmentRunner:
+    """The batched Spark assignment runner over ``root``'s topic catalog and partition weights, on ``spark`` (or,
+    lazily at the first server-side assignment, the active or a new local SparkSession). Hosts take it as their
+    ``assignment_runner``; building it loads no Spark."""
+    catalog = TopicCatalog(root)
+    if spark is None:
+        return SparkAssignmentRunner(catalog.partition_counts, session=local_session,
+                                     weights_path=root.partition_weights_path)
+    session = spark
+    return SparkAssignmentRunner(catalog.partition_counts, session=lambda: session,
+                                 weights_path=root.partition_weights_path)
 
 
 class SparkAssignmentRunner:

@@ -213,6 +213,7 @@ def _ensure_coordinator(spark: SparkSession, config: Config,
     """Start a coordinator in this driver, or use the live lease holder; returns (ours or None, its address)."""
     from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
     from groupcoord.log.lease import current_holder
+    from groupcoord.spark.assignment import spark_assignment_runner
 
     holder = current_holder(root)
     if holder is not None and holder.live:
@@ -220,7 +221,8 @@ def _ensure_coordinator(spark: SparkSession, config: Config,
         return None, holder.address
     conf = spark.sparkContext.getConf()
     listen = None if conf.contains(full_name("listen")) else f"{_driver_host(spark)}:0"
-    coordinator = BackgroundCoordinator(root, config, spark=spark, listen=listen)
+    coordinator = BackgroundCoordinator(root, config, assignment_runner=spark_assignment_runner(root, spark=spark),
+                                        listen=listen)
     try:
         address = coordinator.start(COORDINATOR_START_TIMEOUT_S)
     except CoordinatorStartError:

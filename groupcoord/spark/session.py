@@ -6,9 +6,10 @@ depend on the machine's zone), Arrow on (state and assignments cross between Spa
 shuffle partitions (the data is small), the Python workers on this interpreter, Spark's own logging quiet, and a
 generated-code cache large enough for the assignors: one assignor call generates a few hundred code units, more than
 the default cache of 100 holds, so every call would compile them again (about 1.3 s of a small group's call).
-Delta's jars, SQL extension and catalog are on (with Spark's Kafka source jar), so ``spark.read.format("delta")`` and
-``format("kafka")`` work in every session groupcoord builds. PySpark's DataFrame debugging (the Python call site attached to every function and Column call) is off: it costs
-about five py4j round trips per call, over a thousand per assignor call, and only decorates error messages.
+Delta's jars, SQL extension and catalog are on (with Spark's Kafka source jar), so ``spark.read.format("delta")``
+and ``format("kafka")`` work in every session groupcoord builds. PySpark's DataFrame debugging (the Python call site
+attached to every function and Column call) is off: it costs about five py4j round trips per call, over a thousand
+per assignor call, and only decorates error messages.
 
 spark-submit entry points (``jobs/``, :mod:`groupcoord.admin.checkpoint_job`, :mod:`groupcoord.ingest.entry`) do
 NOT use this: they must take the master and every setting from spark-submit.

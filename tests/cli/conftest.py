@@ -118,7 +118,7 @@ def live_group(root: StateRoot) -> Iterator[LiveGroup]:
     """Group ``live`` with one active member (Stable, in the Delta state too) and offset 5 committed on every
     partition; stopped after the test."""
     # The initial rebalance delay lets the leader's first topic metadata arrive before it assigns (as in tests/server).
-    coordinator = BackgroundCoordinator(root, fast_config(group_initial_rebalance_delay_ms=500), assignment=False,
+    coordinator = BackgroundCoordinator(root, fast_config(group_initial_rebalance_delay_ms=500),
                                         listen="127.0.0.1:0")
     address = coordinator.start(30.0)
     consumer = KafkaConsumer(TOPIC, bootstrap_servers=address, group_id="live", enable_auto_commit=False,

@@ -31,7 +31,7 @@ def test_the_timer_compacts_topic_logs_and_keeps_every_record(tmp_path: Path) ->
     path = str(root.topic_path("orders"))
     assert len(DeltaTable(path).file_uris()) >= 6
 
-    with BackgroundCoordinator(root, resolve_config(spark_conf=CONF), assignment=False) as coordinator:
+    with BackgroundCoordinator(root, resolve_config(spark_conf=CONF)) as coordinator:
         address = coordinator.address
         deadline = time.monotonic() + 30
         while len(DeltaTable(path).file_uris()) > 2:  # at most one file per partition value is left
@@ -67,7 +67,7 @@ def test_a_failing_maintenance_step_is_retried_and_does_not_stop_the_others(
     path = str(root.topic_path("orders"))
 
     with caplog.at_level(logging.ERROR, logger="groupcoord.host"), \
-            BackgroundCoordinator(root, resolve_config(spark_conf=CONF), assignment=False):
+            BackgroundCoordinator(root, resolve_config(spark_conf=CONF)):
         deadline = time.monotonic() + 30
         while len(calls) < 2 or len(DeltaTable(path).file_uris()) > 1:
             assert time.monotonic() < deadline, f"maintenance stopped after {len(calls)} record-log runs"

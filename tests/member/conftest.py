@@ -36,10 +36,10 @@ from groupcoord.protocol.consumer_protocol import (
     decode_subscription,
     encode_assignment,
 )
-from groupcoord.server.coordinator_service import CoordinatorService, wall_clock_ms
+from groupcoord.runtime.service import CoordinatorService, wall_clock_ms
+from groupcoord.runtime.writer import log_persister
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import EndpointConfig
-from groupcoord.server.persist import log_persister
 from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog

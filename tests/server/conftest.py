@@ -16,11 +16,11 @@ from kafka.protocol.api_header import RequestHeader
 
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.log.memory import InMemoryRecordLog
+from groupcoord.runtime.service import CoordinatorService
+from groupcoord.runtime.writer import log_persister
 from groupcoord.server.api import BrokerAddress, Dispatcher
-from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
-from groupcoord.server.persist import log_persister
 from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.server.topics import StaticTopics
 from groupcoord.state_root import StateRoot

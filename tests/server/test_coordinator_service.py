@@ -23,8 +23,8 @@ from groupcoord.protocol import (
     SyncGroupAssignment,
     SyncGroupRequest,
 )
-from groupcoord.server.coordinator_service import CoordinatorService, RequestFailed
-from groupcoord.server.persist import log_persister
+from groupcoord.runtime.service import CoordinatorService, RequestFailed
+from groupcoord.runtime.writer import log_persister
 
 GROUP = "g"
 

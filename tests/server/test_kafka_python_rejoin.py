@@ -39,10 +39,10 @@ from kafka.admin import KafkaAdminClient
 
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.log.memory import InMemoryRecordLog
+from groupcoord.runtime.service import CoordinatorService
+from groupcoord.runtime.writer import log_persister
 from groupcoord.server.api import ApiHandler, RequestContext
-from groupcoord.server.coordinator_service import CoordinatorService
 from groupcoord.server.dispatcher import build_dispatcher
-from groupcoord.server.persist import log_persister
 from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.server.versions import ApiKey
 from groupcoord.state_root import StateRoot

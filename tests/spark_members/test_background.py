@@ -25,7 +25,7 @@ def _member(root: StateRoot, *, assignors: tuple[str, ...]) -> GroupMember:
 
 
 def test_start_serves_the_lease_address_and_stop_releases_the_lease(root: StateRoot, fast_config: Config) -> None:
-    coordinator = BackgroundCoordinator(root, fast_config, assignment=False)
+    coordinator = BackgroundCoordinator(root, fast_config)
     address = coordinator.start(timeout_s=30)
     try:
         lease = current_holder(root)
@@ -47,12 +47,12 @@ def test_start_serves_the_lease_address_and_stop_releases_the_lease(root: StateR
 
 
 def test_committed_offsets_survive_a_second_background_coordinator(root: StateRoot, fast_config: Config) -> None:
-    with BackgroundCoordinator(root, fast_config, assignment=False):
+    with BackgroundCoordinator(root, fast_config):
         member = _member(root, assignors=("range",))
         member.poll(10_000)
         member.commit_sync({TopicPartition(TOPIC, 3): 7})
         member.close()
-    with BackgroundCoordinator(root, fast_config, assignment=False):
+    with BackgroundCoordinator(root, fast_config):
         reader = _member(root, assignors=("range",))
         try:
             assert reader.committed([TopicPartition(TOPIC, 3)])[TopicPartition(TOPIC, 3)].offset == 7
@@ -61,8 +61,8 @@ def test_committed_offsets_survive_a_second_background_coordinator(root: StateRo
 
 
 def test_start_fails_clearly_while_another_process_holds_the_lease(root: StateRoot, fast_config: Config) -> None:
-    with BackgroundCoordinator(root, fast_config, assignment=False, holder_id="first") as first:
-        second = BackgroundCoordinator(root, fast_config, assignment=False, holder_id="second")
+    with BackgroundCoordinator(root, fast_config, holder_id="first") as first:
+        second = BackgroundCoordinator(root, fast_config, holder_id="second")
         started = time.monotonic()
         with pytest.raises(CoordinatorStartError, match=r"within 1 s: the lease is held by first at "):
             second.start(timeout_s=1)
@@ -73,7 +73,7 @@ def test_start_fails_clearly_while_another_process_holds_the_lease(root: StateRo
 
 
 def test_listen_overrides_the_configured_address(root: StateRoot, fast_config: Config) -> None:
-    coordinator = BackgroundCoordinator(root, fast_config.with_values(listen="127.0.0.1:9"), assignment=False,
+    coordinator = BackgroundCoordinator(root, fast_config.with_values(listen="127.0.0.1:9"),
                                         listen="127.0.0.1:0")
     with coordinator:
         host, _, port = (coordinator.address or "").rpartition(":")
@@ -81,6 +81,6 @@ def test_listen_overrides_the_configured_address(root: StateRoot, fast_config: C
 
 
 def test_starting_twice_is_refused(root: StateRoot, fast_config: Config) -> None:
-    with BackgroundCoordinator(root, fast_config, assignment=False) as coordinator, \
+    with BackgroundCoordinator(root, fast_config) as coordinator, \
             pytest.raises(CoordinatorStartError, match="already started"):
         coordinator.start()

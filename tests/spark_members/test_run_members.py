@@ -141,7 +141,7 @@ def test_a_live_lease_holder_is_used_instead_of_starting_a_coordinator(
     """Another coordinator holds the lease: the driver starts none, and the members find that one (leader-side
     range assignment here, so no Spark assignor is involved)."""
     work = SplitThenLeave(str(tmp_path), members=2, share=3, partitions=PARTITIONS)
-    with BackgroundCoordinator(root, fast_config, assignment=False, holder_id="elsewhere") as holder:
+    with BackgroundCoordinator(root, fast_config, holder_id="elsewhere") as holder:
         result = run_members(spark, "holder", [TOPIC], 2, work, config=_config(spark), state_root=str(root.path),
                              assignors=("range",), **FAST_MEMBER)
         assert not result.started_coordinator and result.coordinator == holder.address

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.requests import GroupRequest
+from groupcoord.runtime.service import CoordinatorService, RequestFailed
 from groupcoord.server.api import RequestContext
-from groupcoord.server.coordinator_service import CoordinatorService, RequestFailed
 
 Outcome = Any  # a core response (groupcoord.protocol.responses) or the ErrorCode the request failed with
 

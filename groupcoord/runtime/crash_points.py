@@ -18,7 +18,7 @@ import signal
 ENV = "GROUPCOORD_CRASH_AT"
 POINTS = ("before-commit", "after-commit", "batch-assembly", "rebalance")
 
-log = logging.getLogger("groupcoord.host.crash")
+log = logging.getLogger("groupcoord.runtime.crash_points")
 _hits: dict[str, int] = {}
 
 

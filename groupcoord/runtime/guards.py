@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from groupcoord.coordinator import GroupCoordinator
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.result import CoordinatorResult
-from groupcoord.host.crash import crash_point
 from groupcoord.log.base import LoadedLog, RecordLog
 from groupcoord.protocol.errors import Errors, ProtocolError
 from groupcoord.protocol.requests import (
@@ -19,6 +18,7 @@ from groupcoord.protocol.requests import (
     OffsetDeleteRequest,
     SyncGroupRequest,
 )
+from groupcoord.runtime.crash_points import crash_point
 
 WRITE_REQUESTS = (
     JoinGroupRequest, SyncGroupRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetDeleteRequest,

@@ -1,8 +1,9 @@
 """The shell around the pure core: one event loop owns the coordinator and releases responses once durable.
 
-The seam to storage is one coroutine, ``persist(records)``, that returns when the records are durable (the commit
-batcher's ``append`` in ``serve``; an in-memory log in tests). Calls to it must queue in call order, as the batcher
-does, because the service starts one call per result without waiting for the previous one.
+The seam to storage is one coroutine, ``persist(records)``, that returns when the records are durable
+(:class:`~groupcoord.runtime.writer.DurableWriter` in ``serve``; :func:`~groupcoord.runtime.writer.log_persister` over
+an in-memory log in tests). Calls to it must queue in call order, as the commit batcher does, because the service
+starts one call per result without waiting for the previous one.
 
 Release rules:
 
@@ -17,43 +18,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
+from groupcoord.coordinator.clock import SystemClock
+from groupcoord.coordinator.effects import Effect
+from groupcoord.coordinator.records import Record
+from groupcoord.coordinator.result import CoordinatorResult
+from groupcoord.group.member import Token
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
 from groupcoord.protocol.requests import GroupRequest, HeartbeatRequest
+from groupcoord.protocol.responses import GroupResponse
 
-log = logging.getLogger("groupcoord.server.coordinator_service")
+log = logging.getLogger("groupcoord.runtime.service")
 
-Persist = Callable[[Sequence[Any]], Awaitable[None]]
+Persist = Callable[[Sequence[Record]], Awaitable[None]]
 """Makes records durable; returns only when they are (raises LogFencedError / StorageUnavailableError)."""
 
-
-class CoordinatorResultLike(Protocol):
-    """What the core returns from every entry point (``groupcoord.coordinator.CoordinatorResult``)."""
-
-    @property
-    def records(self) -> Sequence[Any]:
-        """Records to make durable (already replayed into the core's state)."""
-
-    @property
-    def responses(self) -> Sequence[tuple[Any, Any]]:
-        """``(token, response)`` pairs to release once the records are durable."""
-
-    @property
-    def effects(self) -> Sequence[Any]:
-        """Work for the shell, e.g. ``NeedsAssignment``."""
+Released = Sequence[tuple[Token, GroupResponse]]
+"""``(token, response)`` pairs of one result, released together."""
 
 
-class CoordinatorLike(Protocol):
-    """The core's entry points the service drives (``groupcoord.coordinator.GroupCoordinator``)."""
+class CoordinatorCore(Protocol):
+    """The core's entry points the service drives: :class:`~groupcoord.coordinator.GroupCoordinator`, or a guard
+    around it (:class:`~groupcoord.runtime.guards.WriteGuard`)."""
 
-    def handle(self, request: Any, now_ms: int, token: Any) -> CoordinatorResultLike:
+    def handle(self, request: GroupRequest, now_ms: int, token: Token) -> CoordinatorResult:
         """Handle one request."""
 
-    def advance(self, now_ms: int) -> CoordinatorResultLike:
+    def advance(self, now_ms: int) -> CoordinatorResult:
         """Fire every timer due at ``now_ms``."""
 
 
@@ -65,12 +59,11 @@ class RequestFailed(Exception):
         self.error = error
 
 
-def wall_clock_ms() -> int:
-    """Milliseconds since the epoch."""
-    return int(time.time() * 1000)
+wall_clock_ms = SystemClock().now_ms
+"""The runtime's one clock: wall-clock milliseconds since the epoch (persisted timestamps outlive the process)."""
 
 
-def _no_effects(effects: Sequence[Any]) -> None:
+def _no_effects(effects: Sequence[Effect]) -> None:
     log.warning("dropping %d coordinator effect(s): no effect handler is configured", len(effects))
 
 
@@ -94,11 +87,11 @@ class CoordinatorService:
 
     def __init__(
         self,
-        coordinator: CoordinatorLike,
+        coordinator: CoordinatorCore,
         *,
         persist: Persist,
         clock: Callable[[], int] = wall_clock_ms,
-        on_effects: Callable[[Sequence[Any]], None] = _no_effects,
+        on_effects: Callable[[Sequence[Effect]], None] = _no_effects,
         on_fenced: Callable[[], None] | None = None,
         tick_ms: int = 50,
     ) -> None:
@@ -109,7 +102,7 @@ class CoordinatorService:
         self._on_effects = on_effects
         self._on_fenced = on_fenced
         self._tick_seconds = tick_ms / 1000
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._waiting: dict[Token, asyncio.Future[GroupResponse]] = {}
         self._next_token = 0
         self._tail: asyncio.Future[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -137,13 +130,13 @@ class CoordinatorService:
                 future.set_exception(RequestFailed(error))
         self._waiting.clear()
 
-    async def submit(self, request: GroupRequest) -> Any:
+    async def submit(self, request: GroupRequest) -> GroupResponse:
         """Hand ``request`` to the core and wait for its response (released per the rules above)."""
         if self.unavailable is not None:
             raise RequestFailed(self.unavailable)
         token = self._next_token
         self._next_token += 1
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[GroupResponse] = asyncio.get_running_loop().create_future()
         self._waiting[token] = future
         try:
             result = self.coordinator.handle(request, self._clock(), token)
@@ -159,7 +152,7 @@ class CoordinatorService:
         finally:
             self._waiting.pop(token, None)
 
-    def apply(self, result: CoordinatorResultLike, *, urgent: bool = False) -> None:
+    def apply(self, result: CoordinatorResult, *, urgent: bool = False) -> None:
         """Persist a result's records, then release its responses; hand its effects to ``on_effects``.
 
         Used for every core result: requests, timers, and results the runtime gets from other entry points
@@ -179,7 +172,7 @@ class CoordinatorService:
         self._releases.add(task)
         task.add_done_callback(self._releases.discard)
 
-    async def _release_after(self, barrier: asyncio.Future[None], responses: Sequence[tuple[Any, Any]]) -> None:
+    async def _release_after(self, barrier: asyncio.Future[None], responses: Released) -> None:
         try:
             await asyncio.shield(barrier)
         except Exception as exc:
@@ -195,7 +188,7 @@ class CoordinatorService:
             return
         self._release(responses, None)
 
-    def _release(self, responses: Sequence[tuple[Any, Any]], error: ErrorCode | None) -> None:
+    def _release(self, responses: Released, error: ErrorCode | None) -> None:
         for token, response in responses:
             future = self._waiting.pop(token, None)
             if future is None or future.done():
