@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"listening on {host} needs --advertised-listener (clients cannot connect to {host})")
     host_config = HostConfig.from_config(config)
 
-    runner = None if args.no_spark else spark_assignment_runner(root)
+    runner = None if args.no_spark else spark_assignment_runner(root, warm_up=config["assignor.warmup"])
 
     def ready(address: Any) -> None:
         sys.stdout.write(READY_LINE.format(host=address.host, port=address.port) + "\n")

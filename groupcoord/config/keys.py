@@ -158,6 +158,10 @@ REGISTRY.define("instance.prefix", str, None,
 REGISTRY.define("assignor.reserved.slots", int, 1,
                 "Task slots run_members keeps free beside its member tasks for the coordinator's assignment jobs; "
                 "it needs members + this many slots.", minimum=0, maximum=10000)
+REGISTRY.define("assignor.warmup", bool, True,
+                "Warm Spark's planner for server-side assignment when the coordinator starts (serve, run_members), "
+                "on a background thread that gives way to real assignments: a fresh driver's first rebalance then "
+                "does not pay for a cold planner.")
 REGISTRY.define("assignors", str, "server-cooperative-sticky",
                 "Comma-separated assignors the ingestion job's members offer, preferred first: server-* names are "
                 "assigned by the coordinator with Spark, others (cooperative-sticky, range...) by the group leader.")

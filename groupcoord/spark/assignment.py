@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -54,17 +55,21 @@ def local_session() -> SparkSession:
     return session
 
 
-def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = None) -> SparkAssignmentRunner:
-    """The batched Spark assignment runner over ``root``'s topic catalog and partition weights, on ``spark`` (or,
-    lazily at the first server-side assignment, the active or a new local SparkSession). Hosts take it as their
-    ``assignment_runner``; building it loads no Spark."""
+def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = None,
+                            warm_up: bool = False) -> SparkAssignmentRunner:
+    """The batched Spark assignment runner over ``root``'s topic catalog and partition weights, on ``spark`` (or the
+    active or a new local SparkSession, started at the first call). Hosts take it as their ``assignment_runner``.
+
+    ``warm_up`` starts warming the planner at once on a background thread (``spark.groupcoord.assignor.warmup``);
+    without it, building the runner loads no Spark.
+    """
     catalog = TopicCatalog(root)
-    if spark is None:
-        return SparkAssignmentRunner(catalog.partition_counts, session=local_session,
-                                     weights_path=root.partition_weights_path)
-    session = spark
-    return SparkAssignmentRunner(catalog.partition_counts, session=lambda: session,
-                                 weights_path=root.partition_weights_path)
+    session_factory: Callable[[], SparkSession] = local_session if spark is None else (lambda: spark)
+    runner = SparkAssignmentRunner(catalog.partition_counts, session=session_factory,
+                                   weights_path=root.partition_weights_path)
+    if warm_up:
+        runner.start_warm_up()
+    return runner
 
 
 class SparkAssignmentRunner:
@@ -89,6 +94,31 @@ class SparkAssignmentRunner:
         self._session: SparkSession | None = None
         self._racks = racks
         self._weights_path = weights_path
+        self._lock = threading.Lock()  # one assignment at a time: a real call, or a warm-up call
+        self._waiting = 0  # real calls waiting for the lock: the warm-up gives way to them
+        self._warm_up_stopped = threading.Event()
+
+    def start_warm_up(self) -> threading.Thread:
+        """Warm Spark's planner on a daemon thread (:mod:`groupcoord.spark.warmup`); returns the thread."""
+        thread = threading.Thread(target=self.warm_up, name="assignor-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def stop_warm_up(self) -> None:
+        """Make a warm-up under way stop after its current call."""
+        self._warm_up_stopped.set()
+
+    def warm_up(self) -> int:
+        """Blocking form of :meth:`start_warm_up`: returns the number of warm-up assignments made."""
+        from groupcoord.spark.warmup import WARMUP_PARTITIONS, WARMUP_TOPIC, warm_up
+
+        def assign_one(effect: NeedsAssignment) -> None:
+            with self._lock:
+                if self._session is None:
+                    self._session = self._session_factory()
+                self._assign_bucket(self._session, effect.assignor, [effect], {WARMUP_TOPIC: WARMUP_PARTITIONS}, {})
+
+        return warm_up(assign_one, busy=lambda: self._waiting > 0 or self._warm_up_stopped.is_set())
 
     async def __call__(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
         """Assign every group of ``batch``; runs the Spark work off the event loop."""
@@ -109,8 +139,17 @@ class SparkAssignmentRunner:
                 answers.append(_error(effect))
         if not buckets:
             return answers
+        self._waiting += 1
+        with self._lock:
+            self._waiting -= 1
+            answers.extend(self._assign_buckets(buckets, batch))
+        return answers
+
+    def _assign_buckets(self, buckets: Mapping[str, Sequence[NeedsAssignment]],
+                        batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
         if self._session is None:
             self._session = self._session_factory()
+        answers: list[CompleteAssignment] = []
         counts = dict(self._partition_counts())
         weights = read_partition_weights(self._weights_path, {e.group_id for e in batch}) if self._weights_path else {}
         for name, effects in buckets.items():

@@ -221,8 +221,8 @@ def _ensure_coordinator(spark: SparkSession, config: Config,
         return None, holder.address
     conf = spark.sparkContext.getConf()
     listen = None if conf.contains(full_name("listen")) else f"{_driver_host(spark)}:0"
-    coordinator = BackgroundCoordinator(root, config, assignment_runner=spark_assignment_runner(root, spark=spark),
-                                        listen=listen)
+    runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
+    coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, listen=listen)
     try:
         address = coordinator.start(COORDINATOR_START_TIMEOUT_S)
     except CoordinatorStartError:

@@ -1,0 +1,60 @@
+"""The planner warm-up (issue 16/20): every assignor on the synthetic small group, fresh and after a rebalance, through
+the runner's own path; it gives way to a real assignment, and the real assignment's answer is unaffected."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
+from groupcoord.protocol.consumer_protocol import decode_assignment
+from groupcoord.spark.assignment import SparkAssignmentRunner
+from groupcoord.spark.warmup import WARMUP_ORDER, WARMUP_PARTITIONS, synthetic_groups, warm_up
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+
+def test_synthetic_groups_are_a_fresh_group_then_a_rebalance_with_owned_partitions() -> None:
+    """The second generation keeps two members' deals and adds a member that owns nothing."""
+    fresh, rebalance = synthetic_groups("sticky")
+    assert [m.owned for m in fresh.members] == [(), (), ()]
+    owned = [p for m in rebalance.members for tp in m.owned for p in tp.partitions]
+    assert len(owned) == 2 * WARMUP_PARTITIONS // 3 and len(set(owned)) == len(owned)
+    assert (fresh.generation_id, rebalance.generation_id) == (1, 2)
+
+
+def test_warm_up_runs_every_assignor_twice(spark: SparkSession) -> None:
+    """Twelve calls on a real session, none failing (a failure would end the warm-up early)."""
+    runner = SparkAssignmentRunner(dict, session=lambda: spark)
+    assert runner.warm_up() == 2 * len(WARMUP_ORDER)
+
+
+def test_warm_up_gives_way_when_busy() -> None:
+    """Between two calls the warm-up checks ``busy`` and stops; a failing call ends it too."""
+    calls: list[NeedsAssignment] = []
+    assert warm_up(calls.append, busy=lambda: len(calls) >= 3) == 3
+
+    def failing(effect: NeedsAssignment) -> None:
+        raise RuntimeError("no Spark")
+
+    assert warm_up(failing, busy=lambda: False) == 0
+
+
+def test_a_real_assignment_during_the_warm_up_gets_its_own_answer(spark: SparkSession) -> None:
+    """A real call waits for the warm-up call under way (one assignment at a time), then is answered as usual."""
+    runner = SparkAssignmentRunner(lambda: {"orders": 4}, session=lambda: spark)
+    warming = runner.start_warm_up()
+    members = tuple(AssignmentMember(member_id=f"c{i}", group_instance_id=None, topics=("orders",), owned=(),
+                                     metadata=b"") for i in range(2))
+    (answer,) = runner.assign([NeedsAssignment(group_id="g", generation_id=1, protocol_name="server-range",
+                                               assignor="range", members=members)])
+    runner.stop_warm_up()
+    warming.join(120)
+    assert not warming.is_alive()
+    assert answer.assignments is not None
+    owned = {m: decode_assignment(a).partitions[0].partitions for m, a in answer.assignments.items()}
+    assert owned == {"c0": (0, 1), "c1": (2, 3)}
