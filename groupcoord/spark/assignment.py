@@ -34,6 +34,9 @@ log = logging.getLogger("groupcoord.spark.assignment")
 
 SERVER_PREFIX = "server-"
 
+_WARMED_CONTEXTS: set[str] = set()
+"""Application ids of the SparkContexts whose planner was warmed (see :meth:`SparkAssignmentRunner.warm_up`)."""
+
 MEMBER_SCHEMA = pa.schema([("group_id", pa.string()), ("member_id", pa.string()), ("group_instance_id", pa.string()),
                            ("topics", pa.list_(pa.string())), ("rack", pa.string())])
 PARTITION_SCHEMA = pa.schema([("group_id", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
@@ -108,17 +111,31 @@ class SparkAssignmentRunner:
         """Make a warm-up under way stop after its current call."""
         self._warm_up_stopped.set()
 
-    def warm_up(self) -> int:
-        """Blocking form of :meth:`start_warm_up`: returns the number of warm-up assignments made."""
+    def warm_up(self, *, again: bool = False) -> int:
+        """Blocking form of :meth:`start_warm_up`: returns the number of warm-up assignments made.
+
+        The JVM stays warm for the life of its SparkContext, so a context that was warmed once (by any runner of
+        this process) is not warmed again unless ``again``.
+        """
         from groupcoord.spark.warmup import WARMUP_PARTITIONS, WARMUP_TOPIC, warm_up
+
+        with self._lock:
+            session = self._ensure_session()
+        context = session.sparkContext.applicationId
+        if context in _WARMED_CONTEXTS and not again:
+            return 0
+        _WARMED_CONTEXTS.add(context)
 
         def assign_one(effect: NeedsAssignment) -> None:
             with self._lock:
-                if self._session is None:
-                    self._session = self._session_factory()
-                self._assign_bucket(self._session, effect.assignor, [effect], {WARMUP_TOPIC: WARMUP_PARTITIONS}, {})
+                self._assign_bucket(session, effect.assignor, [effect], {WARMUP_TOPIC: WARMUP_PARTITIONS}, {})
 
         return warm_up(assign_one, busy=lambda: self._waiting > 0 or self._warm_up_stopped.is_set())
+
+    def _ensure_session(self) -> SparkSession:
+        if self._session is None:
+            self._session = self._session_factory()
+        return self._session
 
     async def __call__(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
         """Assign every group of ``batch``; runs the Spark work off the event loop."""
@@ -147,14 +164,13 @@ class SparkAssignmentRunner:
 
     def _assign_buckets(self, buckets: Mapping[str, Sequence[NeedsAssignment]],
                         batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
-        if self._session is None:
-            self._session = self._session_factory()
+        session = self._ensure_session()
         answers: list[CompleteAssignment] = []
         counts = dict(self._partition_counts())
         weights = read_partition_weights(self._weights_path, {e.group_id for e in batch}) if self._weights_path else {}
         for name, effects in buckets.items():
             started = time.perf_counter()
-            answers.extend(self._assign_bucket(self._session, name, effects, counts, weights))
+            answers.extend(self._assign_bucket(session, name, effects, counts, weights))
             log.info("assigned %d group(s) with server-%s in %.3f s", len(effects), name,
                      time.perf_counter() - started)
         return answers

@@ -3,6 +3,7 @@ the runner's own path; it gives way to a real assignment, and the real assignmen
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import pytest
@@ -28,9 +29,11 @@ def test_synthetic_groups_are_a_fresh_group_then_a_rebalance_with_owned_partitio
 
 
 def test_warm_up_runs_every_assignor_twice(spark: SparkSession) -> None:
-    """Twelve calls on a real session, none failing (a failure would end the warm-up early)."""
+    """Twelve calls on a real session, none failing (a failure would end the warm-up early); a context warmed once
+    is not warmed again."""
     runner = SparkAssignmentRunner(dict, session=lambda: spark)
-    assert runner.warm_up() == 2 * len(WARMUP_ORDER)
+    assert runner.warm_up(again=True) == 2 * len(WARMUP_ORDER)
+    assert SparkAssignmentRunner(dict, session=lambda: spark).warm_up() == 0
 
 
 def test_warm_up_gives_way_when_busy() -> None:
@@ -47,7 +50,8 @@ def test_warm_up_gives_way_when_busy() -> None:
 def test_a_real_assignment_during_the_warm_up_gets_its_own_answer(spark: SparkSession) -> None:
     """A real call waits for the warm-up call under way (one assignment at a time), then is answered as usual."""
     runner = SparkAssignmentRunner(lambda: {"orders": 4}, session=lambda: spark)
-    warming = runner.start_warm_up()
+    warming = threading.Thread(target=runner.warm_up, kwargs={"again": True})
+    warming.start()
     members = tuple(AssignmentMember(member_id=f"c{i}", group_instance_id=None, topics=("orders",), owned=(),
                                      metadata=b"") for i in range(2))
     (answer,) = runner.assign([NeedsAssignment(group_id="g", generation_id=1, protocol_name="server-range",
