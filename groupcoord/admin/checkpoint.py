@@ -12,6 +12,12 @@ One run:
    (:data:`WEIGHTS_SCHEMA`): the ``weight`` column the weighted assignor balances; the 1 keeps caught-up partitions
    spread like a plain count;
 5. evaluates Burrow's rules (:mod:`groupcoord.admin.burrow`) over the last ``checkpoint.window`` runs.
+
+The job is the only writer of its two tables, and a Spark job, so it writes them with delta-spark (the session needs
+Delta's jars and SQL extension). It creates them with their non-null columns and pinned to protocol (1,2), no deletion
+vectors and no column mapping (:data:`TABLE_PROPERTIES`), so delta-rs (the weighted assignor, the CLI) reads them
+too. Two runs of the job at the same time on one local state root are not supported: delta-spark's local log store
+is safe only inside one JVM (``docs/state-tables.md``).
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import write_deltalake
 
 from groupcoord.admin.burrow import GroupStatus, Observation, PartitionStatus, group_status, partition_status
 from groupcoord.admin.lag import lag_frame, log_end_table
@@ -35,10 +40,10 @@ from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.state.schema import GROUPS, OFFSETS, TIMESTAMP
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import local_dataset, open_or_create
+from groupcoord.topics.local_delta import local_dataset, open_if_exists
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrameWriter, SparkSession
 
 CHECKPOINT_TABLE = "offset_checkpoints"
 
@@ -65,6 +70,15 @@ WEIGHTS_SCHEMA = pa.schema([
     pa.field("updated_at", TIMESTAMP, nullable=False),
 ])
 """The ``partition_weights`` table: the latest run's weight per (group, topic, partition)."""
+
+TABLE_PROPERTIES = {
+    "delta.minReaderVersion": "1",
+    "delta.minWriterVersion": "2",
+    "delta.enableDeletionVectors": "false",
+    "delta.columnMapping.mode": "none",
+}
+"""Properties the job's tables are created with: protocol (1,2), which delta-rs and every Delta reader can open,
+even if the Spark session's defaults would turn deletion vectors or column mapping on."""
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9._:+-]{1,128}$")
 
@@ -139,22 +153,25 @@ def run_checkpoint(spark: SparkSession, root: StateRoot, *, config: CheckpointCo
     snapshot = (lag_frame(spark, offsets, log_end_table(log_bounds(root, topics)), run_id=run_id, run_time=run_time)
                 .toArrow().select(CHECKPOINT_SCHEMA.names).cast(CHECKPOINT_SCHEMA))
     path = config.table_path(root)
-    write_snapshot(path, snapshot, run_id)
-    write_weights(root, snapshot, run_id=run_id, run_time=run_time)
+    write_snapshot(spark, path, snapshot, run_id)
+    write_weights(spark, root, snapshot, run_id=run_id, run_time=run_time)
     window = read_window(path, config.window)
     members = {r["group_id"]: r["member_count"] for r in read_view(root, GROUPS).to_pylist()}
     return CheckpointResult(run_id, run_time, snapshot.num_rows, path, evaluate(snapshot, window, members))
 
 
-def write_snapshot(path: Path, snapshot: pa.Table, run_id: str) -> None:
-    """Replace the rows of ``run_id`` in the checkpoint table with ``snapshot`` in one Delta commit."""
-    open_or_create(path, CHECKPOINT_SCHEMA, name=CHECKPOINT_TABLE,
-                   description="groupcoord offset checkpoints: committed offsets and lag per run")
-    write_deltalake(str(path), snapshot, mode="overwrite", predicate=f"run_id = '{run_id}'")
+def write_snapshot(spark: SparkSession, path: Path, snapshot: pa.Table, run_id: str) -> None:
+    """Replace the rows of ``run_id`` in the checkpoint table with ``snapshot`` in one Delta commit (delta-spark's
+    ``replaceWhere``: a re-run of the run id rewrites its rows, other runs' rows stay)."""
+    writer = _writer(spark, path, snapshot, CHECKPOINT_SCHEMA,
+                     description="groupcoord offset checkpoints: committed offsets and lag per run")
+    writer.mode("overwrite").option("replaceWhere", f"run_id = '{run_id}'").save(str(path))
 
 
-def write_weights(root: StateRoot, snapshot: pa.Table, *, run_id: str, run_time: dt.datetime) -> None:
-    """Overwrite ``partition_weights`` with ``1 + lag`` per partition of this run (lag unknown: weight 1)."""
+def write_weights(spark: SparkSession, root: StateRoot, snapshot: pa.Table, *, run_id: str,
+                  run_time: dt.datetime) -> None:
+    """Overwrite ``partition_weights`` with ``1 + lag`` per partition of this run (lag unknown: weight 1), in one
+    Delta commit."""
     lag = pc.fill_null(snapshot.column("lag"), 0)
     weights = pa.table({
         "group_id": snapshot.column("group_id"),
@@ -166,15 +183,32 @@ def write_weights(root: StateRoot, snapshot: pa.Table, *, run_id: str, run_time:
         "updated_at": pa.array([run_time] * snapshot.num_rows, TIMESTAMP),
     }).cast(WEIGHTS_SCHEMA)
     path = root.partition_weights_path
-    open_or_create(path, WEIGHTS_SCHEMA, name="partition_weights",
-                   description="groupcoord partition weights (1 + lag) for the weighted assignor")
-    write_deltalake(str(path), weights, mode="overwrite")
+    writer = _writer(spark, path, weights, WEIGHTS_SCHEMA,
+                     description="groupcoord partition weights (1 + lag) for the weighted assignor")
+    writer.mode("overwrite").save(str(path))
+
+
+def _writer(spark: SparkSession, path: Path, rows: pa.Table, schema: pa.Schema, *,
+            description: str) -> DataFrameWriter:
+    """A delta-spark writer of ``rows`` into the table at ``path``, which is created first (empty, with
+    ``schema``'s non-null columns and :data:`TABLE_PROPERTIES`) if it does not exist."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    spark_schema = from_arrow_schema(schema)
+    # A DataFrame write would create the table with every column nullable: the builder keeps NOT NULL.
+    builder = SparkDeltaTable.createIfNotExists(spark).location(str(path)).addColumns(spark_schema)
+    for key, value in TABLE_PROPERTIES.items():
+        builder = builder.property(key, value)
+    builder.comment(description).execute()
+    return spark.createDataFrame(rows.select(schema.names).cast(schema), spark_schema).write.format("delta")
 
 
 def read_window(path: Path, runs: int) -> pa.Table:
     """The rows of the latest ``runs`` runs of the checkpoint table, ordered by run time."""
-    table = open_or_create(path, CHECKPOINT_SCHEMA, name=CHECKPOINT_TABLE)
-    rows = local_dataset(table).to_table(columns=CHECKPOINT_SCHEMA.names)
+    table = open_if_exists(path)
+    rows = CHECKPOINT_SCHEMA.empty_table() if table is None else local_dataset(table).to_table(
+        columns=CHECKPOINT_SCHEMA.names)
     if rows.num_rows == 0:
         return CHECKPOINT_SCHEMA.empty_table()
     run_list = rows.group_by("run_id").aggregate([("run_time", "max")]).sort_by([("run_time_max", "descending")])

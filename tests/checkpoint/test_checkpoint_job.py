@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 from deltalake import DeltaTable
 
-from groupcoord.admin.checkpoint import CheckpointConfig, run_checkpoint
+from groupcoord.admin.checkpoint import CHECKPOINT_SCHEMA, WEIGHTS_SCHEMA, CheckpointConfig, run_checkpoint
 from groupcoord.admin.checkpoint_job import main
 from groupcoord.admin.lag import lag_frame
+from groupcoord.spark.weights import read_partition_weights
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from tests.cli.conftest import commit
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -107,3 +112,24 @@ def test_errors_are_one_line(spark: object, tmp_path: Path, capsys: pytest.Captu
     root = StateRoot.open(tmp_path / "ok", create=True)
     assert main(["--state-root", str(root.path), "--run-id", "bad id!"], spark=spark) == 1  # type: ignore[arg-type]
     assert "run id 'bad id!' must be" in capsys.readouterr().err
+
+
+def test_the_job_writes_its_tables_with_delta_spark_on_protocol_1_2_readable_by_delta_rs(
+        spark: SparkSession, root: StateRoot) -> None:
+    run_checkpoint(spark, root, run_id="r1")
+    run_checkpoint(spark, root, run_id="r2")
+    for path, schema in ((root.path / "offset_checkpoints", CHECKPOINT_SCHEMA),
+                         (root.partition_weights_path, WEIGHTS_SCHEMA)):
+        table = DeltaTable(str(path))
+        assert (table.protocol().min_reader_version, table.protocol().min_writer_version) == (1, 2)
+        assert not table.protocol().reader_features and not table.protocol().writer_features
+        assert table.schema().to_arrow() == schema  # NOT NULL columns kept; delta-rs reads the same types
+        writers = {entry.get("engineInfo", "") for entry in table.history() if entry["operation"] == "WRITE"}
+        assert writers and all("Delta-Lake/" in w for w in writers), writers  # delta-spark, not delta-rs
+        from_spark = spark.read.format("delta").load(str(path))
+        assert_df_equality(from_spark, spark.createDataFrame(table.to_pyarrow_table().select(schema.names)),
+                           ignore_row_order=True)
+    assert sorted({r["run_id"] for r in _rows(root.path / "offset_checkpoints")}) == ["r1", "r2"]
+    # The coordinator reads the weights with delta-rs: the newest run's 1 + lag per partition.
+    assert read_partition_weights(root.partition_weights_path, {"billing"}) == {
+        ("billing", TOPIC, 0): 7.0, ("billing", TOPIC, 1): 1.0, ("billing", TOPIC, 2): 6.0}

@@ -63,7 +63,7 @@ def test_a_heavy_lag_partition_changes_the_weighted_assignment(
     member), partitions 1-3 start at 1000-1002 (second member). Unweighted, h's cut is at 2: partitions 0-1, 2-3.
     """
     root = StateRoot.open(tmp_path / "root", create=True)
-    write_weights(root, _lags([("g", 0, 999), ("g", 1, 0), ("g", 2, None), ("x", 1, 5000)]),
+    write_weights(spark, root, _lags([("g", 0, 999), ("g", 1, 0), ("g", 2, None), ("x", 1, 5000)]),
                   run_id="run-1", run_time=RUN_TIME)
     runner = SparkAssignmentRunner(lambda: {TOPIC: PARTITIONS}, session=lambda: spark,
                                    weights_path=root.partition_weights_path)
