@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: help install run test test-fast lint bench bench-full conf clean
+.PHONY: help install run ingest checkpoint test test-fast lint bench bench-full conf clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -25,6 +25,14 @@ install: $(STAMP) ## create .venv, install groupcoord with its dev extras and fe
 run: install ## the pipeline under ./var: 12x100k-record topic -> streaming_ingest (spark-submit, 3 members, one leaves) -> describe, lag, exactly-once check
 	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \
 	  echo "make run: $$(( $$(date +%s) - start ))s after install"; exit $$rc
+
+# The jobs under bin/spark-submit (this venv's Spark, Delta's and the Kafka source's jars, Spark's logs at WARN):
+# ARGS are the job's flags (jobs/README.md), SPARK_ARGS spark-submit's own (--master, --conf spark.*).
+ingest: install ## jobs/streaming_ingest.py: make ingest ARGS="--group G --topics T --sink DIR --members N" [SPARK_ARGS="--master local[4,4]"]
+	GROUPCOORD_VENV=$(abspath $(VENV)) bin/spark-submit $(SPARK_ARGS) jobs/streaming_ingest.py $(ARGS)
+
+checkpoint: install ## jobs/offset_checkpoint.py: make checkpoint ARGS="--state-root DIR [--plot lag.png]" [SPARK_ARGS=...]
+	GROUPCOORD_VENV=$(abspath $(VENV)) bin/spark-submit $(SPARK_ARGS) jobs/offset_checkpoint.py $(ARGS)
 
 test: install ## run every test (all markers); "no tests collected" counts as a failure
 	@$(PY) -m pytest --durations=15; rc=$$?; \

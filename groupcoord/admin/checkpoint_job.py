@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from groupcoord.admin.checkpoint import CheckpointConfig, CheckpointResult, read_window, run_checkpoint
 from groupcoord.admin.text_table import format_table
+from groupcoord.job_logging import log_to_stderr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,9 +62,10 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
 
     args = build_parser().parse_args(argv)
     try:
-        if spark is None:
+        if spark is None:  # the spark-submit job: its progress lines go to stderr (a caller's session: its logging)
             from pyspark.sql import SparkSession
 
+            log_to_stderr()
             spark = SparkSession.builder.appName("groupcoord-offset-checkpoint").getOrCreate()
         config = resolve_config(conf_file=args.conf_file, spark_conf=spark.sparkContext.getConf().getAll(),
                                 conf=args.conf, flags={"state.root": args.state_root, "checkpoint.window": args.window,

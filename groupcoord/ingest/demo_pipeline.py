@@ -1,7 +1,7 @@
 """``make run``: the whole pipeline on one machine, under ``./var/demo`` (gitignored).
 
 1. a fresh state root with topic ``demo``: 12 partitions, 100,000 records in the embedded log;
-2. ``jobs/streaming_ingest.py`` under spark-submit in ``local[4,4]``: 3 executor members, member 0 leaves after
+2. ``jobs/streaming_ingest.py`` under ``bin/spark-submit`` in ``local[4,4]``: 3 executor members, member 0 leaves after
    ``--demo-leave-after`` records (a rebalance), ``--available-now`` so the job ends when it caught up;
 3. ``groupcoord groups describe`` and a lag table (committed offset, sink transaction version, log end);
 4. the check: the sink holds exactly the 100,000 records, each once, and the committed offsets equal the sink's
@@ -25,6 +25,7 @@ from kafka.structs import TopicPartition
 from groupcoord.ingest.check import check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.sink import DeltaSink
+from groupcoord.spark.submit import VENV_ENV, WRAPPER
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
@@ -36,10 +37,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def spark_submit() -> Path:
-    """The ``spark-submit`` that ships with the installed pyspark."""
-    import pyspark
+    """``bin/spark-submit``: the way the README runs the jobs (this venv's Spark, Delta's jars, quiet Spark logs)."""
+    return WRAPPER
 
-    return Path(pyspark.__file__).parent / "bin" / "spark-submit"
+
+def spark_submit_env() -> dict[str, str]:
+    """This environment with ``bin/spark-submit`` pointed at the running interpreter's venv."""
+    return {**os.environ, VENV_ENV: sys.prefix}
 
 
 def lag_table(root: StateRoot, sink: DeltaSink) -> tuple[list[str], dict[TopicPartition, int | None]]:
@@ -86,20 +90,18 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"({time.monotonic() - started:.1f}s)", flush=True)
 
     python = sys.executable
-    env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
     command = [
-        str(spark_submit()), "--master", "local[4,4]", "--conf", "spark.ui.enabled=false",
+        str(spark_submit().relative_to(REPO)), "--master", "local[4,4]", "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.shuffle.partitions=4", "--conf", f"spark.groupcoord.state.root={root.path}",
         "--conf", "spark.groupcoord.group.initial.rebalance.delay.ms=500",
-        "--driver-java-options", "-Dlog4j2.level=warn",
-        str(REPO / "jobs" / "streaming_ingest.py"),
+        "jobs/streaming_ingest.py",
         "--group", GROUP, "--topics", TOPIC, "--sink", str(sink_path), "--members", str(args.members),
         "--available-now", "--demo-leave-after", str(args.leave_after), "--max-records-per-batch", str(args.batch),
         "--assignors", args.assignors,
     ]
     print("[demo] $ " + " ".join(command), flush=True)
     job_started = time.monotonic()
-    job = subprocess.run(command, env=env, cwd=REPO, check=False)
+    job = subprocess.run(command, env=spark_submit_env(), cwd=REPO, check=False)
     print(f"[demo] streaming_ingest exited {job.returncode} after {time.monotonic() - job_started:.1f}s", flush=True)
 
     print("\n[demo] $ groupcoord groups describe --group " + GROUP, flush=True)

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from groupcoord.config import ConfigError, resolve_config
+from groupcoord.job_logging import log_to_stderr
 
 PROG = "streaming_ingest"
 EXIT_RUNTIME = 1
@@ -55,22 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging() -> None:
-    logger = logging.getLogger("groupcoord")
-    if not any(getattr(h, "_groupcoord_ingest", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler._groupcoord_ingest = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    logging.getLogger("groupcoord.member").setLevel(logging.WARNING)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, resolve, run; return the exit code."""
     args = build_parser().parse_args(argv)
-    _configure_logging()
+    log_to_stderr(quiet=["groupcoord.member"])
     try:
         return _run(args)
     except ConfigError as exc:

@@ -1,11 +1,14 @@
-"""One smoke test of the real entry point: ``spark-submit jobs/streaming_ingest.py`` in local mode.
+"""Smoke tests of ``bin/spark-submit``, the documented way to run the jobs, in local mode.
 
-The job runs without ``--available-now``; once the sink holds every record, SIGTERM goes to the job's Python driver
-(found as a descendant of the spark-submit process this test started): members commit and leave, the job exits 0.
+``jobs/streaming_ingest.py`` runs without ``--available-now``; once the sink holds every record, SIGTERM goes to the
+job's Python driver (found as a descendant of the spark-submit process this test started): members commit and leave,
+the job exits 0. A tiny job started from a clean environment (no venv on the ``PATH``, no ``SPARK_HOME``) shows that
+the wrapper alone gives Spark this venv's Python, Delta, the Kafka source, UTC and quiet logs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +22,7 @@ from groupcoord.ingest.check import check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.demo_pipeline import REPO, spark_submit
 from groupcoord.ingest.sink import DeltaSink
+from groupcoord.spark.submit import LOG4J2_CONFIG, VENV_ENV
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
@@ -91,3 +95,45 @@ def test_spark_submit_runs_the_job_and_sigterm_commits_and_leaves(tmp_path: Path
     assert result.ok, result.summary()
     committed = {(r["topic"], r["partition"]): r["offset"] for r in read_view(root, OFFSETS).to_pylist()}
     assert committed == {("events", p): RECORDS // 4 for p in range(4)}
+
+
+TINY_JOB = """
+import json, sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.appName("tiny").getOrCreate()
+table = sys.argv[1]
+spark.range(3).write.format("delta").save(table)
+stream = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9").option("subscribe", "t")
+system = spark.sparkContext._jvm.java.lang.System
+print("TINY " + json.dumps({
+    "rows": spark.sql(f"SELECT count(*) AS n FROM delta.`{table}`").first()["n"],
+    "kafka_columns": stream.load().columns,
+    "timezone": system.getProperty("user.timezone"),
+    "log4j2": system.getProperty("log4j2.configurationFile"),
+    "python": sys.executable,
+}))
+spark.stop()
+"""
+
+
+def test_the_wrapper_runs_a_job_from_a_clean_environment(tmp_path: Path) -> None:
+    job = tmp_path / "tiny_job.py"
+    job.write_text(TINY_JOB)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    if Path(sys.prefix) != REPO / ".venv":  # tests run from another venv: the wrapper's default would miss it
+        env[VENV_ENV] = sys.prefix
+    if "JAVA_HOME" in os.environ:  # Java is a prerequisite of its own, not part of the venv
+        env["JAVA_HOME"] = os.environ["JAVA_HOME"]
+    run = subprocess.run([str(spark_submit()), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(job),
+                          str(tmp_path / "table")], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-3000:]
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("TINY ")]
+    facts = json.loads(line.removeprefix("TINY "))
+    assert facts["rows"] == 3  # Delta's jars on the driver's classpath, its extension and catalog on
+    assert facts["kafka_columns"][:2] == ["key", "value"]  # the Kafka source's jar
+    assert facts["timezone"] == "UTC"
+    assert facts["log4j2"] == LOG4J2_CONFIG.as_uri()
+    assert Path(facts["python"]).parent == Path(sys.prefix) / "bin"
+    assert [line for line in output.splitlines() if " INFO " in line] == []  # Spark at WARN
