@@ -69,6 +69,7 @@ from groupcoord.assignors.errors import AssignorInputError
 from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.schema import GROUP
+from groupcoord.spark import plan
 
 log = logging.getLogger("groupcoord.assignors.global_balance")
 
@@ -129,7 +130,7 @@ def rebalance(prepared: Prepared, target: DataFrame, *, rack_aware: bool, rack_f
             if moves.isEmpty():
                 log.debug("heterogeneous groups balanced after %d round(s)", round_number - 1)
                 break
-            state = cut(_detached(_apply(state, moves)))
+            state = cut(plan.detached(_apply(state, moves)))
         else:
             log.warning("global balance stopped after %d rounds; the assignment is valid but may be unbalanced",
                         MAX_ROUNDS)
@@ -345,19 +346,6 @@ def _apply(state: DataFrame, moves: DataFrame) -> DataFrame:
             GROUP, F.coalesce(F.col("_to"), F.col("member_id")).alias("member_id"), *PARTITION_ORDER
         )
     )
-
-
-def _detached(frame: DataFrame) -> DataFrame:
-    """``frame`` as a leaf over its (not yet computed) rows, with no memory of the plan it came from.
-
-    A cut leaf remembers its origin plan (for statistics and attribute rewrites), and the state of round r is cut
-    from plans over the leaves of round r - 1: optimising a round then walks the whole history, several paths per
-    round, and planning time grew about fourfold per round (8 s at round 7). This leaf is planned in O(1); it loses
-    the hash partitioning by group, so each round shuffles the state once.
-    """
-    session = frame.sparkSession
-    rows = frame._jdf.queryExecution().toRdd()
-    return DataFrame(session._jsparkSession.internalCreateDataFrame(rows, frame._jdf.schema(), False), session)
 
 
 def _fresh(frame: DataFrame) -> DataFrame:

@@ -16,20 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-
-def _constant_column(frame: DataFrame, column: str) -> bool:
-    """Whether ``column`` is a literal in ``frame``'s optimised plan (then every row holds the same value).
-
-    The frame's own optimised plan is read (a frame keeps it, and the size estimate reads it too): an optimiser
-    keeps a plan's output, so a top ``Project`` lists the frame's columns in order.
-    """
-    plan = frame._jdf.queryExecution().optimizedPlan()
-    if plan.nodeName() != "Project":
-        return False
-    expression = plan.projectList().apply(frame.columns.index(column))
-    if expression.getClass().getSimpleName() == "Alias":
-        expression = expression.child()
-    return bool(expression.foldable())
+from groupcoord.spark import plan
 
 
 def declared_heterogeneous(members: DataFrame) -> bool:
@@ -40,7 +27,7 @@ def declared_heterogeneous(members: DataFrame) -> bool:
     ``topics`` column answer False here and are rejected by the input validation.
     """
     fields = {field.name: field.dataType for field in members.schema.fields}
-    if not isinstance(fields.get("topics"), T.ArrayType) or _constant_column(members, "topics"):
+    if not isinstance(fields.get("topics"), T.ArrayType) or plan.is_constant_column(members, "topics"):
         return False
     group = F.col("group_id").cast("string") if "group_id" in fields else F.lit("")
     # A null list subscribes to nothing, like an empty one (and countDistinct would not count a null).

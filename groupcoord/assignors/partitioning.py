@@ -31,16 +31,23 @@ import math
 
 from pyspark.sql import DataFrame
 
+from groupcoord.spark import plan
+
 _BYTES_PER_PARTITION = 8 * 1024 * 1024
 
 SINGLE_TASK_BYTES = 64 * 1024
 """Inputs estimated at this many bytes or fewer run as one task with no exchange (see the module docstring)."""
 
 
+UNKNOWN_BYTES = 2**63 - 1
+"""The size taken when no estimate can be read (:func:`groupcoord.spark.plan.estimated_bytes`): Spark's own
+estimate of a source of unknown size, so such inputs take the hash-partitioned plan."""
+
+
 def estimated_bytes(frame: DataFrame) -> int:
     """The optimiser's size estimate of ``frame`` in bytes (no job runs; unknown sources estimate very large)."""
-    size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-    return size if isinstance(size, int) else int(size.toString())
+    size = plan.estimated_bytes(frame)
+    return UNKNOWN_BYTES if size is None else size
 
 
 def single_task(size: int) -> bool:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
+from groupcoord.spark import plan
+
 
 def known_empty(frame: DataFrame) -> bool:
     """True when ``frame``'s optimised plan has at most zero rows (no job runs; False when unknown)."""
-    rows = frame._jdf.queryExecution().optimizedPlan().maxRows()
-    return bool(rows.isDefined()) and int(rows.get()) == 0
+    return plan.max_rows(frame) == 0

@@ -181,8 +181,10 @@ def task_slots(sc: SparkContext) -> int:
     if cluster is not None:
         return int(cluster.group(1)) * int(cluster.group(2)) // task_cpus
     executor_cores = conf.get("spark.executor.cores")
-    executors = int(sc._jsc.sc().getExecutorMemoryStatus().size()) - 1  # the driver is listed too
-    if executor_cores and executors > 0:
+    from groupcoord.spark.plan import registered_executors  # loads pyspark, which this module imports lazily
+
+    executors = registered_executors(sc)
+    if executor_cores and executors is not None and executors > 0:
         return executors * int(executor_cores) // task_cpus
     return int(sc.defaultParallelism)
 

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
+from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
+
 MEMBERS = "member_id string, group_instance_id string, topics array<string>, rack string"
 PARTITIONS = "topic string, partition int, racks array<string>, weight double"
 OWNED = "member_id string, topic string, partition int, generation int"
@@ -48,3 +50,20 @@ def as_dict(frame: DataFrame, *, group: bool = False) -> dict[object, Assignment
         for parts in assignment.values():
             parts.sort()
     return result
+
+
+def two_group_batch(spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Two groups with racks, weights, static members and claims (a conflict, a stale generation, a departed
+    member); group ``h`` is heterogeneous (``c`` subscribes to one topic of two), ``g`` homogeneous. Built through
+    Arrow, as the coordinator builds them: driver-local frames whose size the optimiser knows."""
+    h_topics = {"a": ["t1", "t2"], "b": ["t1", "t2"], "c": ["t1"]}
+    members = [("h", m, "static-" + m if m == "b" else None, topics, "r1" if m != "c" else "r2")
+               for m, topics in h_topics.items()]
+    members += [("g", m, None, ["t1"], None) for m in ("x", "y")]
+    partitions = [("h", t, p, ["r2"] if p % 2 else ["r1"], 1.0 + p) for t, n in (("t1", 5), ("t2", 4))
+                  for p in range(n)]
+    partitions += [("g", "t1", p, None, None) for p in range(3)]
+    owned = [("h", "a", "t1", p, 4) for p in range(5)] + [("h", "b", "t1", 0, 4), ("h", "c", "t2", 1, 3),
+                                                          ("h", "gone", "t2", 2, 4), ("g", "x", "t1", 0, 1)]
+    return (local_frame(spark, members, MEMBER_SCHEMA), local_frame(spark, partitions, PARTITION_SCHEMA),
+            local_frame(spark, owned, OWNED_SCHEMA))

@@ -1,6 +1,7 @@
 """The single-task plan: inputs the optimiser estimates small run as one partition each, with no exchange, so the
 whole assignment is one stage of one task. It must give exactly the hash-partitioned plan's answer, which larger
-inputs take (forced here by setting the size limit below every estimate)."""
+inputs take (forced here by setting the size limit below every estimate), and the plan made through the public API
+only."""
 
 from __future__ import annotations
 
@@ -12,26 +13,11 @@ from pyspark.sql import functions as F
 
 import groupcoord.assignors.partitioning as partitioning
 from groupcoord.assignors import ASSIGNOR_NAMES, get_assignor
-from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
+from groupcoord.spark import plan
+from groupcoord.spark.assignment import MEMBER_SCHEMA, PARTITION_SCHEMA, local_frame
+from tests.assignors.builders import two_group_batch
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def _inputs(spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Two groups with racks, weights, static members and claims (a conflict, a stale generation, a departed
-    member); group ``h`` is heterogeneous (``c`` subscribes to one topic of two), ``g`` homogeneous. Built through
-    Arrow, as the coordinator builds them: driver-local frames whose size the optimiser knows."""
-    h_topics = {"a": ["t1", "t2"], "b": ["t1", "t2"], "c": ["t1"]}
-    members = [("h", m, "static-" + m if m == "b" else None, topics, "r1" if m != "c" else "r2")
-               for m, topics in h_topics.items()]
-    members += [("g", m, None, ["t1"], None) for m in ("x", "y")]
-    partitions = [("h", t, p, ["r2"] if p % 2 else ["r1"], 1.0 + p) for t, n in (("t1", 5), ("t2", 4))
-                  for p in range(n)]
-    partitions += [("g", "t1", p, None, None) for p in range(3)]
-    owned = [("h", "a", "t1", p, 4) for p in range(5)] + [("h", "b", "t1", 0, 4), ("h", "c", "t2", 1, 3),
-                                                          ("h", "gone", "t2", 2, 4), ("g", "x", "t1", 0, 1)]
-    return (local_frame(spark, members, MEMBER_SCHEMA), local_frame(spark, partitions, PARTITION_SCHEMA),
-            local_frame(spark, owned, OWNED_SCHEMA))
 
 
 def _stages(spark: SparkSession, frame: DataFrame) -> tuple[set[tuple[object, ...]], int]:
@@ -49,13 +35,17 @@ def _stages(spark: SparkSession, frame: DataFrame) -> tuple[set[tuple[object, ..
 
 
 @pytest.mark.parametrize("name", ASSIGNOR_NAMES)
-def test_the_single_task_plan_gives_the_hash_plans_answer(
+def test_the_single_task_plan_gives_the_hash_plans_answer_and_so_does_the_public_api(
         spark: SparkSession, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    members, partitions, owned = _inputs(spark)
+    """The third plan: Spark's internals off (:mod:`groupcoord.spark.plan`'s fallback, as under Spark Connect or
+    an unverified Spark): no size estimate (the hash plan), plain local checkpoints, no detached rounds."""
+    members, partitions, owned = two_group_batch(spark)
     single = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}
     monkeypatch.setattr(partitioning, "SINGLE_TASK_BYTES", -1)
     hashed = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}
-    assert single == hashed
+    monkeypatch.setenv(plan.INTERNALS_ENV, "off")
+    public = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}
+    assert single == hashed == public
     # cooperative-sticky's first round holds back the partitions that change owner
     assert len(single) <= 12 if name == "cooperative-sticky" else len(single) == 12
     # c subscribes to t1 only
@@ -91,7 +81,7 @@ def test_an_unbatched_call_estimated_large_keeps_the_hash_plan(spark: SparkSessi
 def test_the_result_keeps_the_plan_made_under_the_planning_settings(spark: SparkSession) -> None:
     """``assign`` plans its result with adaptive execution off (it would run stages while planning) and restores
     the session's settings; the returned frame keeps that plan, so the caller's action runs it as made."""
-    members, partitions, _ = _inputs(spark)
+    members, partitions, _ = two_group_batch(spark)
     before = spark.conf.get("spark.sql.adaptive.enabled")
     spark.conf.set("spark.sql.adaptive.enabled", "true")
     try:
