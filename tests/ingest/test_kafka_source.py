@@ -1,5 +1,6 @@
-"""The Kafka source against a real Kafka-compatible broker (Tansu on 127.0.0.1): assign+seek reads, the catalog
-copy of partition counts, and members ingesting a Kafka topic exactly once into the sink."""
+"""The Kafka source against the session's real Apache Kafka broker (127.0.0.1): assign+seek reads, the catalog copy
+of partition counts (a grown topic and a new one), and members ingesting a Kafka topic exactly once into the sink.
+The broker is shared by the test session, so every test uses topics of its own."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from kafka import KafkaAdminClient, KafkaProducer
-from kafka.admin import NewTopic
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewPartitions
 from kafka.structs import TopicPartition
 
+from groupcoord.devbroker import KafkaBroker, Record
 from groupcoord.ingest.catalog_sync import CatalogSync, copy_partition_counts, topic_filter
 from groupcoord.ingest.check import check_exactly_once
 from groupcoord.ingest.kafka_source import KafkaReader, kafka_partition_counts
@@ -24,31 +27,27 @@ from groupcoord.topics import OffsetOutOfRangeError, PartitionOffsets, TopicCata
 from tests.ingest.test_worker import run_all
 from tests.member.conftest import Coordinator
 
+pytestmark = pytest.mark.kafka
+
 PARTITIONS = 4
 PER_PARTITION = 250
 
 
-def produce(bootstrap: str, topic: str) -> pa.Table:
+def produce(broker: KafkaBroker, topic: str) -> pa.Table:
     """Create ``topic`` and produce ``PER_PARTITION`` records to each partition; return what was produced."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
-    admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    rows = []
-    for partition in range(PARTITIONS):
-        for i in range(PER_PARTITION):
-            value = f"{topic}-{partition}-{i}".encode()
-            meta = producer.send(topic, value=value, key=str(i).encode(), partition=partition).get(10)
-            rows.append({"topic": topic, "partition": partition, "offset": meta.offset, "value": value})
-    producer.close()
-    return pa.Table.from_pylist(rows)
+    broker.create_topic(topic, PARTITIONS)
+    values = {(p, i): f"{topic}-{p}-{i}".encode() for p in range(PARTITIONS) for i in range(PER_PARTITION)}
+    offsets = broker.produce(topic, [Record(value, key=str(i).encode(), partition=p)
+                                     for (p, i), value in values.items()])
+    return pa.Table.from_pylist([{"topic": topic, "partition": p, "offset": offsets[p][i], "value": value}
+                                 for (p, i), value in values.items()])
 
 
-def test_the_reader_seeks_and_reads_bounded_batches_of_assigned_partitions(tansu: str) -> None:
-    produced = produce(tansu, "clicks")
-    reader = KafkaReader([tansu])
+def test_the_reader_seeks_and_reads_bounded_batches_of_assigned_partitions(kafka_broker: KafkaBroker) -> None:
+    produced = produce(kafka_broker, "reader_clicks")
+    reader = KafkaReader([kafka_broker.bootstrap])
     try:
-        tp0, tp3 = TopicPartition("clicks", 0), TopicPartition("clicks", 3)
+        tp0, tp3 = TopicPartition("reader_clicks", 0), TopicPartition("reader_clicks", 3)
         everything = PartitionOffsets(0, PER_PARTITION)
         assert reader.bounds([tp0, tp3]) == {tp0: everything, tp3: everything}
         batch = reader.read({tp0: 10, tp3: 0}, 50)
@@ -57,46 +56,68 @@ def test_the_reader_seeks_and_reads_bounded_batches_of_assigned_partitions(tansu
         values = produced.filter(pc.field("partition") == 0).column("value").to_pylist()
         assert batch[tp0].column("value").to_pylist() == values[10:60]
         assert reader.read({tp0: PER_PARTITION}, 50)[tp0].num_rows == 0
-        try:
+        with pytest.raises(OffsetOutOfRangeError):  # an offset past the log end
             reader.read({tp0: PER_PARTITION + 5}, 50)
-            raise AssertionError("an offset past the log end must be refused")
-        except OffsetOutOfRangeError:
-            pass
     finally:
         reader.close()
 
 
+def test_consecutive_bounded_reads_reach_the_end_of_every_partition(kafka_broker: KafkaBroker) -> None:
+    # What a member does: read from where the last batch ended (kafka-python once stopped fetching a partition here).
+    produced = produce(kafka_broker, "batches_clicks")
+    positions = {TopicPartition("batches_clicks", p): 0 for p in range(PARTITIONS)}
+    values = []
+    reader = KafkaReader([kafka_broker.bootstrap])
+    try:
+        for _ in range(20):
+            unread = {tp: offset for tp, offset in positions.items() if offset < PER_PARTITION}
+            if not unread:
+                break
+            for tp, table in reader.read(unread, 100).items():
+                assert table.column("offset").to_pylist() == list(range(positions[tp], positions[tp] + table.num_rows))
+                positions[tp] += table.num_rows
+                values += table.column("value").to_pylist()
+    finally:
+        reader.close()
+    assert positions == dict.fromkeys(positions, PER_PARTITION)
+    assert sorted(values) == sorted(produced.column("value").to_pylist())
+
+
 def test_partition_counts_are_copied_into_the_catalog_and_only_grow(
-        tansu: str, coordinator: Callable[..., Coordinator]) -> None:
-    produce(tansu, "clicks")
+        kafka_broker: KafkaBroker, coordinator: Callable[..., Coordinator]) -> None:
+    kafka_broker.create_topic("sync_clicks", PARTITIONS)
     stack = coordinator({})
     catalog = TopicCatalog(stack.root)
-    with CatalogSync(catalog, lambda: kafka_partition_counts([tansu]), wanted=topic_filter(None, "cl.*"),
-                     interval_ms=50).start():
-        assert catalog.partition_counts() == {"clicks": PARTITIONS}
-        admin = KafkaAdminClient(bootstrap_servers=tansu)  # Tansu has no CreatePartitions: a new topic instead
-        admin.create_topics([NewTopic("clicks_eu", num_partitions=2, replication_factor=1),
-                             NewTopic("orders", num_partitions=3, replication_factor=1)])
+    with CatalogSync(catalog, lambda: kafka_partition_counts([kafka_broker.bootstrap]),
+                     wanted=topic_filter(None, "sync_cl.*"), interval_ms=50).start():
+        assert catalog.partition_counts() == {"sync_clicks": PARTITIONS}
+        admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
+        admin.create_partitions({"sync_clicks": NewPartitions(total_count=PARTITIONS + 2)})
         admin.close()
+        kafka_broker.create_topic("sync_clicks_eu", 2)
+        kafka_broker.create_topic("sync_orders", 3)  # not matched by the pattern
+        grown = {"sync_clicks": PARTITIONS + 2, "sync_clicks_eu": 2}
         deadline = time.monotonic() + 10
-        while catalog.partition_counts() != {"clicks": PARTITIONS, "clicks_eu": 2}:
-            assert time.monotonic() < deadline, "the new topic was not copied"
+        while catalog.partition_counts() != grown:
+            assert time.monotonic() < deadline, f"not copied: {catalog.partition_counts()} != {grown}"
             time.sleep(0.05)
-    shrunk = {"clicks": 1, "clicks_eu": 1, "other": 2}
-    assert copy_partition_counts(catalog, shrunk, wanted=topic_filter(("clicks",), None)) == {}
-    assert catalog.partition_counts() == {"clicks": PARTITIONS, "clicks_eu": 2}
+    shrunk = {"sync_clicks": 1, "sync_clicks_eu": 1, "other": 2}
+    assert copy_partition_counts(catalog, shrunk, wanted=topic_filter(("sync_clicks",), None)) == {}
+    assert catalog.partition_counts() == grown
 
 
 def test_members_ingest_a_kafka_topic_exactly_once(
-        tansu: str, coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember],
+        kafka_broker: KafkaBroker, coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember],
         tmp_path: Path) -> None:
-    produced = produce(tansu, "clicks")
+    produced = produce(kafka_broker, "members_clicks")
     stack = coordinator({})
-    copy_partition_counts(TopicCatalog(stack.root), kafka_partition_counts([tansu]), wanted=lambda t: True)
-    plan = IngestPlan(group_id="ingest", source=SourceSpec.parse(f"kafka://{tansu}", state_root=stack.root),
-                      sink=str(tmp_path / "sink"), max_records_per_batch=100, idle_ms=20, done_check_ms=50,
-                      targets={("clicks", p): PER_PARTITION for p in range(PARTITIONS)})
-    group = [members("ingest", topics=["clicks"], state_root=stack.root.path, group_instance_id=f"k-{i}")
+    copy_partition_counts(TopicCatalog(stack.root), kafka_partition_counts([kafka_broker.bootstrap]),
+                          wanted=lambda t: t == "members_clicks")
+    source = SourceSpec.parse(f"kafka://{kafka_broker.bootstrap}", state_root=stack.root)
+    plan = IngestPlan(group_id="ingest", source=source, sink=str(tmp_path / "sink"), max_records_per_batch=100,
+                      idle_ms=20, done_check_ms=50,
+                      targets={("members_clicks", p): PER_PARTITION for p in range(PARTITIONS)})
+    group = [members("ingest", topics=["members_clicks"], state_root=stack.root.path, group_instance_id=f"k-{i}")
              for i in range(2)]
     run_all([(m, IngestWork(plan)) for m in group])
     result = check_exactly_once(DeltaSink(tmp_path / "sink", "ingest").read_all(), produced)

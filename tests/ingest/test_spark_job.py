@@ -1,5 +1,5 @@
 """The ingestion job in local Spark: executor tasks are the members (``run_members``), the sink is checked with
-chispa against the produced records (from the embedded log and from a Kafka-compatible broker, Tansu), and a member's
+chispa against the produced records (from the embedded log and from the session's real Kafka broker), and a member's
 Python worker killed mid-batch loses and duplicates nothing."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.config import resolve_config
+from groupcoord.devbroker import KafkaBroker
 from groupcoord.ingest.config import IngestConfig
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.job import run_ingest
@@ -90,12 +91,14 @@ def test_the_job_ingests_the_embedded_log_exactly_once_with_executor_members(
     assert_exactly_once(spark, root, sink, "e2e")
 
 
+@pytest.mark.kafka
 def test_the_job_ingests_a_kafka_topic_exactly_once_with_executor_members(
-        spark: SparkSession, tmp_path: Path, tansu: str) -> None:
-    produced = produce(tansu, "clicks")
+        spark: SparkSession, tmp_path: Path, kafka_broker: KafkaBroker) -> None:
+    produced = produce(kafka_broker, "job_clicks")
     root = StateRoot.open(tmp_path / "state", create=True)
     sink = tmp_path / "sink"
-    config = IngestConfig(group_id="kafka-e2e", topics=("clicks",), pattern=None, source=f"kafka://{tansu}",
+    config = IngestConfig(group_id="kafka-e2e", topics=("job_clicks",), pattern=None,
+                          source=f"kafka://{kafka_broker.bootstrap}",
                           sink=str(sink), members=2, available_now=True, max_records_per_batch=200,
                           assignors=("cooperative-sticky",))
     run_ingest(spark, config, root, tty=False, progress_interval_s=0.5, config_keys=KEYS, **MEMBER_OPTIONS)
