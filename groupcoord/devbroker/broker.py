@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import IO, Self
 
 from groupcoord.config.jars import kafka_classpath
+from groupcoord.devbroker.class_archive import ClassArchive, class_archive
 from groupcoord.devbroker.settings import NODE_ID, BrokerLayout, log4j2_config, server_properties
 from groupcoord.devbroker.topics import Record, create_topic, produce
 
@@ -27,6 +28,13 @@ log = logging.getLogger("groupcoord.devbroker")
 
 JVM_OPTIONS: tuple[str, ...] = ("-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
 """A small heap, and the serial collector (one GC thread: the machine's cores belong to the tests); see the README."""
+
+TOOL_JVM_OPTIONS: tuple[str, ...] = ("-XX:TieredStopAtLevel=1",)
+"""Added for the short-lived StorageTool: a JVM that exits within seconds gains nothing from the C2 compiler."""
+
+TEST_JVM_OPTIONS: tuple[str, ...] = (*JVM_OPTIONS, *TOOL_JVM_OPTIONS)
+"""For a test session's broker: no C2 compiler, so it starts faster and leaves the cores to the tests (slower under
+load: never for benchmarks, where Kafka's speed is the yardstick)."""
 
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
@@ -84,11 +92,13 @@ class KafkaBroker:
     ...     broker.produce("orders", [Record(b"hello", key=b"k1")])
     """
 
-    def __init__(self, layout: BrokerLayout, host: str, port: int, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, layout: BrokerLayout, host: str, port: int, process: subprocess.Popen[bytes],
+                 archive: ClassArchive | None = None) -> None:
         self.layout = layout
         self.host = host
         self.port = port
         self.process = process
+        self._archive = archive
 
     @property
     def bootstrap(self) -> str:
@@ -103,13 +113,15 @@ class KafkaBroker:
     @classmethod
     def start(cls, log_dir: str | Path, *, listen: str = "127.0.0.1:0",
               properties: Mapping[str, PropertyValue] | None = None, jvm_options: Sequence[str] = JVM_OPTIONS,
-              output: IO[str] | IO[bytes] | None = None, ready_timeout_s: float = READY_TIMEOUT_S) -> KafkaBroker:
+              output: IO[str] | IO[bytes] | None = None, ready_timeout_s: float = READY_TIMEOUT_S,
+              share_classes: bool = True) -> KafkaBroker:
         """Format ``log_dir`` if it is new, start the broker on ``listen`` and wait until it answers Metadata.
 
         ``listen`` is ``HOST:PORT``; port 0 picks a free port. ``properties`` override the broker's settings
         (``server.properties`` keys). The JVM's stdout and stderr go to ``output``, else to ``log_dir/broker.out``;
-        the broker's full log is ``log_dir/broker.log``. On Linux the JVM is told to exit when the thread that started
-        it dies, so a killed test run leaves no broker behind.
+        the broker's full log is ``log_dir/broker.log``. ``share_classes`` maps (or, the first time, makes) the
+        class-data-sharing archive of :mod:`~groupcoord.devbroker.class_archive`. On Linux the JVM is told to exit when
+        the thread that started it dies, so a killed test run leaves no broker behind.
         """
         host, port = parse_listen(listen)
         layout = BrokerLayout(Path(log_dir).resolve())
@@ -120,15 +132,17 @@ class KafkaBroker:
             server_properties(layout, host=host, port=port, controller_port=free_port("127.0.0.1"),
                               overrides=overrides))
         layout.log4j2_config.write_text(log4j2_config(layout))
-        java = [java_executable(), *jvm_options, f"-Dlog4j2.configurationFile={layout.log4j2_config}",
-                "-cp", kafka_classpath()]
+        java = java_executable()
+        archive = class_archive(java) if share_classes else None
+        jvm = [java, *jvm_options, f"-Dlog4j2.configurationFile={layout.log4j2_config}", "-cp", kafka_classpath()]
         if not layout.formatted:
-            _format_storage(java, layout)
+            _format_storage([*jvm, *TOOL_JVM_OPTIONS, *(archive.tool_options() if archive else [])], layout)
         started = time.monotonic()
+        command = [*jvm, *(archive.broker_options() if archive else []), "kafka.Kafka", str(layout.server_properties)]
         with _output_stream(layout, output) as stream:
-            process = subprocess.Popen([*java, "kafka.Kafka", str(layout.server_properties)], stdin=subprocess.DEVNULL,
-                                       stdout=stream, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent())
-        broker = cls(layout, host, port, process)
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stream, stderr=subprocess.STDOUT,
+                                       preexec_fn=_die_with_parent())
+        broker = cls(layout, host, port, process, archive)
         try:
             broker._wait_until_ready(ready_timeout_s)
         except BaseException:
@@ -152,6 +166,8 @@ class KafkaBroker:
                 log.warning("kafka broker %s did not stop within %.0f s: killing it", self.bootstrap, timeout_s)
                 self.process.kill()
                 self.process.wait()
+        if self._archive is not None:
+            self._archive.publish()
         return self.process.returncode
 
     def create_topic(self, name: str, partitions: int = 1, *, configs: Mapping[str, str] | None = None) -> None:
