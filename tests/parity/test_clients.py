@@ -1,0 +1,148 @@
+"""Parity with real clients: kafka-python (KafkaConsumer, KafkaAdminClient) and librdkafka (confluent-kafka).
+
+The same client code runs against Kafka 4.4.0's coordinator, then against ``groupcoord serve``, and records what its
+API returns: assignments, committed offsets, and the groups as the admin clients list, describe and delete them.
+
+A librdkafka consumer holding partitions on groupcoord spins a core (it cannot fetch there: groupcoord serves no
+Produce yet, see docs/compatibility.md), so the librdkafka consumer closes as soon as it has committed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import confluent_kafka
+import pytest
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from tests.parity.observe import Observation, assert_parity, differs
+from tests.parity.targets import TOPIC, Target, group_name
+
+pytestmark = [pytest.mark.kafka, pytest.mark.integration]
+
+TIMEOUT_S = 30.0
+
+
+def wait_until(condition: Callable[[], bool], step: Callable[[], Any], what: str) -> None:
+    """Call ``step`` until ``condition`` holds; fail after :data:`TIMEOUT_S`."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        step()
+
+
+def kafka_python_consumer_and_admin(target: Target, group: str) -> Observation:
+    """A KafkaConsumer joins, commits and leaves; KafkaAdminClient lists, describes, reads offsets and deletes."""
+    observation = Observation()
+    consumer = KafkaConsumer(TOPIC, bootstrap_servers=target.bootstrap, group_id=group, client_id="parity-python",
+                             enable_auto_commit=False, session_timeout_ms=10000, heartbeat_interval_ms=500,
+                             metadata_max_age_ms=500, request_timeout_ms=15000)
+    admin = KafkaAdminClient(bootstrap_servers=target.bootstrap, client_id="parity-python-admin")
+    try:
+        # Polls of a second: kafka-python can stall when a rejoin outlives a short poll (docs/compatibility.md).
+        wait_until(lambda: len(consumer.assignment()) == 3, lambda: consumer.poll(timeout_ms=1000), "an assignment")
+        observation.add("assignment", sorted(tp.partition for tp in consumer.assignment()))
+        consumer.commit({TopicPartition(TOPIC, 1): OffsetAndMetadata(7, "from python", -1)})
+        observation.add("committed", consumer.committed(TopicPartition(TOPIC, 1), metadata=True))
+        observation.add("listed", without(NEWER_VERSION_FIELDS, listed(admin, group)))
+        observation.add("described", without(NEWER_VERSION_FIELDS, [admin.describe_groups([group])[group]]))
+        observation.add("delete while a member", deleted(admin, group))
+        consumer.close()
+        observation.add("offsets", sorted(admin.list_group_offsets({group: None})[group].items()))
+        observation.add("delete once empty", deleted(admin, group))
+        observation.add("listed after the delete", listed(admin, group))
+    finally:
+        consumer.close()
+        admin.close()
+    return observation
+
+
+NEWER_VERSION_FIELDS = frozenset({"group_type", "authorized_operations"})
+"""Fields kafka-python fills only from versions Kafka serves and groupcoord does not (ListGroups v5, DescribeGroups
+v6); ``test_kafka_python_fields_of_newer_versions`` compares them."""
+
+
+def listed(admin: KafkaAdminClient, group: str) -> list[dict[str, Any]]:
+    """``group`` as kafka-python's ``list_groups`` shows it (nothing once deleted)."""
+    return [g for g in admin.list_groups() if g["group_id"] == group]
+
+
+def without(fields: frozenset[str], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` without ``fields``."""
+    return [{key: value for key, value in row.items() if key not in fields} for row in rows]
+
+
+def deleted(admin: KafkaAdminClient, group: str) -> list[tuple[str, str]]:
+    """``delete_groups`` of ``group``, with each error by its class name."""
+    return [(group_id, type(error).__name__) for group_id, error in admin.delete_groups([group]).items()]
+
+
+def test_kafka_python_consumer_and_admin(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, kafka_python_consumer_and_admin, group_name(request.node.name))
+
+
+def kafka_python_fields_of_newer_versions(target: Target, group: str) -> Observation:
+    """What kafka-python's list_groups and describe_groups show in the fields of ListGroups v5 and DescribeGroups v6."""
+    observation = Observation()
+    admin = KafkaAdminClient(bootstrap_servers=target.bootstrap, client_id="parity-python-admin")
+    try:
+        admin.alter_group_offsets(group, {TopicPartition(TOPIC, 0): OffsetAndMetadata(1, "", -1)})
+        observation.add("listed: group_type", [row.get("group_type") for row in listed(admin, group)])
+        observation.add("described: authorized_operations",
+                        admin.describe_groups([group])[group].get("authorized_operations"))
+    finally:
+        admin.close()
+    return observation
+
+
+@differs("kafka-python's list_groups and describe_groups: against Kafka they use ListGroups v5 and DescribeGroups "
+         "v6 and show group_type 'classic' and the authorized operations; groupcoord serves v4 and v5, so both are "
+         "missing (None)")
+def test_kafka_python_fields_of_newer_versions(targets: tuple[Target, Target],
+                                              request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, kafka_python_fields_of_newer_versions, group_name(request.node.name))
+
+
+def librdkafka_consumer_and_admin(target: Target, group: str) -> Observation:
+    """A librdkafka consumer joins, commits and closes at once; confluent-kafka's AdminClient then lists, describes,
+    reads the offsets and deletes the group."""
+    observation = Observation()
+    assigned: list[confluent_kafka.TopicPartition] = []
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": target.bootstrap, "group.id": group,
+                                         "client.id": "parity-librdkafka", "enable.auto.commit": False,
+                                         "session.timeout.ms": 10000})
+    admin = AdminClient({"bootstrap.servers": target.bootstrap, "client.id": "parity-librdkafka-admin"})
+    try:
+        consumer.subscribe([TOPIC], on_assign=lambda _consumer, partitions: assigned.extend(partitions))
+        wait_until(lambda: bool(assigned), lambda: consumer.poll(0.1), "an assignment")
+        observation.add("assignment", sorted(p.partition for p in assigned))
+        consumer.commit(offsets=[confluent_kafka.TopicPartition(TOPIC, 2, 11, metadata="from librdkafka")],
+                        asynchronous=False)
+        (committed,) = consumer.committed([confluent_kafka.TopicPartition(TOPIC, 2)], timeout=10)
+        observation.add("committed", (committed.offset, committed.metadata, committed.error))
+    finally:
+        consumer.close()
+    observation.add("listed", listed_groups(admin, group))
+    description = admin.describe_consumer_groups([group])[group].result()
+    observation.add("described", {"state": str(description.state), "simple": description.is_simple_consumer_group,
+                                  "assignor": description.partition_assignor, "members": len(description.members)})
+    request = [confluent_kafka.ConsumerGroupTopicPartitions(group)]
+    offsets = admin.list_consumer_group_offsets(request)[group].result().topic_partitions
+    observation.add("offsets", sorted((p.topic, p.partition, p.offset, p.metadata) for p in offsets))
+    observation.add("delete", admin.delete_consumer_groups([group])[group].exception())
+    observation.add("listed after the delete", listed_groups(admin, group))
+    return observation
+
+
+def listed_groups(admin: AdminClient, group: str) -> list[tuple[str, bool, str]]:
+    """``group`` as confluent-kafka's list_consumer_groups shows it (nothing once deleted)."""
+    listing = admin.list_consumer_groups().result()
+    return [(g.group_id, g.is_simple_consumer_group, str(g.state)) for g in listing.valid if g.group_id == group]
+
+
+def test_librdkafka_consumer_and_admin(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, librdkafka_consumer_and_admin, group_name(request.node.name))
