@@ -2,12 +2,15 @@
 
 Readiness is one line on stdout, ``kafka broker listening on HOST:PORT``, printed once the broker answers a Kafka
 Metadata request. The broker's WARN and ERROR lines go to stderr, its full log to ``LOG_DIR/broker.log``. SIGTERM or
-SIGINT stop it cleanly (exit 0); a broker that dies on its own exits 1.
+SIGINT stop it cleanly (exit 0); a broker that dies on its own exits 1. As with Kafka's own scripts, ``$KAFKA_OPTS``
+adds JVM options.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import signal
 import sys
 import threading
@@ -25,7 +28,8 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
         "dev-broker", help="run a real single-node Apache Kafka broker (KRaft), for development and tests",
         description="Run Apache Kafka (broker and KRaft controller in one JVM) from the jars `make install` fetched, "
-                    "on one address. Not for production: no security, one replica of everything.")
+                    "on one address. Not for production: no security, one replica of everything.",
+        epilog="$KAFKA_OPTS adds JVM options (as with Kafka's own scripts).")
     parser.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9092",
                         help="the client listener (default 127.0.0.1:9092; port 0 picks a free port)")
     parser.add_argument("--log-dir", metavar="DIR", required=True,
@@ -38,7 +42,7 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the broker, print the readiness line, and stop it on SIGTERM or SIGINT."""
-    from groupcoord.devbroker import BrokerError, KafkaBroker, parse_listen
+    from groupcoord.devbroker import JVM_OPTIONS, BrokerError, KafkaBroker, parse_listen
 
     try:
         parse_listen(args.listen)
@@ -50,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        broker = KafkaBroker.start(args.log_dir, listen=args.listen, properties=properties, output=sys.stderr)
+        broker = KafkaBroker.start(args.log_dir, listen=args.listen, properties=properties, output=sys.stderr,
+                                   jvm_options=(*JVM_OPTIONS, *shlex.split(os.environ.get("KAFKA_OPTS", ""))))
     except BrokerError as exc:
         if stop.is_set():  # Ctrl-C while starting: the terminal's SIGINT stopped the JVM too
             return 0
