@@ -6,6 +6,7 @@ import base64
 import ctypes
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -40,6 +41,10 @@ READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 _PROBE_TIMEOUT_MS = 5000
 _WILDCARDS = ("0.0.0.0", "::", "")
+# broker.log lines (see settings.log4j2_config): "[timestamp] LEVEL message (logger)", then a stack trace, if any.
+_LOG_LINE = re.compile(r"\[[^]]+\] [A-Z]+ ")
+_LOGGED_ERROR = re.compile(r"\[[^]]+\] (?:ERROR|FATAL) (.*?)(?: \([\w.$]+\))?$")
+_EXCEPTION = re.compile(r"(?:Caused by: )?[\w.$]+(?:Exception|Error): (.+)$")
 
 PropertyValue = str | int | bool
 
@@ -190,8 +195,9 @@ class KafkaBroker:
         while not self._accepts_connections() or not self._answers_metadata():
             code = self.process.poll()
             if code is not None:
-                raise BrokerError(f"the kafka broker exited with code {code} before it was ready "
-                                  f"(see {self.layout.broker_log})")
+                cause = first_error(self.layout.broker_log)
+                raise BrokerError(f"the kafka broker exited with code {code} before it was ready"
+                                  f"{': ' + cause if cause else ''} (see {self.layout.broker_log})")
             if time.monotonic() > deadline:
                 raise BrokerError(f"the kafka broker did not answer on {self.bootstrap} within {timeout_s:.0f} s "
                                   f"(see {self.layout.broker_log})")
@@ -221,6 +227,27 @@ class KafkaBroker:
         finally:
             admin.close()
         return any(broker["broker_id"] == NODE_ID for broker in cluster["brokers"])
+
+
+def first_error(broker_log: Path) -> str | None:
+    """The message of the first ERROR in the broker's log: the exception logged with it if any (a failed bind says
+    which address), else the ERROR line itself; None when there is none."""
+    try:
+        lines = broker_log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for index, line in enumerate(lines):
+        logged = _LOGGED_ERROR.match(line)
+        if logged is None:
+            continue
+        for following in lines[index + 1:]:
+            if _LOG_LINE.match(following):
+                break
+            exception = _EXCEPTION.match(following)
+            if exception:
+                return exception.group(1)
+        return logged.group(1)
+    return None
 
 
 def new_cluster_id() -> str:

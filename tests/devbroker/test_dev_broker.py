@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -93,6 +94,22 @@ def test_the_cli_serves_until_sigterm_and_a_restart_keeps_the_topics(tmp_path: P
     finally:
         assert _sigterm(process) == 0
     assert "Kafka version" in (tmp_path / "kafka" / "broker.log").read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_broker_that_cannot_bind_is_a_one_line_runtime_error_naming_the_cause(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = subprocess.run([sys.executable, "-m", "groupcoord", "dev-broker", "--listen", address,
+                               "--log-dir", str(tmp_path / "kafka")], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "KAFKA_OPTS": "-XX:TieredStopAtLevel=1"}, check=False)
+    assert done.returncode == 1 and done.stdout == ""
+    last = done.stderr.splitlines()[-1]  # above it: the broker's own ERROR lines
+    assert last.startswith("groupcoord: error: the kafka broker exited with code 1 before it was ready: "), last
+    assert f"failed to bind to {address}: Address already in use" in last
 
 
 @pytest.mark.parametrize("argv, message", [
