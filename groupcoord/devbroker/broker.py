@@ -44,6 +44,8 @@ _WILDCARDS = ("0.0.0.0", "::", "")
 # broker.log lines (see settings.log4j2_config): "[timestamp] LEVEL message (logger)", then a stack trace, if any.
 _LOG_LINE = re.compile(r"\[[^]]+\] [A-Z]+ ")
 _LOGGED_ERROR = re.compile(r"\[[^]]+\] (?:ERROR|FATAL) (.*?)(?: \([\w.$]+\))?$")
+_BIND_FAILURE = re.compile(r"failed to bind to \S+:(\d+): Address already in use")
+_BIND_ATTEMPTS = 3
 _EXCEPTION = re.compile(r"(?:Caused by: )?[\w.$]+(?:Exception|Error): (.+)$")
 
 PropertyValue = str | int | bool
@@ -51,6 +53,14 @@ PropertyValue = str | int | bool
 
 class BrokerError(RuntimeError):
     """The broker could not be formatted, did not start, or died before it was ready."""
+
+
+class PortTakenError(BrokerError):
+    """The broker died before it was ready because one of its ports was in use."""
+
+    def __init__(self, message: str, port: int) -> None:
+        super().__init__(message)
+        self.port = port
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -122,7 +132,8 @@ class KafkaBroker:
               share_classes: bool = True) -> KafkaBroker:
         """Format ``log_dir`` if it is new, start the broker on ``listen`` and wait until it answers Metadata.
 
-        ``listen`` is ``HOST:PORT``; port 0 picks a free port. ``properties`` override the broker's settings
+        ``listen`` is ``HOST:PORT``; port 0 picks a free port (and another one if it is taken before the JVM binds it;
+        the controller's port is always picked so). ``properties`` override the broker's settings
         (``server.properties`` keys). The JVM's stdout and stderr go to ``output``, else to ``log_dir/broker.out``;
         the broker's full log is ``log_dir/broker.log``. ``share_classes`` maps (or, the first time, makes) the
         class-data-sharing archive of :mod:`~groupcoord.devbroker.class_archive`. On Linux the JVM is told to exit when
@@ -131,25 +142,40 @@ class KafkaBroker:
         host, port = parse_listen(listen)
         layout = BrokerLayout(Path(log_dir).resolve())
         layout.log_dir.mkdir(parents=True, exist_ok=True)
-        port = port or free_port(host)
         overrides = {key: _property_text(value) for key, value in (properties or {}).items()}
-        layout.server_properties.write_text(
-            server_properties(layout, host=host, port=port, controller_port=free_port("127.0.0.1"),
-                              overrides=overrides))
         layout.log4j2_config.write_text(log4j2_config(layout))
         java = java_executable()
         archive = class_archive(java) if share_classes else None
         jvm = [java, *jvm_options, f"-Dlog4j2.configurationFile={layout.log4j2_config}", "-cp", kafka_classpath()]
-        if not layout.formatted:
-            _format_storage([*jvm, *TOOL_JVM_OPTIONS, *(archive.tool_options() if archive else [])], layout)
+        attempt = 1
+        while True:
+            chosen = port or free_port(host)
+            layout.server_properties.write_text(
+                server_properties(layout, host=host, port=chosen, controller_port=free_port("127.0.0.1"),
+                                  overrides=overrides))
+            if not layout.formatted:
+                _format_storage([*jvm, *TOOL_JVM_OPTIONS, *(archive.tool_options() if archive else [])], layout)
+            try:
+                return cls._launch(layout, host, chosen, jvm, archive, output, ready_timeout_s)
+            except PortTakenError as exc:
+                # A port picked free was taken before the JVM bound it (another process on a busy machine).
+                if attempt == _BIND_ATTEMPTS or (port and exc.port == port):
+                    raise
+                log.warning("%s; starting again on other ports", exc)
+                attempt += 1
+
+    @classmethod
+    def _launch(cls, layout: BrokerLayout, host: str, port: int, jvm: list[str], archive: ClassArchive | None,
+                output: IO[str] | IO[bytes] | None, ready_timeout_s: float) -> KafkaBroker:
         started = time.monotonic()
+        log_start = layout.broker_log.stat().st_size if layout.broker_log.exists() else 0
         command = [*jvm, *(archive.broker_options() if archive else []), "kafka.Kafka", str(layout.server_properties)]
         with _output_stream(layout, output) as stream:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stream, stderr=subprocess.STDOUT,
                                        preexec_fn=_die_with_parent())
         broker = cls(layout, host, port, process, archive)
         try:
-            broker._wait_until_ready(ready_timeout_s)
+            broker._wait_until_ready(ready_timeout_s, log_start)
         except BaseException:
             broker.stop()
             raise
@@ -190,14 +216,16 @@ class KafkaBroker:
                  traceback: TracebackType | None) -> None:
         self.stop()
 
-    def _wait_until_ready(self, timeout_s: float) -> None:
+    def _wait_until_ready(self, timeout_s: float, log_start: int) -> None:
         deadline = time.monotonic() + timeout_s
         while not self._accepts_connections() or not self._answers_metadata():
             code = self.process.poll()
             if code is not None:
-                cause = first_error(self.layout.broker_log)
-                raise BrokerError(f"the kafka broker exited with code {code} before it was ready"
-                                  f"{': ' + cause if cause else ''} (see {self.layout.broker_log})")
+                cause = first_error(self.layout.broker_log, log_start)
+                message = (f"the kafka broker exited with code {code} before it was ready"
+                           f"{': ' + cause if cause else ''} (see {self.layout.broker_log})")
+                taken = _BIND_FAILURE.search(cause or "")
+                raise PortTakenError(message, int(taken.group(1))) if taken else BrokerError(message)
             if time.monotonic() > deadline:
                 raise BrokerError(f"the kafka broker did not answer on {self.bootstrap} within {timeout_s:.0f} s "
                                   f"(see {self.layout.broker_log})")
@@ -229,11 +257,13 @@ class KafkaBroker:
         return any(broker["broker_id"] == NODE_ID for broker in cluster["brokers"])
 
 
-def first_error(broker_log: Path) -> str | None:
-    """The message of the first ERROR in the broker's log: the exception logged with it if any (a failed bind says
-    which address), else the ERROR line itself; None when there is none."""
+def first_error(broker_log: Path, since: int = 0) -> str | None:
+    """The message of the first ERROR in the broker's log from byte ``since`` on: the exception logged with it if any
+    (a failed bind says which address), else the ERROR line itself; None when there is none."""
     try:
-        lines = broker_log.read_text(errors="replace").splitlines()
+        with broker_log.open("rb") as log_file:
+            log_file.seek(since)
+            lines = log_file.read().decode(errors="replace").splitlines()
     except OSError:
         return None
     for index, line in enumerate(lines):

@@ -18,7 +18,8 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition
 
 from groupcoord.cli.main import main
-from groupcoord.devbroker import KafkaBroker, Record
+from groupcoord.devbroker import TEST_JVM_OPTIONS, KafkaBroker, Record
+from groupcoord.devbroker import broker as broker_module
 
 READY = re.compile(r"kafka broker listening on 127\.0\.0\.1:(\d+)\n")
 
@@ -110,6 +111,26 @@ def test_a_broker_that_cannot_bind_is_a_one_line_runtime_error_naming_the_cause(
     last = done.stderr.splitlines()[-1]  # above it: the broker's own ERROR lines
     assert last.startswith("groupcoord: error: the kafka broker exited with code 1 before it was ready: "), last
     assert f"failed to bind to {address}: Address already in use" in last
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_free_port_taken_before_the_broker_binds_it_is_replaced(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The race of a busy machine, made certain: the first "free" port handed out is held by someone else.
+    real_free_port = broker_module.free_port
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        handed_out = [taken.getsockname()[1]]
+        monkeypatch.setattr(broker_module, "free_port", lambda host: handed_out.pop() if handed_out else
+                            real_free_port(host))
+        with KafkaBroker.start(tmp_path / "kafka", jvm_options=TEST_JVM_OPTIONS) as broker:
+            assert broker.port != taken.getsockname()[1]
+            admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+            assert admin.describe_cluster()["brokers"][0]["broker_id"] == 1
+            admin.close()
+    assert "Address already in use" in (tmp_path / "kafka" / "broker.log").read_text()
 
 
 @pytest.mark.parametrize("argv, message", [
