@@ -1,7 +1,8 @@
 """Partition weights for server-side assignment: the offset checkpoint job's ``partition_weights`` table.
 
-The checkpoint job (:mod:`groupcoord.admin.checkpoint`) writes ``weight = 1 + lag`` per (group, topic, partition).
-The assignment runner reads it once per batched call with delta-rs into Arrow, keeps the newest row per partition,
+The checkpoint job (:mod:`groupcoord.admin.checkpoint`) writes ``weight = 1 + lag`` per (group, topic, partition),
+with delta-spark, on protocol (1,2). The assignment runner reads it once per batched call with delta-rs into Arrow
+(a small table read on the assignment path: no Spark job for it), keeps the newest row per partition,
 and fills the ``weight`` column of the assignors' ``partitions`` input from it; a partition without a weight gets
 1.0, so groups the job never saw are balanced by partition count. A missing table costs no Spark job and no error;
 an unreadable one is logged and treated as empty, since stale balance is better than no assignment.
