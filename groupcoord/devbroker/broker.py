@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -205,8 +205,11 @@ class KafkaBroker:
         """Create ``name`` with ``partitions`` partitions and wait until every partition has a leader."""
         create_topic(self.bootstrap, name, partitions, configs=configs)
 
-    def produce(self, topic: str, records: Sequence[Record]) -> dict[int, range]:
-        """Produce ``records`` to ``topic`` and wait for every acknowledgement; see :func:`topics.produce`."""
+    def produce(self, topic: str, records: Iterable[Record]) -> dict[int, range]:
+        """Produce ``records`` (any iterable: a generator for millions) and wait for every acknowledgement.
+
+        Returns each written partition's ``range`` of offsets; see :func:`groupcoord.devbroker.topics.produce`.
+        """
         return produce(self.bootstrap, topic, records)
 
     def __enter__(self) -> Self:

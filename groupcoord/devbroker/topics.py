@@ -63,7 +63,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record], *,
                 break
             except BufferError:  # the local queue is full: serve acknowledgements, then retry
                 producer.poll(0.1)
-        producer.poll(0)
+        producer.poll(0)  # serve the acknowledgements that arrived
     unacknowledged = producer.flush(timeout_s)
     if unacknowledged:
         raise ProduceError(f"{unacknowledged} records to {topic} unacknowledged after {timeout_s:.0f} s")
