@@ -111,15 +111,10 @@ def librdkafka_consumer_and_admin(target: Target, group: str) -> Observation:
     """A librdkafka consumer joins, commits and closes at once; confluent-kafka's AdminClient then lists, describes,
     reads the offsets and deletes the group."""
     observation = Observation()
-    assigned: list[confluent_kafka.TopicPartition] = []
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": target.bootstrap, "group.id": group,
-                                         "client.id": "parity-librdkafka", "enable.auto.commit": False,
-                                         "session.timeout.ms": 10000})
+    consumer, assigned = librdkafka_consumer(target, group)
     admin = AdminClient({"bootstrap.servers": target.bootstrap, "client.id": "parity-librdkafka-admin"})
     try:
-        consumer.subscribe([TOPIC], on_assign=lambda _consumer, partitions: assigned.extend(partitions))
-        wait_until(lambda: bool(assigned), lambda: consumer.poll(0.1), "an assignment")
-        observation.add("assignment", sorted(p.partition for p in assigned))
+        observation.add("assignment", assigned)
         consumer.commit(offsets=[confluent_kafka.TopicPartition(TOPIC, 2, 11, metadata="from librdkafka")],
                         asynchronous=False)
         (committed,) = consumer.committed([confluent_kafka.TopicPartition(TOPIC, 2)], timeout=10)
@@ -127,15 +122,53 @@ def librdkafka_consumer_and_admin(target: Target, group: str) -> Observation:
     finally:
         consumer.close()
     observation.add("listed", listed_groups(admin, group))
-    description = admin.describe_consumer_groups([group])[group].result()
-    observation.add("described", {"state": str(description.state), "simple": description.is_simple_consumer_group,
-                                  "assignor": description.partition_assignor, "members": len(description.members)})
+    observation.add("described", described_consumer_group(admin, group))
     request = [confluent_kafka.ConsumerGroupTopicPartitions(group)]
     offsets = admin.list_consumer_group_offsets(request)[group].result().topic_partitions
     observation.add("offsets", sorted((p.topic, p.partition, p.offset, p.metadata) for p in offsets))
     observation.add("delete", admin.delete_consumer_groups([group])[group].exception())
     observation.add("listed after the delete", listed_groups(admin, group))
     return observation
+
+
+def librdkafka_consumer(target: Target, group: str, **settings: str) -> tuple[confluent_kafka.Consumer, list[int]]:
+    """A librdkafka consumer of ``TOPIC`` in ``group`` that has received its assignment (the partitions, sorted)."""
+    assigned: list[confluent_kafka.TopicPartition] = []
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": target.bootstrap, "group.id": group,
+                                         "client.id": "parity-librdkafka", "enable.auto.commit": False,
+                                         "session.timeout.ms": 10000, **settings})
+    try:
+        consumer.subscribe([TOPIC], on_assign=lambda _consumer, partitions: assigned.extend(partitions))
+        wait_until(lambda: bool(assigned), lambda: consumer.poll(0.1), "an assignment")
+    except BaseException:
+        consumer.close()
+        raise
+    return consumer, sorted(p.partition for p in assigned)
+
+
+def described_consumer_group(admin: AdminClient, group: str) -> dict[str, Any]:
+    """What confluent-kafka's describe_consumer_groups shows of ``group`` (members by instance id and partitions)."""
+    description = admin.describe_consumer_groups([group])[group].result()
+    members = sorted((str(m.group_instance_id), m.client_id,
+                      sorted(p.partition for p in m.assignment.topic_partitions)) for m in description.members)
+    return {"state": str(description.state), "simple": description.is_simple_consumer_group,
+            "assignor": description.partition_assignor, "members": members}
+
+
+def librdkafka_static_member(target: Target, group: str) -> Observation:
+    """A static librdkafka member closes (a static member sends no LeaveGroup) and a new one takes its place."""
+    observation = Observation()
+    admin = AdminClient({"bootstrap.servers": target.bootstrap, "client.id": "parity-librdkafka-admin"})
+    for round_ in ("first", "after a restart"):
+        consumer, assigned = librdkafka_consumer(target, group, **{"group.instance.id": "parity-static"})
+        consumer.close()
+        observation.add(f"assignment, {round_}", assigned)
+        observation.add(f"described once closed, {round_}", described_consumer_group(admin, group))
+    return observation
+
+
+def test_librdkafka_static_member(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, librdkafka_static_member, group_name(request.node.name))
 
 
 def listed_groups(admin: AdminClient, group: str) -> list[tuple[str, bool, str]]:

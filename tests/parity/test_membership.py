@@ -36,6 +36,7 @@ def join_rebalance_and_leave(target: Target, group: str, version: int) -> Observ
         a.heartbeat("a heartbeats while b waits")
         a.join("a rejoins")
         b.finish_join("b joins", b_joins)
+        b.heartbeat("b heartbeats before syncing")
         sync_all("with b", [a, b])
         a.describe("stable with two members", group, versions.describe)
         b.heartbeat("b heartbeats")

@@ -37,7 +37,8 @@ def heartbeats(member: RawMember, group: str) -> None:
 
 
 def syncs(member: RawMember, group: str) -> None:
-    """SyncGroup to an unknown group, from an unknown member, with a stale generation, then a good one."""
+    """SyncGroup to an unknown group, from an unknown member, with a stale generation, a good one, and one naming
+    another protocol than the group's."""
     member.member_id = UNKNOWN_MEMBER
     member.sync("unknown group", generation=1)
     member.member_id = ""
@@ -50,6 +51,8 @@ def syncs(member: RawMember, group: str) -> None:
     member.sync("stale generation", generation=member.generation - 1)
     member.sync("good", {member.member_id: b""})
     member.sync("again, once stable")
+    member.protocol = "roundrobin"
+    member.sync("another protocol name (sent from v5)")
 
 
 def leaves(member: RawMember, group: str) -> None:
