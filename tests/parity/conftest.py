@@ -95,8 +95,10 @@ def groupcoord_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Targ
         wait_until_coordinating(target)
         yield target
     finally:
-        process.terminate()
-        process.close()
+        try:
+            process.terminate()  # SIGTERM: steps down and releases the lease, as in production
+        finally:
+            process.close()  # SIGKILL if it is still running
 
 
 @pytest.fixture
