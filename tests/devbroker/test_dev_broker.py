@@ -75,6 +75,7 @@ def _sigterm(process: subprocess.Popen[str]) -> int:
     return process.wait(60)
 
 
+@pytest.mark.kafka
 @pytest.mark.integration
 @pytest.mark.slow
 def test_the_cli_serves_until_sigterm_and_a_restart_keeps_the_topics(tmp_path: Path) -> None:
@@ -97,6 +98,7 @@ def test_the_cli_serves_until_sigterm_and_a_restart_keeps_the_topics(tmp_path: P
     assert "Kafka version" in (tmp_path / "kafka" / "broker.log").read_text()
 
 
+@pytest.mark.kafka
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_broker_that_cannot_bind_is_a_one_line_runtime_error_naming_the_cause(tmp_path: Path) -> None:
@@ -113,6 +115,7 @@ def test_a_broker_that_cannot_bind_is_a_one_line_runtime_error_naming_the_cause(
     assert f"failed to bind to {address}: Address already in use" in last
 
 
+@pytest.mark.kafka
 @pytest.mark.integration
 @pytest.mark.slow
 def test_a_free_port_taken_before_the_broker_binds_it_is_replaced(tmp_path: Path,
