@@ -3,8 +3,8 @@
 Three real kafka-python consumers, each polling every 50 ms on a thread of its own, share a 12-partition topic in one
 group. A round closes one consumer (LeaveGroup), waits until the two survivors hold a stable assignment, then starts
 a fresh consumer and waits until the three do. Both strategies run on the same server, one after the other: the
-coordinator's ``server-cooperative-sticky`` (:class:`~groupcoord.kafka_compat.ServerSideAssignor`, assigned by Spark in
-``serve``) and kafka-python's own cooperative-sticky, assigned by the group's leader.
+coordinator's ``server-cooperative-sticky`` (:class:`~groupcoord.member.kafka_python.ServerSideAssignor`, assigned
+by Spark in ``serve``) and kafka-python's own cooperative-sticky, assigned by the group's leader.
 
 The group is *stable* when every consumer, seen from its own polling thread, is in a stable generation with no rejoin
 pending, all are in the same generation, and their assignments are disjoint, cover every partition and differ by at
@@ -34,7 +34,7 @@ from kafka.coordinator.base import MemberState
 
 from bench.results_io import write_result
 from bench.serve_process import ServeProcess
-from groupcoord.kafka_compat import ServerSideAssignor
+from groupcoord.member.kafka_python import ServerSideAssignor
 
 TOPIC = "soak"
 PARTITIONS = 12

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from groupcoord.admin.checkpoint import CheckpointConfig, CheckpointResult, read_window, run_checkpoint
 from groupcoord.admin.text_table import format_table
-from groupcoord.job_logging import log_to_stderr
+from groupcoord.config.console import log_to_stderr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,8 +56,8 @@ def report_text(result: CheckpointResult) -> str:
 
 def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None) -> int:
     """Run the job; ``spark`` defaults to the active (or a new) SparkSession. Returns the exit code."""
-    from groupcoord.cli.errors import one_line
     from groupcoord.config import ConfigError, resolve_config
+    from groupcoord.config.console import one_line
     from groupcoord.state_root import StateRoot, StateRootError
 
     args = build_parser().parse_args(argv)

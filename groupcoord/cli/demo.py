@@ -18,7 +18,7 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     import logging
 
-    from groupcoord.demo import run_demo
+    from groupcoord.coordinator.demo import run_demo
 
     if not args.debug:  # the demo prints its own timeline; the coordinator's INFO lines would interleave
         logging.getLogger("groupcoord.coordinator").setLevel(logging.WARNING)

@@ -41,7 +41,3 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_RUNTIME
 
 
-def one_line(exc: BaseException) -> str:
-    """The exception as a single line of text (never a traceback)."""
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

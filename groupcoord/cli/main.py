@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from groupcoord import __version__
 from groupcoord.cli.common import common_parser
-from groupcoord.cli.errors import EXIT_USAGE, exit_code_for, one_line
+from groupcoord.cli.errors import EXIT_USAGE, exit_code_for
+from groupcoord.config.console import log_to_stderr, one_line
 
 # Each module has ``register(subparsers, parent)`` adding its subcommand(s); a handler is stored as ``func``.
 # Heavy imports (Spark, deltalake) happen inside handlers, so ``groupcoord --help`` stays fast.
@@ -43,18 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging(debug: bool) -> None:
-    # Only the CLI configures logging, and only the groupcoord logger: stderr, so stdout stays parseable.
-    logger = logging.getLogger("groupcoord")
-    if not any(getattr(h, "_groupcoord_cli", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler._groupcoord_cli = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if debug else logging.INFO)
-    logger.propagate = False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` and return the exit code."""
     parser = build_parser()
@@ -63,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     debug = bool(getattr(args, "debug", False))
-    _configure_logging(debug)
+    # Only entry points configure logging, and only the groupcoord logger: stderr, so stdout stays parseable.
+    log_to_stderr(level=logging.DEBUG if debug else logging.INFO)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from groupcoord.config import ConfigError, resolve_config
-from groupcoord.job_logging import log_to_stderr
+from groupcoord.config.console import log_to_stderr
 
 PROG = "streaming_ingest"
 EXIT_RUNTIME = 1

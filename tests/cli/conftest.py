@@ -86,7 +86,7 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
 def _drop_cli_log_handlers() -> None:
     # main() logs to the sys.stderr of its run, which capsys closes afterwards: later logs must not go there.
     logger = logging.getLogger("groupcoord")
-    for handler in [h for h in logger.handlers if getattr(h, "_groupcoord_cli", False)]:
+    for handler in [h for h in logger.handlers if getattr(h, "_groupcoord_stderr", False)]:
         logger.removeHandler(handler)
     logger.propagate = True
     logger.setLevel(logging.NOTSET)

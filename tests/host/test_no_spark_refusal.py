@@ -13,7 +13,7 @@ from kafka.errors import InconsistentGroupProtocolError
 
 from groupcoord.coordinator import decode_record
 from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord
-from groupcoord.kafka_compat import ServerSideAssignor
+from groupcoord.member.kafka_python import ServerSideAssignor
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.state_root import StateRoot
 from groupcoord.topics.catalog import TopicCatalog

@@ -11,7 +11,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.coordinator.assignors.abstract import RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
-from groupcoord.kafka_compat import ServerSideAssignor
+from groupcoord.member.kafka_python import ServerSideAssignor
 from groupcoord.member import GroupMember
 from groupcoord.protocol import JoinGroupRequest
 from groupcoord.protocol.consumer_protocol import decode_subscription

@@ -1,0 +1,151 @@
+"""The package's layers (issue 18, docs/architecture.md): a package imports only from packages below it or from its
+own row, and no module imports itself back through a chain of module-level imports.
+
+Imports are read from the source (``ast``), including imports inside functions (a lazy import is still a
+dependency) and under ``TYPE_CHECKING``. A failure names the offending import, file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "groupcoord"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("protocol", "config", "state_root"),
+    ("group", "topics"),
+    ("coordinator",),
+    ("log",),
+    ("state",),
+    ("runtime",),
+    ("server", "member"),
+    ("host",),
+    ("spark.plan",),
+    ("assignors",),
+    ("spark",),
+    ("ingest", "admin", "devbroker"),
+    ("cli", "__main__"),
+)
+"""Bottom to top. ``spark.plan`` (Spark's internals behind one interface, with its fallback) is a row of its own
+below the assignors, which import it; the rest of ``spark`` sits above them. ``sim`` is a test and bench harness: it
+may import anything, and nothing in the package imports it. The root package's ``__init__`` (``__version__``) is in
+the bottom row."""
+
+HARNESS = "sim"
+ASSIGNORS_CEILING = LAYERS.index(("spark.plan",))
+"""The assignors take DataFrames and give DataFrames: they import layer 1 and Spark's plan module, nothing else."""
+
+
+def layer_of(package: str) -> int:
+    """The row of a top-level package of groupcoord; -1 for one that is in no row."""
+    for index, row in enumerate(LAYERS):
+        if package in row:
+            return index
+    return -1
+
+
+@dataclass(frozen=True)
+class Import:
+    """One ``groupcoord`` import: where it is and what it names."""
+
+    source: str  # dotted module path below groupcoord, e.g. "host.background"
+    target: str  # dotted module path below groupcoord, e.g. "spark.assignment"
+    line: int
+    top_level: bool
+
+    def __str__(self) -> str:
+        return f"groupcoord/{self.source.replace('.', '/')}.py:{self.line} imports groupcoord.{self.target}"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports() -> Iterator[Import]:
+    """Every import of a groupcoord module by a groupcoord module."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _module_name(path)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module + "." + alias.name for alias in node.names]
+            for name in names:
+                if name.startswith("groupcoord."):
+                    yield Import(source, name.removeprefix("groupcoord."), node.lineno, id(node) in top)
+
+
+PACKAGES = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} | {
+    p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+
+
+def _package(module: str) -> str:
+    """The row unit of a module: ``spark.plan`` for the plan module, else its top-level package (or ``protocol``'s
+    row for a name of the root ``__init__``)."""
+    if module == "spark.plan" or module.startswith("spark.plan."):
+        return "spark.plan"
+    top = module.split(".", 1)[0]
+    return top if top in PACKAGES else "protocol"
+
+
+def test_every_import_goes_down_the_layers_or_stays_in_its_row() -> None:
+    """A package imports only from packages below it, or from its own row; nothing outside sim imports sim."""
+    wrong = []
+    for imp in imports():
+        source, target = _package(imp.source), _package(imp.target)
+        if source in (target, HARNESS):
+            continue
+        if -1 in (layer_of(source), layer_of(target)):
+            wrong.append(f"{imp}: groupcoord/{source if layer_of(source) < 0 else target} is in no layer")
+        elif target == HARNESS:
+            wrong.append(f"{imp}: only tests and bench may import the simulation harness")
+        elif source == "assignors" and layer_of(target) not in (0, ASSIGNORS_CEILING):
+            wrong.append(f"{imp}: the assignors import layer 1 and spark.plan only")
+        elif layer_of(target) > layer_of(source):
+            wrong.append(f"{imp}: layer {layer_of(target) + 1} ({target}) is above layer {layer_of(source) + 1}")
+    assert not wrong, "imports that run up the layers:\n" + "\n".join(wrong)
+
+
+def _resolve(target: str, modules: set[str]) -> str | None:
+    """The module ``target`` names (``a.b.name`` -> ``a.b`` when ``name`` is not a module)."""
+    while target:
+        if target in modules:
+            return target
+        target = target.rpartition(".")[0]
+    return None
+
+
+def test_no_module_level_import_cycle() -> None:
+    """Module-level imports form no cycle (a lazy import inside a function does not count here)."""
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for imp in imports():
+        target = _resolve(imp.target, modules)
+        if imp.top_level and target is not None and target != imp.source and not imp.source.startswith(target + "."):
+            edges[imp.source].add(target)
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for nxt in sorted(edges[module]):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(modules):
+        if module not in state:
+            visit(module)
+    assert not cycles, "module-level import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
