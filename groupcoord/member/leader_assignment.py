@@ -17,7 +17,7 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from groupcoord.member.wire import JoinedMember
+from groupcoord.protocol.responses import JoinGroupMember
 
 LEADER_ASSIGNORS: Mapping[str, Any] = {
     "range": RangePartitionAssignor,
@@ -53,7 +53,7 @@ class _Member:
     metadata: Any
 
 
-def assign_as_leader(protocol: str, members: Sequence[JoinedMember],
+def assign_as_leader(protocol: str, members: Sequence[JoinGroupMember],
                      partition_counts: Mapping[str, int]) -> dict[str, bytes]:
     """Every member's encoded assignment computed with the assignor ``protocol``."""
     assignor_class = LEADER_ASSIGNORS.get(protocol)

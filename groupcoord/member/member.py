@@ -16,9 +16,9 @@ Errors are handled as Kafka's clients do:
 - FENCED_INSTANCE_ID: fatal; every later call raises :class:`FencedInstanceIdError`.
 """
 
+
 from __future__ import annotations
 
-import contextlib
 import enum
 import logging
 import re
@@ -32,7 +32,6 @@ from typing import NoReturn
 
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from groupcoord.group.group import is_server_side
 from groupcoord.member.backoff import Backoff
 from groupcoord.member.config import MemberConfig, MemberOptions, parse_bootstrap
 from groupcoord.member.discovery import CoordinatorLocator, bootstrap_candidates, lease_candidates
@@ -44,23 +43,34 @@ from groupcoord.member.errors import (
     GroupMemberError,
     MemberClosedError,
 )
-from groupcoord.member.generation import NO_GENERATION, UNKNOWN_MEMBER_ID, Generation
-from groupcoord.member.heartbeat import HeartbeatTimer, HeartbeatTiming, monotonic_ms
+from groupcoord.member.generation import Generation
+from groupcoord.member.heartbeat import HeartbeatTiming, monotonic_ms
 from groupcoord.member.leader_assignment import assign_as_leader
 from groupcoord.member.listener import BaseRebalanceListener, RebalanceListener
-from groupcoord.member.subscription import (
-    PartitionCounts,
-    assigned_partitions,
-    catalog_partition_counts,
-    matching_topics,
-    subscription_metadata,
+from groupcoord.member.protocol_machine import (
+    COORDINATOR_ERRORS,
+    AssignAsLeader,
+    CommitBeforeRevoke,
+    CommitCompleted,
+    CommitOutcome,
+    CoordinatorLost,
+    MachineConfig,
+    MemberFailed,
+    MemberMachine,
+    Output,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Phase,
+    Send,
 )
+from groupcoord.member.subscription import PartitionCounts, catalog_partition_counts, matching_topics
 from groupcoord.member.wire import GroupClient
-from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.protocol.errors import Errors
+from groupcoord.protocol.requests import SyncGroupRequest
 
 log = logging.getLogger("groupcoord.member")
 
-_COORDINATOR_ERRORS = (Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS)
 _IDLE_WAIT_S = 0.05
 
 
@@ -72,9 +82,8 @@ class MemberState(enum.Enum):
     STABLE = "stable"
 
 
-class _RetryJoin(Exception):
-    """The coordinator asked for a (re)join; the join loop retries."""
-
+_STATE_OF_PHASE = {Phase.JOINING: MemberState.REBALANCING, Phase.ASSIGNING: MemberState.REBALANCING,
+                   Phase.SYNCING: MemberState.REBALANCING, Phase.STABLE: MemberState.STABLE}
 
 Offsets = Mapping[TopicPartition, "int | OffsetAndMetadata"]
 
@@ -133,22 +142,17 @@ class GroupMember:
             self._locator = CoordinatorLocator(group_id, bootstrap_candidates(self.config.bootstrap_servers),
                                                options)
             self._catalog_counts = None
-        self._lock = threading.RLock()
+        self._machine = MemberMachine(MachineConfig(
+            group_id=group_id, timing=timing, protocols=self.config.assignors, topics=self.config.topics or (),
+            cooperative=self.config.cooperative, group_instance_id=group_instance_id,
+            auto_commit_interval_ms=options.auto_commit_interval_ms if enable_auto_commit else None),
+            clock=monotonic_ms)
+        self._lock = threading.RLock()  # guards the machine, which the heartbeat and commit threads share
         self._discovery_lock = threading.Lock()
         self._client: GroupClient | None = None
-        self._generation = NO_GENERATION
-        self._state = MemberState.UNJOINED
-        self._owned: frozenset[TopicPartition] = frozenset()
-        self._rejoin_needed = True
-        self._rejoin_reason = "first join"
-        self._pending_lost = False
         self._fatal: GroupMemberError | None = None
         self._closed = False
-        self._subscribed: tuple[str, ...] = tuple(sorted(set(self.config.topics or ())))
         self._next_topic_check_ms = 0.0
-        self._processed: dict[TopicPartition, OffsetAndMetadata] = {}
-        self._next_auto_commit_ms = monotonic_ms() + options.auto_commit_interval_ms
-        self._timer = HeartbeatTimer(timing)
         self._join_backoff = Backoff(options.retry_backoff_ms, options.retry_backoff_max_ms)
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -165,7 +169,7 @@ class GroupMember:
     def generation(self) -> Generation:
         """The generation this member is in (``generation_id == -1`` when none)."""
         with self._lock:
-            return self._generation
+            return self._machine.generation
 
     @property
     def member_id(self) -> str:
@@ -176,7 +180,7 @@ class GroupMember:
     def state(self) -> MemberState:
         """Unjoined, rebalancing or stable."""
         with self._lock:
-            return self._state
+            return _STATE_OF_PHASE.get(self._machine.phase, MemberState.UNJOINED)
 
     @property
     def cooperative(self) -> bool:
@@ -186,12 +190,12 @@ class GroupMember:
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this member owns now."""
         with self._lock:
-            return self._owned
+            return self._machine.owned
 
     def subscription(self) -> tuple[str, ...]:
         """The topics this member subscribes to (a pattern's current matches)."""
         with self._lock:
-            return self._subscribed
+            return self._machine.topics
 
     # --- the poll loop -----------------------------------------------------------------------------------------
     def poll(self, timeout_ms: int = 1000) -> frozenset[TopicPartition]:
@@ -203,158 +207,90 @@ class GroupMember:
         """
         self._check_usable()
         self._start_heartbeat_thread()
-        self._timer.poll()
         deadline = monotonic_ms() + timeout_ms
         self._maybe_refresh_pattern()
         self._ensure_active_group(deadline)
-        self._maybe_auto_commit()
+        with self._lock:
+            due = self._machine.auto_commit_due()
+        self._commit_quietly(due)
         return self.assignment()
 
     def _ensure_active_group(self, deadline_ms: float) -> None:
         while True:
             self._check_usable()
-            self._invoke_lost_if_pending()
             with self._lock:
-                if not self._rejoin_needed and self._state is MemberState.STABLE:
+                outputs = self._machine.poll()
+                if not outputs and self._machine.phase is Phase.STABLE:
                     return
             try:
-                self._join_once(self._ensure_coordinator())
-                self._join_backoff.reset()
-                continue
-            except _RetryJoin:
-                delay = 0.0
+                self._run(outputs)
             except CoordinatorUnavailableError as exc:
                 log.info("group %s: coordinator unavailable (%s); rediscovering", self.group_id, exc)
                 self._coordinator_dead()
                 delay = self._join_backoff.next_ms()
+            else:
+                with self._lock:
+                    joined = self._machine.phase is Phase.STABLE
+                if joined:
+                    self._join_backoff.reset()
+                if joined or not any(isinstance(o, Send) for o in outputs):
+                    continue  # joined, or revoked before the join: go on at once
+                delay = 0.0  # the coordinator asked for another round (member id, lost generation, rebalance)
             remaining = deadline_ms - monotonic_ms()
             if remaining <= 0:
                 return
             if delay:
                 time.sleep(min(delay, remaining) / 1000)
 
-    def _join_once(self, client: GroupClient) -> None:
-        self._prepare_join()
-        with self._lock:
-            generation, owned, topics = self._generation, self._owned, self._subscribed
-            reason = self._rejoin_reason
-            self._state = MemberState.REBALANCING
-            self._rejoin_needed = False
-        metadata = subscription_metadata(topics, owned if self.cooperative else (), generation.generation_id)
-        timing = self.config.timing
-        log.info("group %s: joining as %r (%s)", self.group_id, generation.member_id, reason)
-        joined = client.join_group(
-            group_id=self.group_id, member_id=generation.member_id,
-            group_instance_id=self.config.group_instance_id, session_timeout_ms=timing.session_timeout_ms,
-            rebalance_timeout_ms=timing.rebalance_timeout_ms,
-            protocols=[(name, metadata) for name in self.config.assignors], reason=reason)
-        if joined.error is Errors.MEMBER_ID_REQUIRED:
-            log.info("group %s: the coordinator gave member id %s; joining with it", self.group_id, joined.member_id)
-            with self._lock:
-                self._generation = Generation(generation.generation_id, joined.member_id, generation.protocol)
-                self._rejoin_needed, self._rejoin_reason = True, "member id required"
-            raise _RetryJoin()
-        if joined.error is not Errors.NONE:
-            self._on_error(joined.error, "JoinGroup", generation)
-        new_generation = Generation(joined.generation_id, joined.member_id, joined.protocol_name)
-        with self._lock:
-            self._generation = new_generation
-        assignments: dict[str, bytes] = {}
-        if (joined.leader == joined.member_id and not joined.skip_assignment
-                and not is_server_side(joined.protocol_name)):
-            assignments = assign_as_leader(joined.protocol_name or "", joined.members, self._partition_counts(client))
-        synced = client.sync_group(
-            group_id=self.group_id, generation_id=new_generation.generation_id, member_id=new_generation.member_id,
-            group_instance_id=self.config.group_instance_id, protocol_name=new_generation.protocol,
-            assignments=assignments, timeout_ms=timing.rebalance_timeout_ms + self.config.options.request_timeout_ms)
-        if synced.error is not Errors.NONE:
-            self._on_error(synced.error, "SyncGroup", new_generation)
-        self._complete_join(new_generation, assigned_partitions(synced.assignment))
+    def _run(self, outputs: Iterable[Output]) -> None:
+        """Carry out the machine's outputs in order, on the application thread."""
+        for output in outputs:
+            if isinstance(output, Send):
+                self._run(self._exchange(output))
+            elif isinstance(output, AssignAsLeader):
+                assignments = assign_as_leader(output.protocol, output.members, self._partition_counts(None))
+                with self._lock:
+                    self._run(self._machine.assigned(assignments))
+            elif isinstance(output, CommitBeforeRevoke):
+                self._commit_quietly(output.offsets)
+            elif isinstance(output, PartitionsRevoked):
+                self._listener.on_partitions_revoked(output.partitions)
+            elif isinstance(output, PartitionsLost):
+                self._listener.on_partitions_lost(output.partitions)
+            elif isinstance(output, PartitionsAssigned):
+                self._wake.set()
+                self._listener.on_partitions_assigned(output.added)
+            else:
+                self._react(output)
 
-    def _prepare_join(self) -> None:
-        """Before JoinGroup: eager members give up everything; everyone gives up topics no longer subscribed."""
-        with self._lock:
-            owned, subscribed = self._owned, set(self._subscribed)
-        revoked = owned if not self.cooperative else frozenset(tp for tp in owned if tp.topic not in subscribed)
-        if revoked:
-            self._revoke(revoked)
-
-    def _complete_join(self, generation: Generation, assigned: frozenset[TopicPartition]) -> None:
-        with self._lock:
-            owned = self._owned
-        revoked = owned - assigned
-        if revoked:  # cooperative only: an eager member owns nothing by now
-            self._revoke(revoked)
-        added = assigned - (owned - revoked)
-        with self._lock:
-            self._owned = assigned
-            self._state = MemberState.STABLE
-            if revoked:
-                # KIP-429: partitions given up in this round are handed over by the next one.
-                self._rejoin_needed, self._rejoin_reason = True, f"revoked {len(revoked)} partition(s)"
-        self._timer.reset_timeouts()
-        self._wake.set()
-        log.info("group %s: generation %d, member %s owns %d partition(s)", self.group_id,
-                 generation.generation_id, generation.member_id, len(assigned))
-        self._listener.on_partitions_assigned(frozenset(added))
-
-    def _revoke(self, revoked: frozenset[TopicPartition]) -> None:
-        if self.config.enable_auto_commit:
-            self._commit_processed_quietly(revoked)
-        with self._lock:
-            self._owned = self._owned - revoked
-            for tp in revoked:
-                self._processed.pop(tp, None)
-        log.info("group %s: revoking %s", self.group_id, sorted(revoked))
-        self._listener.on_partitions_revoked(frozenset(revoked))
-
-    def _invoke_lost_if_pending(self) -> None:
-        with self._lock:
-            if not self._pending_lost:
-                return
-            lost, self._owned, self._pending_lost = self._owned, frozenset(), False
-            for tp in lost:
-                self._processed.pop(tp, None)
-        if lost:
-            log.warning("group %s: lost %s", self.group_id, sorted(lost))
-            self._listener.on_partitions_lost(lost)
-
-    # --- errors ------------------------------------------------------------------------------------------------
-    def _on_error(self, error: ErrorCode, what: str, generation: Generation) -> NoReturn:
-        """React to a group error of a request sent in ``generation``; always raises."""
-        if error in _COORDINATOR_ERRORS:
+    def _react(self, output: Output) -> None:
+        """What any thread does with a lost coordinator or a fatal error."""
+        if isinstance(output, CoordinatorLost):
             self._coordinator_dead()
-            raise CoordinatorUnavailableError(f"{what}: {error.name}")
-        with self._lock:
-            current = self._generation == generation
-        if error is Errors.FENCED_INSTANCE_ID:
-            self._fail(FencedInstanceIdError(self.group_id, self.config.group_instance_id))
-        if error is Errors.UNKNOWN_MEMBER_ID:
-            if current:
-                self._reset_generation(f"{what}: {error.name}", keep_member_id=False)
-            raise _RetryJoin()
-        if error is Errors.ILLEGAL_GENERATION:
-            if current:
-                self._reset_generation(f"{what}: {error.name}", keep_member_id=True)
-            raise _RetryJoin()
-        if error is Errors.REBALANCE_IN_PROGRESS:
-            if current:
-                self.request_rejoin(f"{what}: {error.name}")
-            raise _RetryJoin()
-        self._fail(CoordinatorRequestError(error, f"{what} for group {self.group_id}"))
+            raise CoordinatorUnavailableError(output.reason)
+        if isinstance(output, MemberFailed):
+            if output.error is Errors.FENCED_INSTANCE_ID:
+                self._fail(FencedInstanceIdError(self.group_id, self.config.group_instance_id))
+            self._fail(CoordinatorRequestError(output.error, output.what))
 
-    def _reset_generation(self, reason: str, *, keep_member_id: bool) -> None:
+    def _exchange(self, send: Send) -> list[Output]:
+        """Send one request to the coordinator and feed the answer (or the lost connection) to the machine."""
+        timeout_ms = self.config.timing.rebalance_timeout_ms + self.config.options.request_timeout_ms
+        try:
+            response = self._ensure_coordinator().call(send.request, timeout_ms=timeout_ms)
+        except CoordinatorUnavailableError as exc:
+            log.info("group %s: %s not answered: %s", self.group_id, type(send.request).__name__, exc)
+            with self._lock:
+                return self._machine.on_request_failed(send.request_id)
+        if isinstance(send.request, SyncGroupRequest):
+            log.debug("group %s: synced generation %d", self.group_id, send.request.generation_id)
         with self._lock:
-            log.info("group %s: generation %d is lost (%s)", self.group_id, self._generation.generation_id, reason)
-            self._generation = self._generation.lost() if keep_member_id else NO_GENERATION
-            self._state = MemberState.UNJOINED
-            self._pending_lost = bool(self._owned)
-            self._rejoin_needed, self._rejoin_reason = True, reason
+            return self._machine.on_response(send.request_id, response)
 
     def request_rejoin(self, reason: str = "requested by the application") -> None:
         """Rejoin at the next :meth:`poll` (e.g. after the subscription changed)."""
         with self._lock:
-            self._rejoin_needed, self._rejoin_reason = True, reason
+            self._machine.request_rejoin(reason)
 
     def _fail(self, error: GroupMemberError) -> NoReturn:
         with self._lock:
@@ -408,10 +344,9 @@ class GroupMember:
             return
         matched = matching_topics(pattern, names)
         with self._lock:
-            if matched != self._subscribed:
+            if matched != self._machine.topics:
                 log.info("group %s: pattern %r now matches %s", self.group_id, pattern.pattern, list(matched))
-                self._subscribed = matched
-                self._rejoin_needed, self._rejoin_reason = True, "subscribed topics changed"
+                self._machine.subscribe(matched)
 
     # --- heartbeats --------------------------------------------------------------------------------------------
     def _start_heartbeat_thread(self) -> None:
@@ -430,54 +365,33 @@ class GroupMember:
     def _heartbeat_once(self, backoff: Backoff) -> float:
         """One step of the heartbeat thread; returns how long to wait before the next."""
         with self._lock:
-            stable = self._state is MemberState.STABLE and self._fatal is None and not self._closed
-            generation = self._generation
-        if not stable:
-            return _IDLE_WAIT_S * 1000
-        if self._timer.poll_timeout_expired():
-            self._on_poll_timeout()
-            return _IDLE_WAIT_S * 1000
-        wait = self._timer.time_to_next_heartbeat_ms()
-        if wait > 0:
-            return wait
+            usable = self._fatal is None and not self._closed
+            outputs = self._machine.on_time() if usable else []
+            wait = self._machine.time_to_next_heartbeat_ms()
+        if not outputs:
+            return wait if wait is not None and wait > 0 else _IDLE_WAIT_S * 1000
+        # Only a Heartbeat or a poll-timeout LeaveGroup goes out here; what the answer means is recorded in the
+        # machine for the application thread's next poll.
+        reactions = [reaction for send in outputs if isinstance(send, Send) for reaction in self._exchange(send)]
         try:
-            client = self._ensure_coordinator()
-            self._timer.sent_heartbeat()
-            error = client.heartbeat(group_id=self.group_id, generation_id=generation.generation_id,
-                                     member_id=generation.member_id,
-                                     group_instance_id=self.config.group_instance_id)
+            for reaction in reactions:
+                self._react(reaction)
         except CoordinatorUnavailableError as exc:
             log.info("group %s: heartbeat failed (%s); rediscovering the coordinator", self.group_id, exc)
-            self._coordinator_dead()
-            self._timer.fail_heartbeat()
             return backoff.next_ms()
+        except GroupMemberError:
+            return _IDLE_WAIT_S * 1000
         backoff.reset()
-        if error is Errors.NONE:
-            self._timer.received_heartbeat()
-            return self._timer.time_to_next_heartbeat_ms()
-        # The error is recorded for the application thread; its next poll acts on it.
-        with contextlib.suppress(_RetryJoin, CoordinatorUnavailableError, GroupMemberError):
-            self._on_error(error, "Heartbeat", generation)
-        return _IDLE_WAIT_S * 1000
-
-    def _on_poll_timeout(self) -> None:
-        """The application stopped polling for a whole rebalance timeout: give the partitions back."""
-        reason = "poll() was not called within the rebalance timeout"
-        log.warning("group %s: %s; leaving the group", self.group_id, reason)
-        if self.config.group_instance_id is None:
-            self._leave_group(reason)
-            self._reset_generation(reason, keep_member_id=False)
-        else:
-            self.request_rejoin(reason)
-            with self._lock:
-                self._state = MemberState.UNJOINED
+        with self._lock:
+            wait = self._machine.time_to_next_heartbeat_ms()
+        return wait if wait is not None else _IDLE_WAIT_S * 1000
 
     # --- offsets -----------------------------------------------------------------------------------------------
     def mark_processed(self, offsets: Offsets) -> None:
         """Record the next offsets to commit (auto commit commits them every ``member.auto.commit.interval.ms``,
         before partitions are revoked and on close; ``commit_sync()`` without arguments commits them too)."""
         with self._lock:
-            self._processed.update(_normalized(offsets))
+            self._machine.mark_processed(_normalized(offsets))
 
     def commit_sync(self, offsets: Offsets | None = None, *, timeout_ms: int | None = None) -> None:
         """Commit ``offsets`` (default: those marked processed) in this member's generation; waits for durability.
@@ -487,33 +401,29 @@ class GroupMember:
         """
         self._check_usable()
         with self._lock:
-            committing = _normalized(offsets) if offsets is not None else dict(self._processed)
+            committing = _normalized(offsets) if offsets is not None else dict(self._machine.processed)
         if not committing:
             return
         deadline = monotonic_ms() + (timeout_ms if timeout_ms is not None else self.config.options.request_timeout_ms)
         backoff = Backoff(self.config.options.retry_backoff_ms, self.config.options.retry_backoff_max_ms)
         while True:
             with self._lock:
-                generation = self._generation if self._state is MemberState.STABLE else NO_GENERATION
+                send = self._machine.commit(committing)
+            outputs = self._exchange(send)
+            done = next((o for o in outputs if isinstance(o, CommitCompleted)), None)
             try:
-                errors = self._ensure_coordinator().offset_commit(
-                    group_id=self.group_id, generation_id=generation.generation_id,
-                    member_id=generation.member_id or UNKNOWN_MEMBER_ID,
-                    group_instance_id=self.config.group_instance_id if generation.is_valid else None,
-                    offsets=committing)
-                error = next((e for e in errors.values() if e is not Errors.NONE), Errors.NONE)
-                if error is Errors.NONE:
-                    return
-                self._on_error(error, "OffsetCommit", generation)
+                for output in outputs:
+                    self._react(output)
             except CoordinatorUnavailableError as exc:
-                self._coordinator_dead()
                 if monotonic_ms() >= deadline:
                     raise CommitFailedError(f"group {self.group_id}: commit timed out: {exc}") from None
                 time.sleep(min(backoff.next_ms(), max(deadline - monotonic_ms(), 0)) / 1000)
-            except _RetryJoin:
-                raise CommitFailedError(
-                    f"group {self.group_id}: commit failed: the group rebalanced or generation "
-                    f"{generation.generation_id} is over; poll() to rejoin, then commit again") from None
+                continue
+            if done is not None and done.outcome is CommitOutcome.COMMITTED:
+                return
+            raise CommitFailedError(
+                f"group {self.group_id}: commit failed: the group rebalanced or generation "
+                f"{send.request.generation_id} is over; poll() to rejoin, then commit again")  # type: ignore[union-attr]
 
     def commit_async(self, offsets: Offsets | None = None,
                      callback: Callable[[Mapping[TopicPartition, OffsetAndMetadata], BaseException | None], None]
@@ -522,7 +432,7 @@ class GroupMember:
         runs when it is done (on the commit thread)."""
         self._check_usable()
         with self._lock:
-            committing = _normalized(offsets) if offsets is not None else dict(self._processed)
+            committing = _normalized(offsets) if offsets is not None else dict(self._machine.processed)
             if self._commit_pool is None:
                 self._commit_pool = ThreadPoolExecutor(max_workers=1,
                                                        thread_name_prefix=f"groupcoord-commit-{self.group_id}")
@@ -541,47 +451,29 @@ class GroupMember:
         while True:
             try:
                 fetched = self._ensure_coordinator().offset_fetch(group_id=self.group_id, partitions=wanted)
-                if fetched.error in _COORDINATOR_ERRORS:
+                if fetched.error in COORDINATOR_ERRORS:
                     raise CoordinatorUnavailableError(f"OffsetFetch: {fetched.error.name}")
                 if fetched.error is not Errors.NONE:
                     raise CoordinatorRequestError(fetched.error, f"OffsetFetch for group {self.group_id}")
-                return {tp: fetched.offsets.get(tp) for tp in wanted}
+                offsets = {TopicPartition(t.name, p.partition): None if p.offset < 0 else OffsetAndMetadata(
+                    p.offset, p.metadata, p.leader_epoch) for t in fetched.topics for p in t.partitions}
+                return {tp: offsets.get(tp) for tp in wanted}
             except CoordinatorUnavailableError:
                 self._coordinator_dead()
                 if monotonic_ms() >= deadline:
                     raise
                 time.sleep(min(backoff.next_ms(), max(deadline - monotonic_ms(), 0)) / 1000)
 
-    def _maybe_auto_commit(self) -> None:
-        if not self.config.enable_auto_commit or monotonic_ms() < self._next_auto_commit_ms:
-            return
-        self._next_auto_commit_ms = monotonic_ms() + self.config.options.auto_commit_interval_ms
-        self._commit_processed_quietly(None)
-
-    def _commit_processed_quietly(self, only: frozenset[TopicPartition] | None) -> None:
-        with self._lock:
-            pending = {tp: o for tp, o in self._processed.items() if only is None or tp in only}
-        if not pending:
+    def _commit_quietly(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Auto commit: commit ``offsets``, and only log a failure."""
+        if not offsets:
             return
         try:
-            self.commit_sync(pending)
+            self.commit_sync(offsets)
         except (CommitFailedError, CoordinatorRequestError, CoordinatorUnavailableError) as exc:
             log.warning("group %s: auto commit failed: %s", self.group_id, exc)
 
     # --- leaving -----------------------------------------------------------------------------------------------
-    def _leave_group(self, reason: str) -> None:
-        with self._lock:
-            generation = self._generation
-        if not generation.member_id:
-            return
-        try:
-            client = self._ensure_coordinator()
-            error = client.leave_group(group_id=self.group_id, member_id=generation.member_id,
-                                       group_instance_id=self.config.group_instance_id, reason=reason)
-            log.info("group %s: left as %s (%s)", self.group_id, generation.member_id, error.name)
-        except CoordinatorUnavailableError as exc:
-            log.info("group %s: LeaveGroup not delivered: %s", self.group_id, exc)
-
     def close(self) -> None:
         """Commit (with auto commit), revoke the owned partitions, leave the group, stop the heartbeat thread.
 
@@ -596,17 +488,23 @@ class GroupMember:
         try:
             if self._fatal is None:
                 with self._lock:
-                    owned, stable = self._owned, self._state is MemberState.STABLE
-                if owned and stable:
-                    self._revoke(owned)
-                self._leave_group("the member is closing")
+                    outputs = self._machine.leave("the member is closing")
+                while outputs:
+                    self._leave_step(outputs)
+                    with self._lock:
+                        outputs = self._machine.leave("the member is closing")
         finally:
             self._closed = True
-            with self._lock:
-                self._state = MemberState.UNJOINED
             self._coordinator_dead()
             if self._commit_pool is not None:
                 self._commit_pool.shutdown(wait=True)
+
+    def _leave_step(self, outputs: list[Output]) -> None:
+        """Run the revocation, or send the LeaveGroup (a coordinator out of reach does not stop the close)."""
+        try:
+            self._run(outputs)
+        except CoordinatorUnavailableError as exc:
+            log.info("group %s: LeaveGroup not delivered: %s", self.group_id, exc)
 
     def __enter__(self) -> GroupMember:
         return self

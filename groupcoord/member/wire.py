@@ -1,13 +1,11 @@
-"""The group APIs a member sends, over a :class:`BrokerConnection`, with results as small frozen values.
-
-Requests are kafka-python protocol objects at the negotiated version; results carry groupcoord's
-:class:`~groupcoord.protocol.errors.ErrorCode` so the member reacts to Kafka's codes by name.
+"""The group APIs a member sends, over a :class:`BrokerConnection`: wire glue between groupcoord's protocol types
+(:mod:`groupcoord.protocol.requests` / :mod:`~groupcoord.protocol.responses`) and kafka-python's protocol objects at
+the negotiated version. :meth:`GroupClient.call` sends any request the member's protocol machine returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from kafka.protocol.consumer import (
     HeartbeatRequest,
@@ -21,7 +19,22 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from groupcoord.member.connection import BrokerConnection
+from groupcoord.protocol import requests as rq
 from groupcoord.protocol.errors import ErrorCode, Errors, error_for_code
+from groupcoord.protocol.responses import (
+    GroupResponse,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    OffsetFetchPartition,
+    OffsetFetchResponse,
+    OffsetFetchTopicResponse,
+    PartitionError,
+    SyncGroupResponse,
+    TopicPartitionErrors,
+)
 
 # The highest version this client sends of each API (the broker's maximum may be lower).
 MAX_VERSIONS = {
@@ -41,44 +54,6 @@ JOIN_TIMEOUT_MARGIN_MS = 5000
 """JoinGroup may be parked for the whole rebalance timeout; the member waits this much longer (as Kafka's)."""
 
 
-@dataclass(frozen=True)
-class JoinedMember:
-    """One member in the leader's JoinGroup response."""
-
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, kw_only=True)
-class JoinResult:
-    """A JoinGroup response."""
-
-    error: ErrorCode
-    generation_id: int
-    member_id: str
-    leader: str
-    protocol_name: str | None
-    skip_assignment: bool
-    members: tuple[JoinedMember, ...]
-
-
-@dataclass(frozen=True)
-class SyncResult:
-    """A SyncGroup response: the member's encoded assignment."""
-
-    error: ErrorCode
-    assignment: bytes
-
-
-@dataclass(frozen=True)
-class FetchedOffsets:
-    """An OffsetFetch response: committed offsets (``None`` when there is none) and the first error."""
-
-    error: ErrorCode
-    offsets: Mapping[TopicPartition, OffsetAndMetadata | None]
-
-
 class GroupClient:
     """Typed group API calls on one connection (to the group's coordinator, or to a bootstrap broker)."""
 
@@ -96,7 +71,7 @@ class GroupClient:
 
     def join_group(self, *, group_id: str, member_id: str, group_instance_id: str | None, session_timeout_ms: int,
                    rebalance_timeout_ms: int, protocols: Sequence[tuple[str, bytes]],
-                   reason: str | None = None) -> JoinResult:
+                   reason: str | None = None) -> JoinGroupResponse:
         """Join (or rejoin) the group; blocks while the coordinator parks the request during the rebalance."""
         version = self._version(JoinGroupRequest, "join_group")
         request = JoinGroupRequest(
@@ -106,15 +81,16 @@ class GroupClient:
             protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols],
             reason=reason)
         response = self.connection.send(request, timeout_ms=rebalance_timeout_ms + JOIN_TIMEOUT_MARGIN_MS)
-        return JoinResult(
+        return JoinGroupResponse(
             error=error_for_code(response.error_code), generation_id=response.generation_id,
+            protocol_type=getattr(response, "protocol_type", None) if version >= 7 else None,
             member_id=response.member_id, leader=response.leader, protocol_name=response.protocol_name,
             skip_assignment=bool(getattr(response, "skip_assignment", False)) if version >= 9 else False,
-            members=tuple(JoinedMember(m.member_id, m.group_instance_id if version >= 5 else None, bytes(m.metadata))
-                          for m in response.members))
+            members=tuple(JoinGroupMember(m.member_id, m.group_instance_id if version >= 5 else None,
+                                          bytes(m.metadata)) for m in response.members))
 
     def sync_group(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                   protocol_name: str | None, assignments: Mapping[str, bytes], timeout_ms: int) -> SyncResult:
+                   protocol_name: str | None, assignments: Mapping[str, bytes], timeout_ms: int) -> SyncGroupResponse:
         """Send this member's SyncGroup (with everyone's assignment when it is the assigning leader)."""
         version = self._version(SyncGroupRequest, "sync_group")
         request = SyncGroupRequest(
@@ -123,7 +99,7 @@ class GroupClient:
             assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
                          for m, a in assignments.items()])
         response = self.connection.send(request, timeout_ms=timeout_ms)
-        return SyncResult(error_for_code(response.error_code), bytes(response.assignment))
+        return SyncGroupResponse(error=error_for_code(response.error_code), assignment=bytes(response.assignment))
 
     def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None) -> ErrorCode:
@@ -168,8 +144,8 @@ class GroupClient:
         return {TopicPartition(topic.name, p.partition_index): error_for_code(p.error_code)
                 for topic in response.topics for p in topic.partitions}
 
-    def offset_fetch(self, *, group_id: str, partitions: Sequence[TopicPartition]) -> FetchedOffsets:
-        """The committed offsets of ``partitions``."""
+    def offset_fetch(self, *, group_id: str, partitions: Sequence[TopicPartition]) -> OffsetFetchResponse:
+        """The committed offsets of ``partitions`` (the group error, or else the first partition error, on top)."""
         version = self._version(OffsetFetchRequest, "offset_fetch")
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(set(partitions)):
@@ -180,16 +156,17 @@ class GroupClient:
                     for t, p in by_topic.items()])
         response = self.connection.send(request)
         error = error_for_code(response.error_code) if version >= 2 else Errors.NONE
-        offsets: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        topics = []
         for topic in response.topics:
+            fetched = []
             for p in topic.partitions:
-                tp = TopicPartition(topic.name, p.partition_index)
                 if p.error_code and error is Errors.NONE:
                     error = error_for_code(p.error_code)
-                epoch = p.committed_leader_epoch if version >= 5 else -1
-                offsets[tp] = None if p.committed_offset < 0 else OffsetAndMetadata(
-                    p.committed_offset, p.metadata or "", epoch)
-        return FetchedOffsets(error, offsets)
+                fetched.append(OffsetFetchPartition(p.partition_index, p.committed_offset,
+                                                    p.committed_leader_epoch if version >= 5 else -1,
+                                                    p.metadata or "", error_for_code(p.error_code)))
+            topics.append(OffsetFetchTopicResponse(topic.name, tuple(fetched)))
+        return OffsetFetchResponse(error=error, topics=tuple(topics))
 
     def topic_partition_counts(self) -> dict[str, int]:
         """Every topic the broker knows, with its partition count (Metadata for all topics)."""
@@ -197,3 +174,39 @@ class GroupClient:
         response = self.connection.send(MetadataRequest(version=version, topics=None,
                                                         allow_auto_topic_creation=False))
         return {t.name: len(t.partitions) for t in response.topics if t.error_code == 0}
+
+    def call(self, request: rq.GroupRequest, *, timeout_ms: int) -> GroupResponse:
+        """Send a member's request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit); its response.
+
+        ``timeout_ms`` bounds a SyncGroup, which the coordinator may park until the group's rebalance completes.
+        """
+        if isinstance(request, rq.JoinGroupRequest):
+            return self.join_group(
+                group_id=request.group_id, member_id=request.member_id, group_instance_id=request.group_instance_id,
+                session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
+                protocols=[(p.name, p.metadata) for p in request.protocols], reason=request.reason)
+        if isinstance(request, rq.SyncGroupRequest):
+            return self.sync_group(
+                group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
+                group_instance_id=request.group_instance_id, protocol_name=request.protocol_name,
+                assignments={a.member_id: a.assignment for a in request.assignments}, timeout_ms=timeout_ms)
+        if isinstance(request, rq.HeartbeatRequest):
+            return HeartbeatResponse(error=self.heartbeat(
+                group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
+                group_instance_id=request.group_instance_id))
+        if isinstance(request, rq.LeaveGroupRequest):
+            (member,) = request.members
+            return LeaveGroupResponse(error=self.leave_group(
+                group_id=request.group_id, member_id=member.member_id, group_instance_id=member.group_instance_id,
+                reason=member.reason))
+        if isinstance(request, rq.OffsetCommitRequest):
+            errors = self.offset_commit(
+                group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
+                group_instance_id=request.group_instance_id,
+                offsets={TopicPartition(t.name, p.partition): OffsetAndMetadata(p.offset, p.metadata, p.leader_epoch)
+                         for t in request.topics for p in t.partitions})
+            by_topic: dict[str, list[PartitionError]] = {}
+            for tp, error in sorted(errors.items()):
+                by_topic.setdefault(tp.topic, []).append(PartitionError(tp.partition, error))
+            return OffsetCommitResponse(topics=tuple(TopicPartitionErrors(t, tuple(ps)) for t, ps in by_topic.items()))
+        raise TypeError(f"a member does not send {type(request).__name__}")
