@@ -13,8 +13,9 @@ import time
 
 from bench import report
 
-BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "load_time", "simulate", "fuzz", "member_capacity",
-                                 "failover", "rebalance_latency", "assign_heterogeneous", "rebalance_soak")
+BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "assign_java", "load_time", "simulate", "fuzz",
+                                 "member_capacity", "failover", "rebalance_latency", "assign_heterogeneous",
+                                 "rebalance_soak")
 
 
 def main(argv: list[str] | None = None) -> int:
