@@ -1,0 +1,178 @@
+"""delta-spark, the reference reader, reads every Delta table of a real state root as delta-rs does.
+
+The state root is made by the real thing: a coordinator (the record log through its constant-time append path,
+the lease, the materialized state tables) with a kafka-python member and an admin client committing offsets, the
+embedded topic log and catalog, an ingestion sink, and two runs of the offset checkpoint job (delta-spark's own
+tables). Each table is then compared, delta-spark's rows against delta-rs's rows, at its latest version, at an
+earlier version (``versionAsOf``) and at that version's commit time (``timestampAsOf``), and its ``DESCRIBE HISTORY``
+against delta-rs's history. The same again on a copy after maintenance (checkpoints, compaction, dropped record-log
+segments, vacuum with no retention) and after the coordinator appended again on top of it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from chispa import assert_df_equality
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
+from kafka import KafkaConsumer
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from groupcoord.admin.checkpoint import run_checkpoint
+from groupcoord.admin.holder import admin_session
+from groupcoord.host.background import BackgroundCoordinator
+from groupcoord.ingest.sink import DeltaSink, PartitionBatch
+from groupcoord.log.delta import DeltaRecordLog
+from groupcoord.log.maintenance import WRITE_GUARD, collect_garbage, run_log_maintenance
+from groupcoord.state.materializer import Materializer, MaterializerConfig
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
+from groupcoord.topics.local_delta import compact_table, local_dataset
+from groupcoord.topics.maintenance import maintain_topic_logs
+from tests.cli.conftest import fast_config
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row, SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
+
+TOPIC = "orders"
+PARTITIONS = 3
+SINK = "ingest_sink"
+SPARK_WRITTEN = ("offset_checkpoints", "partition_weights")
+"""The tables the checkpoint job writes with delta-spark (maintained with delta-spark's OPTIMIZE and VACUUM)."""
+TABLES = ("log", "lease", "catalog", f"topics/{TOPIC}", "state/offsets", "state/groups", "state/members",
+          "state/assignments", *SPARK_WRITTEN, SINK)
+"""Every Delta table of the state root built here, relative to it."""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> StateRoot:
+    """A state root in which every table has several commits (see the module docs)."""
+    root = StateRoot.open(tmp_path_factory.mktemp("delta-spark") / "root", create=True)
+    TopicCatalog(root).create(TOPIC, PARTITIONS)
+    topic = TopicLog(root, TOPIC)
+    for batch in range(3):
+        topic.produce(ProducerRecord(f"v{batch}-{i}".encode(), key=f"k{i}".encode()) for i in range(12))
+    _coordinate(root, rounds=4)
+    sink = DeltaSink(root.path / SINK, "live")
+    for start in (0, 4, 8):
+        records = topic.read(0, start, 4)
+        sink.append([PartitionBatch(TopicPartition(TOPIC, 0), start, start + records.num_rows, records)])
+    for run in range(2):
+        run_checkpoint(spark, root, run_id=f"run-{run}")
+    return root
+
+
+@pytest.fixture(scope="module")
+def maintained(written: StateRoot, spark: SparkSession) -> StateRoot:
+    """A copy of ``written`` (commit times kept) after every table's maintenance, then more coordinator appends."""
+    copy = written.path.parent / "maintained"
+    shutil.copytree(written.path, copy)
+    root = StateRoot.open(copy)
+    record_log = DeltaRecordLog(root.log_path, retention_minutes=1)
+    run_log_maintenance(record_log, DeltaTable(str(root.log_path)).version())
+    # As if the retention had passed: every file the maintenance removed is deleted now.
+    collect_garbage(record_log, now=dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2) + WRITE_GUARD)
+    maintain_topic_logs(root, retention_hours=0)
+    Materializer(root, config=MaterializerConfig(retention_hours=0)).maintain()
+    for path in (root.lease_path, root.catalog_path, root.path / SINK):
+        compact_table(path, retention_hours=0)
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        for name in SPARK_WRITTEN:
+            spark.sql(f"OPTIMIZE delta.`{root.path / name}`")
+            spark.sql(f"VACUUM delta.`{root.path / name}` RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    _coordinate(root, rounds=2)  # the append path again, on top of the checkpoints and the compacted files
+    return root
+
+
+def _coordinate(root: StateRoot, *, rounds: int) -> None:
+    """A coordinator on ``root`` (snapshots and record-log checkpoints every few versions) while a kafka-python
+    member of group ``live`` commits ``rounds`` times and an admin client commits group ``billing`` as often."""
+    config = fast_config(group_initial_rebalance_delay_ms=300, log_snapshot_interval=4, log_checkpoint_interval=3)
+    with BackgroundCoordinator(root, config, listen="127.0.0.1:0") as coordinator:
+        consumer = KafkaConsumer(TOPIC, bootstrap_servers=coordinator.address, group_id="live",
+                                 enable_auto_commit=False, session_timeout_ms=10000, heartbeat_interval_ms=500,
+                                 metadata_max_age_ms=300, request_timeout_ms=15000)
+        try:
+            deadline = time.monotonic() + 60
+            while len(consumer.assignment()) < PARTITIONS:
+                assert time.monotonic() < deadline, "the member did not get every partition in time"
+                consumer.poll(timeout_ms=100)
+            with admin_session(root, config) as admin:
+                for n in range(rounds):
+                    consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(n + p, "", -1)
+                                     for p in range(PARTITIONS)})
+                    admin.commit_offsets("billing", {(TOPIC, 0): n, (TOPIC, 1): 2 * n})
+                    time.sleep(0.3)  # materializer flushes in between: one state-table commit per round
+        finally:
+            consumer.close()
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_delta_spark_reads_every_table_as_delta_rs_does(spark: SparkSession, written: StateRoot, table: str) -> None:
+    assert_delta_spark_agrees(spark, written.path / table)
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_and_after_checkpoints_compaction_vacuum_and_new_appends(
+        spark: SparkSession, maintained: StateRoot, table: str) -> None:
+    assert_delta_spark_agrees(spark, maintained.path / table)
+    if table == "log":  # the coordinator appended through its own path after the maintenance commit
+        history = DeltaTable(str(maintained.path / table)).history()
+        assert history[0]["engineInfo"] == "groupcoord-delta-append", history[0]
+        assert any(entry["operation"] == "OPTIMIZE" for entry in history), [e["operation"] for e in history]
+
+
+def assert_delta_spark_agrees(spark: SparkSession, path: Path) -> None:
+    """Latest rows, rows at an earlier version and at its commit time, and the history, in both libraries."""
+    latest = DeltaTable(str(path))
+    assert_same_rows(spark.read.format("delta").load(str(path)), _rows(path, latest.version()), spark)
+
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "timestamp", "operation").collect()
+    from_rs = {entry["version"]: entry["operation"] for entry in latest.history()}
+    assert {row.version: row.operation for row in history} == from_rs
+
+    version = _earlier_readable_version(path, latest.version(), history)
+    expected = _rows(path, version)
+    assert_same_rows(spark.read.format("delta").option("versionAsOf", version).load(str(path)), expected, spark)
+    at = next(row.timestamp for row in history if row.version == version)
+    assert_same_rows(spark.read.format("delta").option("timestampAsOf", at.isoformat()).load(str(path)), expected,
+                     spark)
+
+
+def assert_same_rows(actual: DataFrame, expected: pa.Table, spark: SparkSession) -> None:
+    """chispa: delta-spark's frame holds exactly delta-rs's rows (any order)."""
+    frame = spark.createDataFrame(expected.select(actual.columns)) if expected.num_rows else spark.createDataFrame(
+        [], actual.schema)
+    assert_df_equality(actual, frame, ignore_row_order=True, ignore_nullable=True)
+
+
+def _rows(path: Path, version: int) -> pa.Table:
+    """delta-rs's rows of ``version`` (read through the native local filesystem, as groupcoord reads)."""
+    return local_dataset(DeltaTable(str(path), version=version)).to_table()
+
+
+def _earlier_readable_version(path: Path, latest: int, history: list[Row]) -> int:
+    """The newest version before ``latest`` whose files all still exist and whose commit time is its own
+    (timestampAsOf picks the newest of equal times); the latest itself when there is none."""
+    times = {row.version: row.timestamp for row in history}
+    for version in range(latest - 1, -1, -1):
+        if version not in times or times.get(version + 1) == times[version]:
+            continue
+        try:
+            _rows(path, version)
+        except (DeltaError, OSError):
+            continue  # vacuumed: neither library can read it
+        return version
+    return latest
