@@ -206,7 +206,10 @@ class MachineConfig:
 
     ``protocols`` are the assignor names offered in JoinGroup, in preference order; ``cooperative`` selects KIP-429.
     ``leave_on_close`` sends LeaveGroup on :meth:`MemberMachine.leave` (a static member may rather let its session
-    expire). ``auto_commit_interval_ms`` is ``None`` without auto commit.
+    expire). ``auto_commit_interval_ms`` is ``None`` without auto commit. ``lose_after_session_timeout`` is
+    librdkafka's rule: a member that has not heard from the coordinator for a session timeout (outside a join round,
+    during which the coordinator does not expire it) may have been removed, so its partitions are lost and it
+    rejoins; Kafka's Java client (and ``GroupMember``) keep them until the coordinator says otherwise.
     """
 
     group_id: str
@@ -218,6 +221,7 @@ class MachineConfig:
     client_id: str = ""
     leave_on_close: bool = True
     auto_commit_interval_ms: int | None = None
+    lose_after_session_timeout: bool = False
 
 
 class _Kind(enum.Enum):
@@ -226,6 +230,10 @@ class _Kind(enum.Enum):
     HEARTBEAT = "Heartbeat"
     COMMIT = "OffsetCommit"
     LEAVE = "LeaveGroup"
+
+
+_HEARD = frozenset({_Kind.JOIN, _Kind.SYNC, _Kind.HEARTBEAT})
+"""Answers that confirm the coordinator still counts this member in (for ``lose_after_session_timeout``)."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +276,8 @@ class MemberMachine:
         self._pending_lost = False
         self._ids = itertools.count(1)
         self._in_flight: dict[int, _InFlight] = {}
-        self._next_auto_commit_ms = clock() + (config.auto_commit_interval_ms or 0)
+        self.next_auto_commit_ms = clock() + (config.auto_commit_interval_ms or 0)
+        self._last_heard_ms = clock()
 
     # --- what a shell may read ---------------------------------------------------------------------------------
     @property
@@ -295,11 +304,7 @@ class MemberMachine:
     def poll(self) -> list[Output]:
         """The application polls: report lost partitions, then prepare and send a due (re)join."""
         self.timer.poll()
-        if self.phase in (Phase.FAILED, Phase.CLOSED):
-            return []
-        outputs: list[Output] = []
-        if self._pending_lost and self.owned:
-            outputs.append(self._lose())
+        outputs = self.lost_partitions()
         if self.rejoin_reason is None or self.phase not in (Phase.UNJOINED, Phase.STABLE):
             return outputs
         revoked = self.owned if not self.config.cooperative else frozenset(
@@ -307,6 +312,16 @@ class MemberMachine:
         if revoked:  # the JoinGroup follows on the next poll, after the application has seen the revocation
             return [*outputs, *self._revoke(revoked)]
         return [*outputs, self._join()]
+
+    def lost_partitions(self) -> list[Output]:
+        """Report the partitions lost since the last call (the first step of :meth:`poll`, which a shell that may
+        not rejoin yet calls alone)."""
+        if self.phase in (Phase.FAILED, Phase.CLOSED):
+            return []
+        self._lose_if_session_ran_out()
+        if self._pending_lost and self.owned:
+            return [self._lose()]
+        return []
 
     def request_rejoin(self, reason: str) -> None:
         """Rejoin at the next :meth:`poll` (a join round in flight completes first)."""
@@ -327,9 +342,9 @@ class MemberMachine:
     def auto_commit_due(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """With auto commit, the processed offsets once an interval has passed (then the interval restarts)."""
         interval = self.config.auto_commit_interval_ms
-        if interval is None or self._clock() < self._next_auto_commit_ms:
+        if interval is None or self._clock() < self.next_auto_commit_ms:
             return {}
-        self._next_auto_commit_ms = self._clock() + interval
+        self.next_auto_commit_ms = self._clock() + interval
         return dict(self.processed)
 
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Send:
@@ -359,6 +374,7 @@ class MemberMachine:
         """Time passed: a stable member heartbeats when due, and leaves when the application stopped polling."""
         if self.phase is not Phase.STABLE or self._heartbeat_in_flight():
             return []
+        self._lose_if_session_ran_out()
         if self.timer.poll_timeout_expired():
             return self._poll_timed_out()
         if not self.timer.should_heartbeat():
@@ -389,14 +405,19 @@ class MemberMachine:
             return []
         return self._coordinator_lost(sent, "the connection was lost")
 
-    def on_response(self, request_id: int, response: GroupResponse) -> list[Output]:
-        """A response to request ``request_id`` arrived (an unknown or forgotten id is ignored)."""
+    def on_response(self, request_id: int, response: GroupResponse, *,
+                    received_at_ms: float | None = None) -> list[Output]:
+        """A response to request ``request_id`` arrived (at ``received_at_ms``, default now; a shell that reads it
+        later says when it arrived). An unknown or forgotten id is ignored."""
         sent = self._in_flight.pop(request_id, None)
         if sent is None or self.phase in (Phase.FAILED, Phase.CLOSED):
             return []
         if isinstance(response, OffsetCommitResponse):
             return self._on_commit(request_id, sent, first_commit_error(response))
         error = getattr(response, "error", Errors.NONE)
+        if sent.kind in _HEARD and error in (Errors.NONE, Errors.REBALANCE_IN_PROGRESS):
+            at = self._clock() if received_at_ms is None else received_at_ms
+            self._last_heard_ms = max(self._last_heard_ms, at)
         if sent.kind is _Kind.LEAVE:
             log.info("group %s: left as %s (%s)", self.config.group_id, sent.generation.member_id, error.name)
             return []
@@ -483,6 +504,13 @@ class MemberMachine:
         self._drop(lost)
         log.warning("group %s: lost %s", self.config.group_id, sorted(lost))
         return PartitionsLost(lost)
+
+    def _lose_if_session_ran_out(self) -> None:
+        if (self.config.lose_after_session_timeout and self.owned and not self._pending_lost
+                and self.phase in (Phase.STABLE, Phase.UNJOINED)
+                and self._clock() - self._last_heard_ms >= self.config.timing.session_timeout_ms):
+            self._pending_lost = True
+            self.request_rejoin("no answer from the coordinator for a session timeout")
 
     def _drop(self, partitions: Partitions) -> None:
         self.owned -= partitions

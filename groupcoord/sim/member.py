@@ -1,12 +1,13 @@
-"""A simulated consumer: the classic protocol's client side, eager or cooperative, as a real client runs it.
+"""A simulated consumer: the real member protocol (:class:`~groupcoord.member.protocol_machine.MemberMachine`, the
+same machine ``GroupMember`` drives) fed from the simulated network and clock.
 
-It joins (KIP-394: MEMBER_ID_REQUIRED, then again with the id), syncs (the leader assigns with
-:mod:`groupcoord.sim.assignor`), fetches the committed offsets of new partitions, consumes (its position moves one
-offset per heartbeat), heartbeats and auto-commits on its intervals, and reacts to errors as Kafka's
-``ConsumerCoordinator`` does: REBALANCE_IN_PROGRESS -> rejoin; UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION -> the
-partitions are lost (not committed) and it rejoins; a lost connection -> retry after a backoff.
-Eager members commit and revoke everything before each JoinGroup; cooperative members keep what they own, report
-it in their subscription, and revoke only what the new assignment takes away, then rejoin.
+The machine joins (KIP-394), syncs, heartbeats, revokes (eager: everything before each JoinGroup; cooperative: only
+what the new assignment takes away, then it rejoins), fences commits by generation and reacts to errors as Kafka's
+``ConsumerCoordinator`` does. This shell adds what a consumer application does around it: the leader assigns with
+:mod:`groupcoord.sim.assignor` (and rejoins when the metadata it assigned with changed), it fetches the committed
+offsets of new partitions, consumes (its position moves one offset per heartbeat) and commits its positions
+(auto commit, before revocations, on close). It polls all the time, except after losing the coordinator: then it
+retries after a backoff. It drops partitions after a session without an answer (librdkafka's rule).
 
 A paused member reads nothing: responses wait in its inbox until it resumes. A static member (KIP-345) sends its
 ``group.instance.id`` everywhere, does not send LeaveGroup when it closes (its session runs out instead, as in
@@ -15,56 +16,58 @@ Kafka), and dies when fenced (FENCED_INSTANCE_ID: another process took its insta
 
 from __future__ import annotations
 
-import enum
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from kafka.structs import OffsetAndMetadata
+from kafka.structs import TopicPartition as KafkaTopicPartition
+
+from groupcoord.member.heartbeat import HeartbeatTiming
+from groupcoord.member.protocol_machine import (
+    AssignAsLeader,
+    CommitBeforeRevoke,
+    CoordinatorLost,
+    MachineConfig,
+    MemberFailed,
+    MemberMachine,
+    Output,
+    PartitionsAssigned,
+    Phase,
+    Send,
+    first_commit_error,
+)
 from groupcoord.protocol import Errors
-from groupcoord.protocol.consumer_protocol import Subscription, decode_assignment, encode_subscription
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.requests import (
     GroupRequest,
     HeartbeatRequest,
-    JoinGroupProtocol,
     JoinGroupRequest,
     LeaveGroupRequest,
-    MemberIdentity,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
     OffsetFetchRequest,
     OffsetFetchTopic,
-    SyncGroupAssignment,
     SyncGroupRequest,
 )
 from groupcoord.protocol.responses import (
     GroupResponse,
-    HeartbeatResponse,
     JoinGroupResponse,
-    LeaveGroupResponse,
     OffsetCommitResponse,
     OffsetFetchResponse,
-    SyncGroupResponse,
 )
 from groupcoord.sim.assignor import TopicPartition, assign, encode_partitions, grouped, read_members
 
 log = logging.getLogger("groupcoord.sim.member")
 
+__all__ = ["PROBE_OFFSET", "PROTOCOL_NAMES", "MemberTimings", "Phase", "SimMember", "Transport"]
+
 PROTOCOL_NAMES = {False: "sim-eager", True: "sim-cooperative"}
 PROBE_OFFSET = 10**12
 """The offset a probe commit carries: far above any real position, so that an accepted probe stands out."""
-
-
-class Phase(enum.Enum):
-    """Where a member is in the join/sync cycle."""
-
-    UNJOINED = "unjoined"  # must (re)join at retry_at_ms
-    JOINING = "joining"  # a JoinGroup is in flight
-    SYNCING = "syncing"  # a SyncGroup is in flight
-    STABLE = "stable"
-    LEFT = "left"  # closed or killed: it never acts again
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +111,11 @@ _EXPECTED: dict[str, frozenset[ErrorCode]] = {
 """Errors a correct coordinator may answer a well-behaved member with; anything else is a finding."""
 
 
+_KINDS: Mapping[type, str] = {JoinGroupRequest: "join", SyncGroupRequest: "sync", HeartbeatRequest: "heartbeat",
+                              OffsetCommitRequest: "commit", OffsetFetchRequest: "fetch", LeaveGroupRequest: "leave"}
+"""The kind of each request a member sends, as :data:`_EXPECTED` names it."""
+
+
 class SimMember:
     """One simulated consumer process in group ``group_id``."""
 
@@ -116,116 +124,140 @@ class SimMember:
         self.name = name
         self.instance_id = instance_id
         self.group_id = group_id
-        self.topics = tuple(sorted(topics))
         self.cooperative = cooperative
         self.timings = timings
         self._net = transport
-        self.phase = Phase.UNJOINED
-        self.member_id = ""
-        self.generation = -1
-        self.is_leader = False
-        self.owned: set[TopicPartition] = set()
-        self.positions: dict[TopicPartition, int] = {}
+        self.machine = MemberMachine(MachineConfig(
+            group_id=group_id, timing=HeartbeatTiming(
+                session_timeout_ms=timings.session_ms, heartbeat_interval_ms=timings.heartbeat_ms,
+                rebalance_timeout_ms=timings.rebalance_ms, retry_backoff_ms=timings.retry_backoff_ms),
+            protocols=(PROTOCOL_NAMES[cooperative],), topics=topics, cooperative=cooperative,
+            group_instance_id=instance_id, client_id=name,
+            leave_on_close=instance_id is None,  # a static member lets its session run out, as in Kafka
+            auto_commit_interval_ms=timings.commit_interval_ms, lose_after_session_timeout=True),
+            clock=transport.now_ms)
+        self.positions: dict[KafkaTopicPartition, int] = {}
         self.paused = False
+        self.left = False
         self.inbox: list[tuple[int, GroupResponse, int]] = []
-        self.pending: dict[int, str] = {}
+        self.pending: dict[int, str] = {}  # transport token -> kind
+        self._request_ids: dict[int, int] = {}  # transport token -> the machine's request id
         self.unexpected: list[str] = []
         self.assigned_with: dict[str, int] | None = None  # the leader's metadata snapshot (Kafka's assignmentSnapshot)
-        self._rejoin_requested = False
-        self.retry_at_ms = transport.now_ms()
-        self.next_heartbeat_ms = 0
-        self.next_commit_ms = 0
-        self.last_heard_ms = transport.now_ms()  # when the coordinator last confirmed this member's membership
+        self.retry_at_ms = transport.now_ms()  # after losing the coordinator, it rejoins no earlier than this
         self.zombie = False  # a replaced process (events.Restart); fenced, a static zombie stops for good
 
-    # --- lifecycle ---------------------------------------------------------------------------------------------
+    # --- the machine's state, as the invariants read it --------------------------------------------------------
     @property
     def alive(self) -> bool:
         """False once closed or killed."""
-        return self.phase is not Phase.LEFT
+        return not self.left
 
+    @property
+    def phase(self) -> Phase:
+        """Where the member is in the protocol (closed once it left or was killed)."""
+        return Phase.CLOSED if self.left else self.machine.phase
+
+    @property
+    def member_id(self) -> str:
+        """The member id the coordinator gave ("" before the first join or after a reset)."""
+        return self.machine.generation.member_id
+
+    @property
+    def generation(self) -> int:
+        """The generation id (-1 when none)."""
+        return self.machine.generation.generation_id
+
+    @property
+    def owned(self) -> frozenset[KafkaTopicPartition]:
+        """The partitions this member consumes."""
+        return frozenset() if self.left else self.machine.owned
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The subscription."""
+        return self.machine.topics
+
+    @property
+    def is_leader(self) -> bool:
+        """True when the last JoinGroup made this member the leader."""
+        return self.machine.is_leader
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> None:
         """Join the group."""
-        self._join()
+        self._poll()
 
     def pause(self) -> None:
         """Stop running (GC pause)."""
         self.paused = True
 
     def resume(self) -> None:
-        """Run again: read every response that arrived meanwhile; a stable member heartbeats at once."""
+        """Run again: read every response that arrived meanwhile (when it arrived), then poll."""
         self.paused = False
         inbox, self.inbox = self.inbox, []
-        for token, response, sent_at in inbox:
-            self._handle(token, response, sent_at)
-        self.next_heartbeat_ms = min(self.next_heartbeat_ms, self._net.now_ms())
-        self._lose_if_session_ran_out(self._net.now_ms())
+        for token, response, arrived_at in inbox:
+            self._handle(token, response, arrived_at)
+        self._poll()
 
     def close(self) -> None:
         """Commit, revoke and leave the group (a clean shutdown)."""
         if self.paused:
             self.kill()
             return
-        if self.member_id:
-            self._commit(self.owned)
-            if self.instance_id is None:
-                self._send("leave", LeaveGroupRequest(group_id=self.group_id,
-                                                      members=(MemberIdentity(member_id=self.member_id),)))
-        self._drop_all()
-        self.phase = Phase.LEFT
+        while outputs := self.machine.leave("the member is closing"):
+            self._run(outputs)
+        self.kill()
 
     def kill(self) -> None:
         """Die without a word (the coordinator finds out from the session timeout)."""
-        self._drop_all()
-        self.phase = Phase.LEFT
+        self.left = True
+        self.positions, self.inbox, self.pending, self._request_ids = {}, [], {}, {}
 
     def subscribe(self, topics: tuple[str, ...]) -> None:
         """Change the subscription; a new subscription needs a rebalance."""
-        if self.paused or tuple(sorted(topics)) == self.topics:
+        if self.paused or not self.alive:
             return
-        self.topics = tuple(sorted(topics))
-        self._request_rejoin()
+        self.machine.subscribe(topics)
+        self._poll()
 
     # --- time --------------------------------------------------------------------------------------------------
     def next_due(self) -> int | None:
         """When this member next wants to act on its own, or ``None``."""
         if self.paused or not self.alive:
             return None
-        if self.phase is Phase.UNJOINED:
+        machine = self.machine
+        if machine.phase is Phase.UNJOINED or (machine.phase is Phase.STABLE and not machine.stable):
             return self.retry_at_ms
-        if self.phase is Phase.STABLE:
-            return min(self.next_heartbeat_ms, self.next_commit_ms)
-        return None
+        if machine.phase is not Phase.STABLE:
+            return None
+        wake = [machine.next_auto_commit_ms]
+        heartbeat = machine.time_to_next_heartbeat_ms()
+        if heartbeat is not None:
+            wake.append(self._net.now_ms() + heartbeat)
+        return math.ceil(min(wake))
 
     def on_time(self, now: int) -> None:
         """Do whatever is due at ``now``: retry a join, or consume, heartbeat and auto-commit."""
         if self.paused or not self.alive:
             return
-        self._lose_if_session_ran_out(now)
-        if self.phase is Phase.UNJOINED and now >= self.retry_at_ms:
-            self._join()
+        machine = self.machine
+        if machine.phase is Phase.STABLE and machine.is_leader and self._metadata_changed():
+            machine.request_rejoin("the metadata the leader assigned with changed")  # as Kafka's leader does
+        self._poll()
+        if not self.alive or machine.phase is not Phase.STABLE:
             return
-        if self.phase is not Phase.STABLE:
-            return
-        if self.is_leader and self.assigned_with is not None and self._metadata_changed():
-            self._request_rejoin()  # Kafka's leader rejoins when the metadata it assigned with changed
-            return
-        if now >= self.next_heartbeat_ms:
-            for tp in self.owned:
-                if tp in self.positions:
-                    self.positions[tp] += 1
-            self._fetch_missing_positions()
-            self.next_heartbeat_ms = now + self.timings.heartbeat_ms
-            self._send("heartbeat", HeartbeatRequest(group_id=self.group_id, generation_id=self.generation,
-                                                     member_id=self.member_id, group_instance_id=self.instance_id))
-        if self.phase is Phase.STABLE and now >= self.next_commit_ms:
-            self.next_commit_ms = now + self.timings.commit_interval_ms
-            self._commit(self.owned)
+        heartbeat = machine.on_time()
+        if any(isinstance(o, Send) and isinstance(o.request, HeartbeatRequest) for o in heartbeat):
+            self._consume()
+        self._run(heartbeat)
+        if self.alive and machine.phase is Phase.STABLE:
+            self._commit(machine.auto_commit_due())
 
     def commit_now(self) -> None:
         """An explicit commit of every position (``commitSync``)."""
-        if self.alive and not self.paused and self.phase is Phase.STABLE:
-            self._commit(self.owned)
+        if self.alive and not self.paused and self.machine.phase is Phase.STABLE:
+            self._commit(dict(self.machine.processed))
 
     def probe(self, generation: int) -> None:
         """A zombie-style commit with an arbitrary ``generation`` (the checker expects a rejection)."""
@@ -246,202 +278,112 @@ class SimMember:
             self.inbox.append((token, response, self._net.now_ms()))
             return
         self._handle(token, response, self._net.now_ms())
+        self._poll()
 
-    def _handle(self, token: int, response: GroupResponse, sent_at: int) -> None:
+    def _handle(self, token: int, response: GroupResponse, arrived_at: int) -> None:
         kind = self.pending.pop(token, None)
-        if kind is None or not self.alive:
-            return
-        if kind == "probe":
+        request_id = self._request_ids.pop(token, None)
+        if kind is None or request_id is None or kind == "probe" or not self.alive:
             return
         error = _top_error(response)
-        if kind in ("join", "sync", "heartbeat") and error in (Errors.NONE, Errors.REBALANCE_IN_PROGRESS):
-            self.last_heard_ms = max(self.last_heard_ms, sent_at)
         if error == Errors.FENCED_INSTANCE_ID and self.instance_id is not None:
             self.kill()  # Kafka's FencedInstanceIdException: this process is a zombie and must stop
             return
         if error not in _EXPECTED[kind]:
             self.unexpected.append(f"{self.name}: {kind} answered {error.name}")
-        if isinstance(response, JoinGroupResponse):
-            self._on_join(response)
-        elif isinstance(response, SyncGroupResponse):
-            self._on_sync(response)
-        elif isinstance(response, HeartbeatResponse | OffsetCommitResponse):
-            self._on_group_error(error)
-        elif isinstance(response, OffsetFetchResponse):
-            self._on_fetch(response)
-
-    def _on_join(self, response: JoinGroupResponse) -> None:
-        error = response.error
-        if error == Errors.MEMBER_ID_REQUIRED:
-            self.member_id = response.member_id
-            self._join()
-        elif error == Errors.NONE:
-            self.member_id = response.member_id
-            self.generation = response.generation_id
-            self.is_leader = response.leader == self.member_id
-            assignments: tuple[SyncGroupAssignment, ...] = ()
-            if self.is_leader:
-                counts = dict(self._net.partition_counts())
-                members = read_members(response.members)
-                topics = {t for m in members for t in m.topics}
-                # With skip_assignment (a static leader rejoined, KIP-814) the current assignment stands, but the
-                # leader still watches the metadata from here on.
-                self.assigned_with = {t: counts.get(t, 0) for t in sorted(topics)}
-                if not response.skip_assignment:
-                    plan = assign(members, counts, cooperative=self.cooperative)
-                    assignments = tuple(SyncGroupAssignment(m, encode_partitions(ps))
-                                        for m, ps in sorted(plan.items()))
-            self.phase = Phase.SYNCING
-            self._send("sync", SyncGroupRequest(group_id=self.group_id, generation_id=self.generation,
-                                                member_id=self.member_id, group_instance_id=self.instance_id,
-                                                assignments=assignments))
-        elif error == Errors.UNKNOWN_MEMBER_ID:
-            self._fenced(error)
-        else:
-            self._retry_join_later()
-
-    def _on_sync(self, response: SyncGroupResponse) -> None:
-        if response.error != Errors.NONE:
-            self.phase = Phase.UNJOINED
-            if response.error == Errors.NOT_COORDINATOR:
-                self._retry_join_later()
-            elif response.error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
-                self._fenced(response.error)
-            else:
-                self._join()
+        if (self.zombie and self.instance_id is not None and kind in ("join", "sync", "heartbeat", "commit")
+                and error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION)):
+            self.kill()  # rejoining afresh, a static zombie would be a twin of its replacement (same instance id)
             return
-        assigned = {(tp.topic, p) for tp in decode_assignment(response.assignment).partitions for p in tp.partitions}
-        revoked = self.owned - assigned
-        if revoked:  # only a cooperative member still owns partitions here
-            self._commit(revoked)
-            self._drop(revoked)
-        self.owned = set(assigned)
-        self.phase = Phase.STABLE
-        now = self._net.now_ms()
-        self.next_heartbeat_ms = now + self.timings.heartbeat_ms
-        self.next_commit_ms = now + self.timings.commit_interval_ms
-        self._fetch_missing_positions()
-        if revoked or self._rejoin_requested:
-            self._request_rejoin()
+        if isinstance(response, OffsetFetchResponse):
+            self._on_fetch(response)
+            return
+        if isinstance(response, JoinGroupResponse) and error == Errors.NONE and response.leader == response.member_id:
+            # Even with skip_assignment (a static leader rejoined, KIP-814) the leader watches the metadata.
+            topics = {t for m in read_members(response.members) for t in m.topics}
+            counts = self._net.partition_counts()
+            self.assigned_with = {t: counts.get(t, 0) for t in sorted(topics)}
+        self._run(self.machine.on_response(request_id, response, received_at_ms=arrived_at))
 
     def _on_fetch(self, response: OffsetFetchResponse) -> None:
         for topic in response.topics:
             for partition in topic.partitions:
-                tp = (topic.name, partition.partition)
+                tp = KafkaTopicPartition(topic.name, partition.partition)
                 if tp in self.owned and tp not in self.positions and not partition.error.is_error:
                     self.positions[tp] = max(partition.offset, 0)
+        self._mark_positions()
 
-    def _on_group_error(self, error: ErrorCode) -> None:
-        """React to the error of a heartbeat or commit."""
-        if error == Errors.REBALANCE_IN_PROGRESS:
-            self._request_rejoin()
-        elif error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
-            self._fenced(error)
+    # --- the machine's outputs ---------------------------------------------------------------------------------
+    def _poll(self) -> None:
+        """The consumer's poll loop: (re)join whenever the machine asks, unless backing off from a lost coordinator
+        (lost partitions are dropped even then)."""
+        while self.alive and not self.paused:
+            if self._net.now_ms() < self.retry_at_ms:
+                self._run(self.machine.lost_partitions())
+                return
+            outputs = self.machine.poll()
+            if not outputs:
+                return
+            self._run(outputs)
 
-    def _fenced(self, error: ErrorCode) -> None:
-        """The coordinator no longer knows this member or generation: the partitions are lost; rejoin.
+    def _run(self, outputs: Iterable[Output]) -> None:
+        for output in outputs:
+            if not self.alive:
+                return
+            if isinstance(output, Send):
+                self._send(_KINDS[type(output.request)], output.request, output.request_id)
+            elif isinstance(output, AssignAsLeader):
+                plan = assign(read_members(output.members), dict(self._net.partition_counts()),
+                              cooperative=self.cooperative)
+                self._run(self.machine.assigned({m: encode_partitions(ps) for m, ps in plan.items()}))
+            elif isinstance(output, CommitBeforeRevoke):
+                self._commit(output.offsets)
+            elif isinstance(output, PartitionsAssigned):
+                self._fetch_missing_positions()
+            elif isinstance(output, CoordinatorLost):
+                self.retry_at_ms = self._net.now_ms() + self.timings.retry_backoff_ms
+            elif isinstance(output, MemberFailed):
+                self.kill()
+        self.positions = {tp: p for tp, p in self.positions.items() if tp in self.owned}
 
-        A static zombie stops instead: rejoining afresh it would be a twin of its replacement (same instance id)."""
-        if self.zombie and self.instance_id is not None:
-            self.kill()
-            return
-        self._lose()
-        self.generation = -1
-        if error == Errors.UNKNOWN_MEMBER_ID:
-            self.member_id = ""
-        self.phase = Phase.UNJOINED
-        self._join()
+    def _consume(self) -> None:
+        """Each heartbeat interval, a member reads one record of every partition it has a position in."""
+        for tp in self.owned:
+            if tp in self.positions:
+                self.positions[tp] += 1
+        self._mark_positions()
+        self._fetch_missing_positions()
 
-    # --- actions -----------------------------------------------------------------------------------------------
-    def _lose_if_session_ran_out(self, now: int) -> None:
-        """librdkafka's rule: a member that has not heard from the coordinator for a session timeout (outside a
-        parked JoinGroup/SyncGroup, during which the coordinator does not expire it) may have been removed, so its
-        partitions are lost. Without it a member cut off by a coordinator failover would keep consuming."""
-        if (self.owned and self.phase in (Phase.STABLE, Phase.UNJOINED)
-                and now - self.last_heard_ms >= self.timings.session_ms):
-            self._lose()
-            self._request_rejoin()
+    def _mark_positions(self) -> None:
+        self.machine.mark_processed({tp: OffsetAndMetadata(p, "", -1) for tp, p in self.positions.items()})
 
-    def _request_rejoin(self) -> None:
-        """Rejoin now, or right after the join round in flight (whose metadata may be outdated) completes."""
-        if self.phase in (Phase.JOINING, Phase.SYNCING):
-            self._rejoin_requested = True
-            return
-        self._join()
-
-    def _retry_join_later(self) -> None:
-        self.phase = Phase.UNJOINED
-        self.retry_at_ms = self._net.now_ms() + self.timings.retry_backoff_ms
-
-    def _join(self) -> None:
-        """Prepare (commit; eager: revoke all; cooperative: revoke unsubscribed topics) and send JoinGroup."""
-        self._rejoin_requested = False
-        self.is_leader = False
-        if self.generation >= 0:
-            self._commit(self.owned)
-        if self.cooperative:
-            self._drop({tp for tp in self.owned if tp[0] not in self.topics})
-        else:
-            self._drop(set(self.owned))
-        subscription = Subscription(topics=self.topics, owned_partitions=grouped(self.owned),
-                                    generation_id=self.generation)
-        self.phase = Phase.JOINING
-        self._send("join", JoinGroupRequest(
-            group_id=self.group_id, session_timeout_ms=self.timings.session_ms,
-            rebalance_timeout_ms=self.timings.rebalance_ms, member_id=self.member_id,
-            group_instance_id=self.instance_id, protocol_type="consumer",
-            protocols=(JoinGroupProtocol(PROTOCOL_NAMES[self.cooperative], encode_subscription(subscription)),),
-            client_id=self.name))
-
-    def _commit(self, partitions: set[TopicPartition]) -> None:
-        offsets = sorted((tp, self.positions[tp]) for tp in partitions if tp in self.positions)
-        if not offsets or not self.member_id or self.generation < 0:
-            return
-        by_topic: dict[str, list[OffsetCommitPartition]] = {}
-        for (topic, partition), offset in offsets:
-            by_topic.setdefault(topic, []).append(OffsetCommitPartition(partition, offset))
-        self._send("commit", OffsetCommitRequest(
-            group_id=self.group_id, generation_id=self.generation, member_id=self.member_id,
-            group_instance_id=self.instance_id,
-            topics=tuple(OffsetCommitTopic(t, tuple(ps)) for t, ps in by_topic.items())))
+    def _commit(self, offsets: Mapping[KafkaTopicPartition, OffsetAndMetadata]) -> None:
+        """Commit ``offsets`` in this member's generation (not outside one: that would be a simple commit)."""
+        if offsets and self.machine.commit_generation().is_valid:
+            self._run([self.machine.commit(offsets)])
 
     def _fetch_missing_positions(self) -> None:
-        missing = {tp for tp in self.owned if tp not in self.positions}
+        missing: set[TopicPartition] = {tp for tp in self.owned if tp not in self.positions}
         if not missing or "fetch" in self.pending.values():
             return
         self._send("fetch", OffsetFetchRequest(group_id=self.group_id, topics=tuple(
             OffsetFetchTopic(tp.topic, tp.partitions) for tp in grouped(missing))))
 
-    def _drop(self, partitions: set[TopicPartition]) -> None:
-        self.owned -= partitions
-        for tp in partitions:
-            self.positions.pop(tp, None)
-
-    def _lose(self) -> None:
-        """onPartitionsLost: drop everything without committing."""
-        self._drop(set(self.owned))
-
-    def _drop_all(self) -> None:
-        self._lose()
-        self.inbox = []
-        self.pending = {}
-
     def _metadata_changed(self) -> bool:
-        assert self.assigned_with is not None
+        if self.assigned_with is None:
+            return False
         counts = self._net.partition_counts()
         return any(counts.get(t, 0) != n for t, n in self.assigned_with.items())
 
-    def _send(self, kind: str, request: GroupRequest) -> None:
+    def _send(self, kind: str, request: GroupRequest, request_id: int = 0) -> None:
         token = self._net.send(self, request)
         self.pending[token] = kind
+        self._request_ids[token] = request_id
 
 
 def _top_error(response: GroupResponse) -> ErrorCode:
     """The error of a response as a whole (for a commit, the first partition error)."""
     if isinstance(response, OffsetCommitResponse):
-        errors = [p.error for t in response.topics for p in t.partitions]
-        return next((e for e in errors if e.is_error), Errors.NONE)
-    if isinstance(response, JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse
-                  | OffsetFetchResponse):
-        return response.error
-    return Errors.NONE
+        return first_commit_error(response)
+    error: ErrorCode = getattr(response, "error", Errors.NONE)
+    return error
