@@ -1,0 +1,197 @@
+"""Offset commits against Kafka's own group coordinator: the same committers, at the same offered load, on both.
+
+Sides: a dev broker (Apache Kafka 4.4.0: commits go to ``__consumer_offsets``) and ``groupcoord serve --no-spark``
+(commits go to its Delta record log), each started fresh, one after the other. Committers: asyncio clients in the
+benchmark process, one connection and one group each, committing ``partitions_each`` partitions of topic
+:data:`TOPIC` per OffsetCommit v8 request outside any generation (generation -1, no member id: the commits of a
+consumer with manually assigned partitions, which both coordinators accept for an empty group). The frames are
+encoded up front (a few offset values per committer, cycled), so the client's work per request is a write and a
+decode of the answer, the same on both sides.
+
+Cases, per side:
+
+- ``first commit`` (cold): the first OffsetCommit the fresh coordinator process answers, alone.
+- ``capacity`` (closed loop): each committer sends its next request when the previous one is answered.
+- ``offered N/s`` (open loop): each committer's requests fall due every ``committers * partitions_each / N``
+  seconds whatever the latency; latency runs from the moment a request was due (a committer has one request in
+  flight at a time, so a slow answer delays the next ones and shows in their latency). Warm: the first case ran.
+
+Quick: 20 committers x 50 partitions, 10 s per case, 20,000 offsets/s offered; ``--full``: 200 x 50, 30 s capacity
+and 60 s at 100,000 offsets/s (the target of bench/commit_throughput.py). Command: ``python -m bench.run
+peer_commits`` (or ``--full``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka.protocol.consumer import OffsetCommitRequest
+
+from bench.loadgen import CLIENT_ID, Connection, cpu_seconds, percentile, read_payload
+from bench.peer_targets import RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
+from bench.results_io import write_result
+from groupcoord.devbroker import KafkaBroker
+
+TOPIC = "commits"
+OFFSET_VARIANTS = 4
+
+
+@dataclass(frozen=True)
+class Load:
+    """``committers`` clients committing ``partitions_each`` offsets per request, for ``seconds``; ``rate``
+    offsets/s in total (open loop) or None (closed loop)."""
+
+    committers: int
+    partitions_each: int
+    seconds: float
+    rate: float | None = None
+
+    @property
+    def name(self) -> str:
+        """The case's label."""
+        return "capacity" if self.rate is None else f"offered {self.rate:,.0f}/s"
+
+
+def commit_frame(group: str, partitions: int, offset: int, correlation_id: int) -> tuple[bytes, Any]:
+    """One encoded OffsetCommit v8 outside any generation, and the class that decodes its answer."""
+    partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    request = OffsetCommitRequest(
+        version=8, group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+        topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=TOPIC, partitions=[
+            partition(partition_index=p, committed_offset=offset, committed_leader_epoch=-1, committed_metadata="")
+            for p in range(partitions)])])
+    request.with_header(correlation_id=correlation_id, client_id=CLIENT_ID)
+    return bytes(request.encode(header=True, framed=True)), request.header.get_response_class()
+
+
+@dataclass
+class Committer:
+    """One client: its connection, its prebuilt frames, and the latencies and errors it saw."""
+
+    connection: Connection
+    frames: list[bytes]
+    response_class: Any
+    partitions: int
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    offsets: int = 0
+    _next: int = 0
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @classmethod
+    async def open(cls, endpoint: Endpoint, index: int, partitions: int) -> Committer:
+        """Connect, and encode this committer's frames (group ``commits-<index>``)."""
+        built = [commit_frame(f"commits-{index}", partitions, offset, index) for offset in range(OFFSET_VARIANTS)]
+        return cls(await Connection.open(endpoint.host, endpoint.port), [frame for frame, _ in built], built[0][1],
+                   partitions)
+
+    async def commit(self, due: float) -> None:
+        """Send the next frame once the previous answer is in; record the latency from ``due``."""
+        async with self._lock:
+            frame = self.frames[self._next % len(self.frames)]
+            self._next += 1
+            self.connection.writer.write(frame)
+            await self.connection.writer.drain()
+            payload = await read_payload(self.connection.reader)
+        self.latencies.append(time.monotonic() - due)
+        response = self.response_class.decode(payload, header=True)
+        failed = sum(1 for topic in response.topics for p in topic.partitions if p.error_code)
+        self.errors += failed
+        self.offsets += self.partitions - failed
+
+
+async def _drive(committers: list[Committer], load: Load) -> float:
+    """Run ``load``; returns the elapsed seconds."""
+    start = time.monotonic()
+    end = start + load.seconds
+    pending: set[asyncio.Task[None]] = set()
+
+    async def closed(committer: Committer) -> None:
+        while time.monotonic() < end:
+            await committer.commit(time.monotonic())
+
+    async def opened(committer: Committer, period: float) -> None:
+        due = start + random.uniform(0, period)
+        while due < end:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            task = asyncio.create_task(committer.commit(due))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            due += period
+
+    if load.rate is None:
+        await asyncio.gather(*(closed(c) for c in committers))
+    else:
+        period = load.committers * load.partitions_each / load.rate
+        await asyncio.gather(*(opened(c, period) for c in committers))
+        await asyncio.gather(*pending)
+    return time.monotonic() - start
+
+
+def _row(side: str, case: str, load: Load | None, committers: list[Committer], elapsed: float,
+         cpu_s: float) -> dict[str, Any]:
+    latencies = [latency for c in committers for latency in c.latencies]
+    offsets = sum(c.offsets for c in committers)
+    return {"side": side, "case": case, "requests": len(latencies),
+            "offered_offsets_per_s": None if load is None or load.rate is None else load.rate,
+            "offsets_per_s": round(offsets / elapsed) if load is not None else None,
+            "ack_p50_ms": percentile(latencies, 0.5), "ack_p99_ms": percentile(latencies, 0.99) if len(
+                latencies) >= 100 else None, "errors": sum(c.errors for c in committers),
+            "client_cpu_share": round(cpu_s / elapsed, 2), "load_avg_1m": load_average()}
+
+
+async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, Any]]:
+    """The cold first commit, then each load in turn, against one fresh coordinator."""
+    committers = [await Committer.open(endpoint, i, loads[0].partitions_each) for i in range(loads[0].committers)]
+    try:
+        started, cpu = time.monotonic(), cpu_seconds()
+        await committers[0].commit(time.monotonic())
+        rows = [_row(endpoint.side, "first commit (cold)", None, committers[:1], time.monotonic() - started,
+                     cpu_seconds() - cpu)]
+        for load in loads:
+            for committer in committers:
+                committer.latencies, committer.errors, committer.offsets = [], 0, 0
+            cpu = cpu_seconds()
+            elapsed = await _drive(committers, load)
+            rows.append(_row(endpoint.side, load.name, load, committers, elapsed, cpu_seconds() - cpu))
+            print(rows[-1], flush=True)
+    finally:
+        for committer in committers:
+            await committer.connection.close()
+    return rows
+
+
+def main(full: bool) -> None:
+    """Kafka's coordinator, then groupcoord's, at the same loads; writes ``bench/results/peer_commits.json``."""
+    committers, partitions_each = (200, 50) if full else (20, 50)
+    loads = [Load(committers, partitions_each, 30 if full else 10),
+             Load(committers, partitions_each, 60 if full else 10, rate=100_000 if full else 20_000)]
+
+    def create_topic(broker: KafkaBroker) -> None:
+        broker.create_topic(TOPIC, partitions=partitions_each)
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="peer-commits-") as work:
+        for side in SIDES:
+            with coordinator(side, Path(work) / side, {}, on_start=create_topic) as endpoint:
+                rows += asyncio.run(measure_side(endpoint, loads))
+    write_result(
+        "peer_commits",
+        title="Offset commits: groupcoord serve vs Kafka 4.4.0's group coordinator (same committers, same load)",
+        rows=side_by_side(rows, ("case",), ("offsets_per_s", "ack_p50_ms", "ack_p99_ms"),
+                          extras=("requests", "errors", "client_cpu_share", "load_avg_1m")),
+        summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
+                 "offered_offsets_per_s": loads[1].rate},
+        notes=("Both coordinators started fresh in this run with default settings, Kafka's first, each alone on "
+               "the machine. Kafka acknowledges a commit once it is appended to __consumer_offsets (one replica, "
+               "acks from the local log, no fsync per commit: Kafka's default); groupcoord once its Delta "
+               "record-log commit is durable (fsynced). The committers run in the benchmark process "
+               "(client_cpu_share: its CPU seconds per second), so on 2 cores they compete with the coordinator. "
+               "ack_p99_ms only from at least 100 requests."),
+    )

@@ -1,0 +1,142 @@
+"""Rebalance latency against Kafka's own group coordinator: the same members and scenarios on both, one after the other.
+
+Sides: a dev broker (Apache Kafka 4.4.0, its group coordinator) and ``groupcoord serve --no-spark``, each started fresh,
+with the same ``group.initial.rebalance.delay.ms`` (:data:`INITIAL_DELAY_MS`). Members: the light asyncio static
+members of :mod:`bench.rebalance_latency` (Kafka's wire protocol through kafka-python's request classes, one
+connection each, client-side ``range`` assignment by the leader, a heartbeat every :data:`HEARTBEAT_MS`), so the
+comparison is of the coordinators alone.
+
+A group is stable when every member has its SyncGroup answer (its assignment callback) for one generation and no
+further round follows. Scenarios, for 3 members on 12 partitions and for 100 members on 200 partitions:
+
+- ``form``: that many members start at once on a new group; time until the group is stable (includes the initial
+  rebalance delay, the same on both sides). The first ``form`` of 3 members is the first group a fresh coordinator
+  process sees: its time is the cold figure of the whole run.
+- ``join``: one member joins the stable group; ``leave``: the newest member sends LeaveGroup. Joins and leaves
+  alternate, each from a stable group, at a random phase of the heartbeat.
+
+``first_s`` is the scenario's first measurement in that coordinator process (cold for the very first, otherwise
+the first after a scenario change); p50 over every run after the first (warm); p99 only from at least 100 runs
+(``--full``), else None. Command: ``python -m bench.run peer_rebalance`` (or ``--full``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka.protocol.consumer import LeaveGroupRequest
+
+from bench.loadgen import Connection, percentile
+from bench.peer_targets import RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
+from bench.rebalance_latency import Group
+from bench.results_io import write_result
+
+INITIAL_DELAY_MS = 1000
+HEARTBEAT_MS = 500
+SIZES = (3, 100)
+MIN_RUNS_FOR_P99 = 100
+SETTLE_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Runs:
+    """How many measurements of each scenario per group size."""
+
+    form: int
+    changes: int  # joins, and as many leaves
+
+
+async def _dismiss(endpoint: Endpoint, group: Group) -> None:
+    """Stop the members, then remove them all with one LeaveGroup, so no dead session lingers into later runs."""
+    identities = [LeaveGroupRequest.MemberIdentity(member_id=m.membership.member_id,
+                                                   group_instance_id=m.membership.instance) for m in group.members]
+    await group.close()
+    connection = await Connection.open(endpoint.host, endpoint.port)
+    try:
+        await connection.request(LeaveGroupRequest(version=3, group_id=group.name, members=identities))
+    finally:
+        await connection.close()
+
+
+async def _formations(endpoint: Endpoint, size: int, runs: int) -> tuple[list[float], int]:
+    """``runs`` new groups of ``size`` members, one at a time: seconds until each is stable; member errors."""
+    latencies, errors = [], 0
+    for run in range(runs):
+        started = time.monotonic()
+        group = Group(endpoint.host, endpoint.port, f"form-{size}-{run}", size, HEARTBEAT_MS)
+        try:
+            _, finished = await group.settled(after=0, timeout_s=SETTLE_TIMEOUT_S)
+            latencies.append(finished - started)
+            errors += sum(m.errors for m in group.members)
+        finally:
+            await _dismiss(endpoint, group)
+    return latencies, errors
+
+
+async def _changes(endpoint: Endpoint, size: int, runs: int) -> tuple[dict[str, list[float]], int]:
+    """``runs`` joins and ``runs`` leaves, alternating, on one stable group of ``size``; their latencies; errors."""
+    group = Group(endpoint.host, endpoint.port, f"change-{size}", size, HEARTBEAT_MS)
+    latencies: dict[str, list[float]] = {"join": [], "leave": []}
+    try:
+        for _ in range(runs):
+            for kind in ("join", "leave"):
+                latencies[kind].append((await group.measure(kind, timeout_s=SETTLE_TIMEOUT_S)).latency_s)
+        errors = sum(m.errors for m in group.members)
+    finally:
+        await _dismiss(endpoint, group)
+    return latencies, errors
+
+
+def _row(side: str, size: int, scenario: str, latencies: list[float], errors: int) -> dict[str, Any]:
+    warm = latencies[1:] or latencies
+    return {"side": side, "members": size, "scenario": scenario, "runs": len(latencies),
+            "first_s": round(latencies[0], 3), "p50_s": round(percentile(warm, 0.5) / 1000, 3),
+            "p99_s": round(percentile(latencies, 0.99) / 1000, 3) if len(latencies) >= MIN_RUNS_FOR_P99 else None,
+            "member_errors": errors, "load_avg_1m": load_average()}
+
+
+async def measure_side(endpoint: Endpoint, runs: Runs) -> list[dict[str, Any]]:
+    """Every scenario at every size against one fresh coordinator, smallest size first."""
+    rows = []
+    for size in SIZES:
+        formed, errors = await _formations(endpoint, size, runs.form)
+        rows.append(_row(endpoint.side, size, "form", formed, errors))
+        changed, errors = await _changes(endpoint, size, runs.changes)
+        rows += [_row(endpoint.side, size, kind, values, errors if kind == "join" else 0)
+                 for kind, values in changed.items()]
+        for row in rows[-3:]:
+            print(row, flush=True)
+    return rows
+
+
+def main(full: bool) -> None:
+    """Kafka's coordinator, then groupcoord's, on the same scenarios; writes ``bench/results/peer_rebalance.json``."""
+    runs = Runs(form=MIN_RUNS_FOR_P99, changes=MIN_RUNS_FOR_P99) if full else Runs(form=5, changes=5)
+    settings = {"group.initial.rebalance.delay.ms": INITIAL_DELAY_MS}
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="peer-rebalance-") as work:
+        for side in SIDES:
+            with coordinator(side, Path(work) / side, settings) as endpoint:
+                rows += asyncio.run(measure_side(endpoint, runs))
+    table = side_by_side(rows, ("members", "scenario"), ("first_s", "p50_s", "p99_s"),
+                         extras=("runs", "member_errors", "load_avg_1m"))
+    write_result(
+        "peer_rebalance",
+        title="Rebalance latency: groupcoord serve vs Kafka 4.4.0's group coordinator (time to a stable group)",
+        rows=table,
+        summary={"ratio": RATIO_MEANING, "runs_per_scenario": runs.form,
+                 "group.initial.rebalance.delay.ms": INITIAL_DELAY_MS, "heartbeat.interval.ms": HEARTBEAT_MS},
+        notes=("Both coordinators started fresh in this run, Kafka's first, each alone on the machine. Members: "
+               "asyncio static members in the benchmark process (bench/rebalance_latency.py), client-side range "
+               "assignment, JoinGroup v5 / SyncGroup v3 / Heartbeat v3 / LeaveGroup v3, session 30 s. Members "
+               "learn of a rebalance from their next heartbeat, so every join/leave latency holds up to one "
+               f"heartbeat interval ({HEARTBEAT_MS} ms) on both sides; every form latency holds the initial "
+               f"rebalance delay ({INITIAL_DELAY_MS} ms). first_s: the scenario's first run in the process (the "
+               "3-member form row is the process's very first group: cold); p50_s: the later runs (warm); p99_s: "
+               f"only with at least {MIN_RUNS_FOR_P99} runs (make bench-full)."),
+    )
