@@ -15,7 +15,7 @@ from functools import lru_cache
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from groupcoord.assignors.lineage import cut
+from groupcoord.assignors.lineage import cut, single_task_call
 from groupcoord.assignors.prepare import PARTITION_ORDER
 from groupcoord.assignors.sql import Subquery, query
 
@@ -71,16 +71,23 @@ def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame | Subquery, *, 
     # starts and the free partitions' numbers go on one timeline per scope; each partition takes the last member
     # that started at or before it (one window sort, no exploded slot rows, no join). One SQL text: see
     # :mod:`groupcoord.assignors.sql`.
+    text = _timeline_sql(tuple(scope), one_partition=single_task_call())
     if isinstance(slots, Subquery):
-        placed = slots.nested_in(_timeline_sql(tuple(scope)), "slots", free=free)
+        placed = slots.nested_in(text, "slots", free=free)
     else:
-        placed = query(_timeline_sql(tuple(scope)), slots=slots, free=free)
+        placed = query(text, slots=slots, free=free)
     return placed if matched is None else placed.unionByName(matched)
 
 
 @lru_cache(maxsize=16)
-def _timeline_sql(scope: tuple[str, ...]) -> str:
-    """The SQL of :func:`fill`'s timeline over ``{slots}`` and ``{free}`` for ``scope``."""
+def _timeline_sql(scope: tuple[str, ...], *, one_partition: bool) -> str:
+    """The SQL of :func:`fill`'s timeline over ``{slots}`` and ``{free}`` for ``scope``.
+
+    ``one_partition`` (a single-task call): the union is coalesced into its one partition before the window. Spark
+    4.2 reports a union of single-partition sides as one partition only when both report the same partitioning, and
+    a join side reports ``(SinglePartition or SinglePartition)``: the window then planned an exchange (a second
+    stage). Coalescing needs no shuffle, and on a Spark that keeps the union single it costs nothing.
+    """
     keys = ", ".join(scope)
     extras = [c for c in PARTITION_ORDER if c not in scope]
     nulls = "".join(f", CAST(NULL AS {_TYPES[c]}) AS {c}" for c in extras)
@@ -99,7 +106,8 @@ def _timeline_sql(scope: tuple[str, ...]) -> str:
         f"AS bigint) AS _at, 1 AS _kind, CAST(NULL AS string) AS member_id{''.join(', ' + c for c in extras)} "
         "FROM {free}"
     )
+    coalesced, closing = ("SELECT /*+ COALESCE(1) */ * FROM (", ")") if one_partition else ("", "")
     return (
         f"SELECT {out} FROM (SELECT *, last(member_id, true) OVER (PARTITION BY {keys} ORDER BY _at, _kind {running}) "
-        f"AS _owner FROM ({starts} UNION ALL {numbered})) WHERE _kind = 1"
+        f"AS _owner FROM ({coalesced}{starts} UNION ALL {numbered}{closing})) WHERE _kind = 1"
     )

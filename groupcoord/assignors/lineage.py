@@ -86,15 +86,20 @@ def cut(frame: DataFrame) -> DataFrame:
     """
     if not getattr(_ACTIVE, "depth", 0):
         raise RuntimeError("lineage.cut() outside lineage.planning()")
-    return plan.checkpoint_leaf(frame, single_partition=getattr(_ACTIVE, "single_task", False))
+    return plan.checkpoint_leaf(frame, single_partition=single_task_call())
 
 
 def cut_unless_single_task(frame: DataFrame) -> DataFrame:
     """:func:`cut` ``frame``, except in a single-task call, where re-planning a small projection of leaves where it
     is read costs less than the cut's two plannings."""
-    if getattr(_ACTIVE, "single_task", False):
+    if single_task_call():
         return frame
     return cut(frame)
+
+
+def single_task_call() -> bool:
+    """Whether the current :func:`planning` is for a single-task call (its inputs are one partition each)."""
+    return bool(getattr(_ACTIVE, "single_task", False))
 
 
 def planned(frame: DataFrame) -> DataFrame:
