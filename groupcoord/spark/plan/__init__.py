@@ -18,9 +18,9 @@ falls back to the public API (``localCheckpoint``, the frame itself, "unknown").
 speed, never correctness; to make it fast again, check the internals against the new version and add its
 :class:`~groupcoord.spark.plan.gate.Layout`.
 
-Layering: this package imports only pyspark and py4j, nothing else of groupcoord. The assignors (a lower layer than
-``groupcoord.spark``) import it: the one sanctioned upward import, because the assignors are Spark plans and this is
-where their Spark-version-dependent tuning lives.
+Layering (``docs/architecture.md``): this package imports only pyspark and py4j, nothing else of groupcoord, so it
+sits a layer below the assignors, which import it (the assignors are Spark plans and this is where their
+Spark-version-dependent tuning lives), while the rest of ``groupcoord.spark`` sits above the assignors and runs them.
 """
 
 from __future__ import annotations
