@@ -1,9 +1,14 @@
 """``GroupMember``: a consumer-group member that joins, syncs, heartbeats and commits against the coordinator.
 
+The protocol itself (what to send, what an answer means, which partitions move) is
+:class:`~groupcoord.member.protocol_machine.MemberMachine`; this class is its I/O shell: the connection to the
+coordinator (found and found again by :class:`~groupcoord.member.discovery.CoordinatorLocator`), the threads, the
+clock, retries with backoff, and the rebalance listener.
+
 Threads. The application thread calls :meth:`GroupMember.poll`, which (re)joins when needed and runs every
-rebalance-listener callback. A background thread sends heartbeats while the member is stable; it only records what
-it learns (rejoin needed, generation lost, coordinator gone, fenced) for the next ``poll`` to act on, except that
-it rediscovers a lost coordinator itself so the session stays alive between polls.
+rebalance-listener callback. A background thread sends heartbeats while the member is stable; what it learns (rejoin
+needed, generation lost, coordinator gone, fenced) is recorded in the machine for the next ``poll`` to act on.
+Calls into the machine are serialised by one lock; requests are sent outside it.
 
 Errors are handled as Kafka's clients do:
 
@@ -15,7 +20,6 @@ Errors are handled as Kafka's clients do:
 - MEMBER_ID_REQUIRED: rejoin at once with the member id the coordinator gave;
 - FENCED_INSTANCE_ID: fatal; every later call raises :class:`FencedInstanceIdError`.
 """
-
 
 from __future__ import annotations
 
@@ -67,7 +71,6 @@ from groupcoord.member.protocol_machine import (
 from groupcoord.member.subscription import PartitionCounts, catalog_partition_counts, matching_topics
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol.errors import Errors
-from groupcoord.protocol.requests import SyncGroupRequest
 
 log = logging.getLogger("groupcoord.member")
 
@@ -282,8 +285,6 @@ class GroupMember:
             log.info("group %s: %s not answered: %s", self.group_id, type(send.request).__name__, exc)
             with self._lock:
                 return self._machine.on_request_failed(send.request_id)
-        if isinstance(send.request, SyncGroupRequest):
-            log.debug("group %s: synced generation %d", self.group_id, send.request.generation_id)
         with self._lock:
             return self._machine.on_response(send.request_id, response)
 
@@ -408,6 +409,7 @@ class GroupMember:
         backoff = Backoff(self.config.options.retry_backoff_ms, self.config.options.retry_backoff_max_ms)
         while True:
             with self._lock:
+                generation = self._machine.commit_generation()
                 send = self._machine.commit(committing)
             outputs = self._exchange(send)
             done = next((o for o in outputs if isinstance(o, CommitCompleted)), None)
@@ -423,7 +425,7 @@ class GroupMember:
                 return
             raise CommitFailedError(
                 f"group {self.group_id}: commit failed: the group rebalanced or generation "
-                f"{send.request.generation_id} is over; poll() to rejoin, then commit again")  # type: ignore[union-attr]
+                f"{generation.generation_id} is over; poll() to rejoin, then commit again")
 
     def commit_async(self, offsets: Offsets | None = None,
                      callback: Callable[[Mapping[TopicPartition, OffsetAndMetadata], BaseException | None], None]

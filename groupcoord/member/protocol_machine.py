@@ -37,22 +37,45 @@ Errors, as Kafka's ``AbstractCoordinator``/``ConsumerCoordinator`` handle them:
 
 An error only resets what it speaks of: an answer to a request sent in an older generation is not acted on.
 
-Worked example (a manual clock; one member, server-side assignment)::
+Worked example: one member, server-side assignment, a clock that moves only when told (run as a doctest by
+tests/member/test_protocol_machine.py)::
 
-    clock = ManualMs(0)
-    machine = MemberMachine(MachineConfig(group_id="g", topics=("t",), protocols=("server-range",),
-                                          timing=HeartbeatTiming(session_timeout_ms=10_000,
-                                                                 heartbeat_interval_ms=3000,
-                                                                 rebalance_timeout_ms=30_000)), clock=clock)
-    (join,) = machine.poll()                       # Send(1, JoinGroupRequest(member_id="", ...))
-    machine.on_response(join.request_id, JoinGroupResponse(error=Errors.MEMBER_ID_REQUIRED, member_id="m-1"))
-    (join,) = machine.poll()                       # Send(2, JoinGroupRequest(member_id="m-1", ...))
-    (sync,) = machine.on_response(join.request_id, JoinGroupResponse(
-        error=Errors.NONE, generation_id=1, member_id="m-1", leader="m-1", protocol_name="server-range"))
-    (assigned,) = machine.on_response(sync.request_id, SyncGroupResponse(error=Errors.NONE, assignment=data))
-    # PartitionsAssigned(added={t-0, t-1}); machine.phase is Phase.STABLE
-    clock.now += 3000
-    (heartbeat,) = machine.on_time()               # Send(3, HeartbeatRequest(generation_id=1, member_id="m-1"))
+    >>> from groupcoord.protocol import Errors, JoinGroupResponse, SyncGroupResponse, HeartbeatResponse
+    >>> from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
+    >>> now = [0.0]
+    >>> machine = MemberMachine(MachineConfig(
+    ...     group_id="g", topics=("t",), protocols=("server-range",),
+    ...     timing=HeartbeatTiming(session_timeout_ms=10_000, heartbeat_interval_ms=3000,
+    ...                            rebalance_timeout_ms=30_000)), clock=lambda: now[0])
+    >>> (join,) = machine.poll()
+    >>> join.request.member_id, join.request.protocols[0].name
+    ('', 'server-range')
+    >>> machine.on_response(join.request_id, JoinGroupResponse(error=Errors.MEMBER_ID_REQUIRED, member_id="m-1"))
+    []
+    >>> (join,) = machine.poll()  # KIP-394: again, with the id the coordinator gave
+    >>> join.request.member_id
+    'm-1'
+    >>> (sync,) = machine.on_response(join.request_id, JoinGroupResponse(
+    ...     error=Errors.NONE, generation_id=1, member_id="m-1", leader="m-1", protocol_name="server-range"))
+    >>> sync.request.assignments  # server-side: the coordinator assigns, the leader sends nothing
+    ()
+    >>> data = encode_assignment(Assignment(partitions=(TopicPartitions("t", (0, 1)),)))
+    >>> (assigned,) = machine.on_response(sync.request_id, SyncGroupResponse(error=Errors.NONE, assignment=data))
+    >>> sorted(assigned.added), machine.phase
+    ([TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)], <Phase.STABLE: 'stable'>)
+    >>> machine.on_time()  # no heartbeat due yet
+    []
+    >>> now[0] += 3000
+    >>> (heartbeat,) = machine.on_time()
+    >>> heartbeat.request.generation_id, heartbeat.request.member_id
+    (1, 'm-1')
+    >>> machine.on_response(heartbeat.request_id, HeartbeatResponse(error=Errors.REBALANCE_IN_PROGRESS))
+    []
+    >>> machine.poll()  # eager: revoke before rejoining; the JoinGroup follows on the next poll
+    [PartitionsRevoked(partitions=frozenset({TopicPartition(topic='t', partition=0), \
+TopicPartition(topic='t', partition=1)}))]
+    >>> type(machine.poll()[0].request).__name__
+    'JoinGroupRequest'
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 from collections.abc import Sequence
 
 import pytest
@@ -341,3 +342,34 @@ def test_auto_commit_commits_processed_offsets_on_its_interval_and_before_a_revo
     before, revoked = m.poll()
     assert before == CommitBeforeRevoke({T0: OffsetAndMetadata(3, "", -1), T1: OffsetAndMetadata(4, "", -1)})
     assert revoked == PartitionsRevoked(frozenset({T0, T1})) and m.processed == {}
+
+
+def test_the_module_docstrings_worked_example_runs() -> None:
+    from groupcoord.member import protocol_machine
+
+    assert doctest.testmod(protocol_machine, raise_on_error=True).attempted >= 15
+
+
+def test_lose_after_session_timeout_drops_the_partitions_of_a_member_cut_off_from_the_coordinator() -> None:
+    """librdkafka's rule (the simulator's members): no answer for a session timeout, the partitions are lost."""
+    clock = ManualMs()
+    m = machine(clock, lose_after_session_timeout=True)
+    stable(m, 1, T0)
+    clock.now += TIMING.heartbeat_interval_ms
+    sent = only_send(m.on_time())
+    clock.now += TIMING.session_timeout_ms  # the answer is read late, but it arrived in time
+    m.on_response(sent.request_id, HeartbeatResponse(error=Errors.NONE), received_at_ms=clock.now - 9000)
+    assert m.lost_partitions() == []
+    clock.now += 9000
+    assert m.lost_partitions() == [PartitionsLost(frozenset({T0}))]
+    assert m.generation.generation_id == 1 and m.rejoin_reason is not None  # it rejoins in its generation
+    assert isinstance(only_send(m.poll()).request, JoinGroupRequest)
+
+
+def test_without_the_session_rule_a_member_keeps_its_partitions_while_the_coordinator_is_away() -> None:
+    clock = ManualMs()
+    m = machine(clock)
+    stable(m, 1, T0)
+    clock.now += 10 * TIMING.session_timeout_ms
+    m.poll()
+    assert m.lost_partitions() == [] and m.owned == {T0}
