@@ -223,8 +223,8 @@ class GroupMember:
             self._check_usable()
             with self._lock:
                 outputs = self._machine.poll()
-                if not outputs and self._machine.phase is Phase.STABLE:
-                    return
+            if not outputs:
+                return  # stable (or nothing to do until an answer comes)
             try:
                 self._run(outputs)
             except CoordinatorUnavailableError as exc:

@@ -282,7 +282,12 @@ def first_commit_error(response: OffsetCommitResponse) -> ErrorCode:
 
 
 class MemberMachine:
-    """One member's protocol state (see the module docstring). Not thread-safe: a shell serialises its calls."""
+    """One member's protocol state (see the module docstring). Not thread-safe: a shell serialises its calls.
+
+    A shell may read: ``generation``, ``phase``, ``owned`` (the partitions it consumes), ``topics`` (the
+    subscription), ``processed`` (offsets to commit), ``rejoin_reason`` (``None`` unless a rejoin is due),
+    ``failure``, ``is_leader``, ``next_auto_commit_ms`` and ``timer``; it changes them only through the methods.
+    """
 
     def __init__(self, config: MachineConfig, *, clock: Callable[[], float]) -> None:
         self.config = config
@@ -308,11 +313,6 @@ class MemberMachine:
         """True when the member is in a generation with its assignment and no rejoin is pending."""
         return self.phase is Phase.STABLE and self.rejoin_reason is None
 
-    @property
-    def in_flight(self) -> int:
-        """How many requests await an answer."""
-        return len(self._in_flight)
-
     def commit_generation(self) -> Generation:
         """The generation a commit is fenced by: the current one while stable, else none."""
         return self.generation if self.phase is Phase.STABLE else NO_GENERATION
@@ -327,6 +327,9 @@ class MemberMachine:
     def poll(self) -> list[Output]:
         """The application polls: report lost partitions, then prepare and send a due (re)join."""
         self.timer.poll()
+        if self.phase is Phase.ASSIGNING:  # the shell gave up on the assignment (its assignor failed): join again
+            self.phase = Phase.UNJOINED
+            self.request_rejoin("the leader's assignment failed")
         outputs = self.lost_partitions()
         if self.rejoin_reason is None or self.phase not in (Phase.UNJOINED, Phase.STABLE):
             return outputs

@@ -373,3 +373,14 @@ def test_without_the_session_rule_a_member_keeps_its_partitions_while_the_coordi
     clock.now += 10 * TIMING.session_timeout_ms
     m.poll()
     assert m.lost_partitions() == [] and m.owned == {T0}
+
+
+def test_a_poll_while_the_leader_was_assigning_starts_the_round_again() -> None:
+    """The shell's assignor raised instead of calling ``assigned``: the next poll joins again."""
+    m = machine(ManualMs(), protocols=("range",))
+    sent = only_send(m.poll())
+    m.on_response(sent.request_id, JoinGroupResponse(error=Errors.NONE, generation_id=1, member_id="m-1",
+                                                     leader="m-1", protocol_name="range"))
+    assert m.phase is Phase.ASSIGNING
+    again = only_send(m.poll())
+    assert isinstance(again.request, JoinGroupRequest) and again.request.reason == "the leader's assignment failed"
