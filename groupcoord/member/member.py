@@ -253,7 +253,8 @@ class GroupMember:
             elif isinstance(output, AssignAsLeader):
                 assignments = assign_as_leader(output.protocol, output.members, self._partition_counts(None))
                 with self._lock:
-                    self._run(self._machine.assigned(assignments))
+                    sync = self._machine.assigned(assignments)
+                self._run(sync)
             elif isinstance(output, CommitBeforeRevoke):
                 self._commit_quietly(output.offsets)
             elif isinstance(output, PartitionsRevoked):
