@@ -13,8 +13,8 @@ from kafka.errors import InconsistentGroupProtocolError
 
 from groupcoord.coordinator import decode_record
 from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord
-from groupcoord.member.kafka_python import ServerSideAssignor
 from groupcoord.log.delta import DeltaRecordLog
+from groupcoord.member.kafka_python import ServerSideAssignor
 from groupcoord.state_root import StateRoot
 from groupcoord.topics.catalog import TopicCatalog
 from tests.host.conftest import ServeProcess

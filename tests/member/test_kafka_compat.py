@@ -11,8 +11,8 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.coordinator.assignors.abstract import RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
-from groupcoord.member.kafka_python import ServerSideAssignor
 from groupcoord.member import GroupMember
+from groupcoord.member.kafka_python import ServerSideAssignor
 from groupcoord.protocol import JoinGroupRequest
 from groupcoord.protocol.consumer_protocol import decode_subscription
 from tests.member.conftest import Coordinator, polling, wait_for
