@@ -16,8 +16,8 @@ Cases, per side:
   seconds whatever the latency; latency runs from the moment a request was due (a committer has one request in
   flight at a time, so a slow answer delays the next ones and shows in their latency). Warm: the first case ran.
 
-Quick: 20 committers x 50 partitions, 10 s per case, 20,000 offsets/s offered; ``--full``: 200 x 50, 30 s capacity
-and 60 s at 100,000 offsets/s (the target of bench/commit_throughput.py). Command: ``python -m bench.run
+200 committers x 50 partitions, 100,000 offsets/s offered (the target of bench/commit_throughput.py); 10 s per
+case, ``--full``: 30 s capacity and 60 s offered. Command: ``python -m bench.run
 peer_commits`` (or ``--full``).
 """
 
@@ -40,6 +40,8 @@ from groupcoord.devbroker import KafkaBroker
 
 TOPIC = "commits"
 OFFSET_VARIANTS = 4
+TARGET_RATE = 100_000
+"""Offered offsets/s: the target of bench/commit_throughput.py."""
 
 
 @dataclass(frozen=True)
@@ -169,9 +171,9 @@ async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, 
 
 def main(full: bool) -> None:
     """Kafka's coordinator, then groupcoord's, at the same loads; writes ``bench/results/peer_commits.json``."""
-    committers, partitions_each = (200, 50) if full else (20, 50)
+    committers, partitions_each = 200, 50
     loads = [Load(committers, partitions_each, 30 if full else 10),
-             Load(committers, partitions_each, 60 if full else 10, rate=100_000 if full else 20_000)]
+             Load(committers, partitions_each, 60 if full else 10, rate=TARGET_RATE)]
 
     def create_topic(broker: KafkaBroker) -> None:
         broker.create_topic(TOPIC, partitions=partitions_each)

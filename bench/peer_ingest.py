@@ -66,7 +66,7 @@ def _submit(master: str, arguments: list[str], log: Path) -> tuple[float, list[d
                                   stderr=stderr, text=True, timeout=PROCESS_TIMEOUT_S, check=False)
     seconds = time.monotonic() - started
     if finished.returncode != 0:
-        tail = "\n".join(log.read_text().splitlines()[-15:])
+        tail = "\n".join([*log.read_text().splitlines()[-15:], *finished.stdout.splitlines()[-15:]])
         raise RuntimeError(f"spark-submit {' '.join(arguments[:2])} exited with {finished.returncode}:\n{tail}")
     results = [json.loads(line) for line in finished.stdout.splitlines() if RESULT_KEY in line]
     return seconds, results
