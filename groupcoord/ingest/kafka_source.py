@@ -16,8 +16,7 @@ import pyarrow as pa
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
-from groupcoord.ingest.sources import check_in_range
-from groupcoord.topics import PartitionOffsets
+from groupcoord.topics import OffsetOutOfRangeError, PartitionOffsets
 from groupcoord.topics.log_table import TOPIC_LOG_SCHEMA
 
 log = logging.getLogger("groupcoord.ingest.kafka")
@@ -96,3 +95,12 @@ def kafka_partition_counts(servers: Sequence[str], *, client_id: str = "groupcoo
         return counts
     finally:
         consumer.close()
+
+
+def check_in_range(tp: TopicPartition, offset: int, bounds: PartitionOffsets) -> None:
+    """Raise :class:`OffsetOutOfRangeError` unless ``bounds.start <= offset <= bounds.end``."""
+    if not bounds.start <= offset <= bounds.end:
+        raise OffsetOutOfRangeError(
+            f"Offset {offset} is out of range for partition {tp.topic}-{tp.partition} "
+            f"(log start {bounds.start}, log end {bounds.end})."
+        )

@@ -17,7 +17,7 @@ from kafka.structs import TopicPartition
 from groupcoord.config import ConfigError
 from groupcoord.member.config import parse_bootstrap
 from groupcoord.state_root import StateRoot
-from groupcoord.topics import OffsetOutOfRangeError, PartitionOffsets, TopicCatalog, TopicLog
+from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicLog
 from groupcoord.topics.log_table import TOPIC_LOG_SCHEMA
 
 KAFKA_SCHEME = "kafka://"
@@ -110,12 +110,3 @@ class EmbeddedReader:
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-def check_in_range(tp: TopicPartition, offset: int, bounds: PartitionOffsets) -> None:
-    """Raise :class:`OffsetOutOfRangeError` unless ``bounds.start <= offset <= bounds.end``."""
-    if not bounds.start <= offset <= bounds.end:
-        raise OffsetOutOfRangeError(
-            f"Offset {offset} is out of range for partition {tp.topic}-{tp.partition} "
-            f"(log start {bounds.start}, log end {bounds.end})."
-        )

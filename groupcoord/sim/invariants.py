@@ -25,20 +25,41 @@ Besides, a well-behaved member must only ever get the errors a correct coordinat
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
-from groupcoord.coordinator import CoordinatorResult
+from groupcoord.coordinator import CoordinatorResult, GroupCoordinator
 from groupcoord.coordinator.records import OffsetCommitRecord
 from groupcoord.group import GroupState
 from groupcoord.protocol.requests import GroupRequest, OffsetCommitRequest
 from groupcoord.protocol.responses import GroupResponse, OffsetCommitResponse
-from groupcoord.sim.member import Phase
-
-if TYPE_CHECKING:
-    from groupcoord.sim.world import World
+from groupcoord.sim.member import Phase, SimMember
 
 Key = tuple[str, str, int]
 
+
+
+class World(Protocol):
+    """What the checker reads of the simulated world (:class:`groupcoord.sim.world.World`)."""
+
+    @property
+    def members(self) -> Mapping[str, SimMember]:
+        """The simulated member processes by name."""
+
+    @property
+    def coordinator(self) -> GroupCoordinator:
+        """The live coordinator."""
+
+    @property
+    def shadow(self) -> GroupCoordinator:
+        """A coordinator replaying only the durable batches (what a reload would give)."""
+
+    @property
+    def counts(self) -> Mapping[str, int]:
+        """Partition counts by topic."""
+
+    def describe(self) -> str:
+        """The world's state in one line, for violation messages."""
 
 class InvariantViolation(AssertionError):
     """An invariant broke; ``invariant`` names it ("1".."6", "protocol", "livelock")."""
