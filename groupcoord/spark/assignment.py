@@ -98,7 +98,7 @@ class SparkAssignmentRunner:
         self._racks = racks
         self._weights_path = weights_path
         self._lock = threading.Lock()  # one assignment at a time: a real call, or a warm-up call
-        self._waiting = 0  # real calls waiting for the lock: the warm-up gives way to them
+        self._busy = 0  # real calls waiting for the lock or running: the warm-up waits for them
         self._warm_up_stopped = threading.Event()
 
     def start_warm_up(self) -> threading.Thread:
@@ -130,7 +130,7 @@ class SparkAssignmentRunner:
             with self._lock:
                 self._assign_bucket(session, effect.assignor, [effect], {WARMUP_TOPIC: WARMUP_PARTITIONS}, {})
 
-        return warm_up(assign_one, busy=lambda: self._waiting > 0 or self._warm_up_stopped.is_set())
+        return warm_up(assign_one, busy=lambda: self._busy > 0, stopped=self._warm_up_stopped.is_set)
 
     def _ensure_session(self) -> SparkSession:
         if self._session is None:
@@ -156,10 +156,12 @@ class SparkAssignmentRunner:
                 answers.append(_error(effect))
         if not buckets:
             return answers
-        self._waiting += 1
-        with self._lock:
-            self._waiting -= 1
-            answers.extend(self._assign_buckets(buckets, batch))
+        self._busy += 1
+        try:
+            with self._lock:
+                answers.extend(self._assign_buckets(buckets, batch))
+        finally:
+            self._busy -= 1
         return answers
 
     def _assign_buckets(self, buckets: Mapping[str, Sequence[NeedsAssignment]],

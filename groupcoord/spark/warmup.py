@@ -5,8 +5,8 @@ Catalyst's rules, whole-stage code generation and the JIT make a small group's f
 the ~0.2 s of a warm one, and a rebalance in a job is nearly always such a first call. The warm-up runs the
 assignors on a synthetic small group (three members, one 12-partition topic) through the runner's own code path: a
 fresh group, then a rebalance where one member left and another joined (owned partitions take another plan). It
-runs on a daemon thread when the runner is built and gives way at once to real work: between two calls it stops
-if an assignment is waiting, and a real call waits at most for the warm-up call under way.
+runs on a daemon thread when the runner is built and gives way to real work: between two calls it waits while an
+assignment is waiting or running, and a real call waits at most for the warm-up call under way.
 """
 
 from __future__ import annotations
@@ -44,16 +44,20 @@ def synthetic_groups(assignor: str) -> list[NeedsAssignment]:
 
 
 def warm_up(assign_one: Callable[[NeedsAssignment], None], *, busy: Callable[[], bool],
-            assignors: Sequence[str] = WARMUP_ORDER) -> int:
-    """Run ``assign_one`` on each assignor's synthetic groups until done or ``busy()``; returns the calls made.
+            stopped: Callable[[], bool] = lambda: False, assignors: Sequence[str] = WARMUP_ORDER,
+            pause_s: float = 0.05) -> int:
+    """Run ``assign_one`` on each assignor's synthetic groups, waiting while ``busy()``, until done or ``stopped()``;
+    returns the calls made.
 
     A failure is logged and ends the warm-up: it only costs speed, the real calls report their own errors.
     """
     started, calls = time.perf_counter(), 0
     for assignor in assignors:
         for effect in synthetic_groups(assignor):
-            if busy():
-                log.info("planner warm-up gave way to a real assignment after %d call(s)", calls)
+            while busy() and not stopped():
+                time.sleep(pause_s)
+            if stopped():
+                log.info("planner warm-up stopped after %d call(s)", calls)
                 return calls
             try:
                 assign_one(effect)

@@ -36,10 +36,12 @@ def test_warm_up_runs_every_assignor_twice(spark: SparkSession) -> None:
     assert SparkAssignmentRunner(dict, session=lambda: spark).warm_up() == 0
 
 
-def test_warm_up_gives_way_when_busy() -> None:
-    """Between two calls the warm-up checks ``busy`` and stops; a failing call ends it too."""
+def test_warm_up_waits_while_busy_and_ends_when_stopped() -> None:
+    """Between two calls the warm-up waits while ``busy`` and ends once ``stopped``; a failing call ends it too."""
     calls: list[NeedsAssignment] = []
-    assert warm_up(calls.append, busy=lambda: len(calls) >= 3) == 3
+    polls = iter([True, True, False] + [False] * 20)
+    assert warm_up(calls.append, busy=lambda: next(polls), pause_s=0) == 2 * len(WARMUP_ORDER)
+    assert warm_up(calls.append, busy=lambda: False, stopped=lambda: len(calls) >= 2 * len(WARMUP_ORDER) + 3) == 3
 
     def failing(effect: NeedsAssignment) -> None:
         raise RuntimeError("no Spark")
