@@ -137,7 +137,7 @@ async def _drive(committers: list[Committer], load: Load) -> float:
 
 
 def _row(side: str, case: str, load: Load | None, committers: list[Committer], elapsed: float,
-         cpu_s: float) -> dict[str, Any]:
+         cpu_s: float, coordinator_cpu_s: float) -> dict[str, Any]:
     latencies = [latency for c in committers for latency in c.latencies]
     offsets = sum(c.offsets for c in committers)
     return {"side": side, "case": case, "requests": len(latencies),
@@ -145,23 +145,25 @@ def _row(side: str, case: str, load: Load | None, committers: list[Committer], e
             "offsets_per_s": round(offsets / elapsed) if load is not None else None,
             "ack_p50_ms": percentile(latencies, 0.5), "ack_p99_ms": percentile(latencies, 0.99) if len(
                 latencies) >= 100 else None, "errors": sum(c.errors for c in committers),
-            "client_cpu_share": round(cpu_s / elapsed, 2), "load_avg_1m": load_average()}
+            "client_cpu_share": round(cpu_s / elapsed, 2),
+            "coordinator_cpu_share": round(coordinator_cpu_s / elapsed, 2), "load_avg_1m": load_average()}
 
 
 async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, Any]]:
     """The cold first commit, then each load in turn, against one fresh coordinator."""
     committers = [await Committer.open(endpoint, i, loads[0].partitions_each) for i in range(loads[0].committers)]
     try:
-        started, cpu = time.monotonic(), cpu_seconds()
+        started, cpu, served = time.monotonic(), cpu_seconds(), endpoint.cpu_seconds()
         await committers[0].commit(time.monotonic())
         rows = [_row(endpoint.side, "first commit (cold)", None, committers[:1], time.monotonic() - started,
-                     cpu_seconds() - cpu)]
+                     cpu_seconds() - cpu, endpoint.cpu_seconds() - served)]
         for load in loads:
             for committer in committers:
                 committer.latencies, committer.errors, committer.offsets = [], 0, 0
-            cpu = cpu_seconds()
+            cpu, served = cpu_seconds(), endpoint.cpu_seconds()
             elapsed = await _drive(committers, load)
-            rows.append(_row(endpoint.side, load.name, load, committers, elapsed, cpu_seconds() - cpu))
+            rows.append(_row(endpoint.side, load.name, load, committers, elapsed, cpu_seconds() - cpu,
+                             endpoint.cpu_seconds() - served))
             print(rows[-1], flush=True)
     finally:
         for committer in committers:
@@ -187,13 +189,15 @@ def main(full: bool) -> None:
         "peer_commits",
         title="Offset commits: groupcoord serve vs Kafka 4.4.0's group coordinator (same committers, same load)",
         rows=side_by_side(rows, ("case",), ("offsets_per_s", "ack_p50_ms", "ack_p99_ms"),
-                          extras=("requests", "errors", "client_cpu_share", "load_avg_1m")),
+                          extras=("requests", "errors", "coordinator_cpu_share", "client_cpu_share",
+                                  "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
                  "offered_offsets_per_s": loads[1].rate},
         notes=("Both coordinators started fresh in this run with default settings, Kafka's first, each alone on "
                "the machine. Kafka acknowledges a commit once it is appended to __consumer_offsets (one replica, "
                "acks from the local log, no fsync per commit: Kafka's default); groupcoord once its Delta "
                "record-log commit is durable (fsynced). The committers run in the benchmark process "
-               "(client_cpu_share: its CPU seconds per second), so on 2 cores they compete with the coordinator. "
+               "(client_cpu_share: its CPU seconds per second), so on 2 cores they compete with the coordinator "
+               "(coordinator_cpu_share: the broker's JVM, or the serve process). "
                "ack_p99_ms only from at least 100 requests."),
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -118,7 +119,8 @@ def main(full: bool) -> None:
             print(f"produced {count} records in {time.monotonic() - started:.1f} s", flush=True)
             for master, members in MASTERS:
                 for side in SIDES:
-                    rows.append(measure(side, master, members, broker.bootstrap, work / side / master, count))
+                    case_dir = work / side / re.sub(r"\W+", "_", master)  # delta-rs takes "[" for a URL
+                    rows.append(measure(side, master, members, broker.bootstrap, case_dir, count))
                     print(rows[-1], flush=True)
     table = side_by_side(rows, ("master",), ("cold_s", "cold_records_per_s", "warm_s", "warm_records_per_s",
                                              "warm_mb_per_s"), extras=("members", "first_in_process_s",

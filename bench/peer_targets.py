@@ -29,6 +29,7 @@ SIDES: tuple[str, ...] = (KAFKA, GROUPCOORD)
 """The peer first, then groupcoord: each benchmark runs them in this order, one after the other."""
 
 READY_TIMEOUT_S = 180.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PROBE_GROUPS = 64
 NOT_READY = {14, 15, 16}
 """COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: ask again later."""
@@ -37,11 +38,17 @@ NOT_READY = {14, 15, 16}
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A running coordinator: which side it is and where clients connect."""
+    """A running coordinator: which side it is, where clients connect, and its process."""
 
     side: str
     host: str
     port: int
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the coordinator's process used so far (from /proc)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 @contextlib.contextmanager
@@ -57,7 +64,7 @@ def coordinator(side: str, work: Path, settings: Mapping[str, Any], *,
         with KafkaBroker.start(work / "kafka", properties=dict(settings)) as broker:
             if on_start is not None:
                 on_start(broker)
-            endpoint = Endpoint(side, broker.host, broker.port)
+            endpoint = Endpoint(side, broker.host, broker.port, broker.process.pid)
             asyncio.run(wait_for_group_coordinator(endpoint))
             yield endpoint
         return
@@ -69,7 +76,7 @@ def coordinator(side: str, work: Path, settings: Mapping[str, Any], *,
         address = serve.wait_ready(timeout=READY_TIMEOUT_S)
         if address is None:
             raise RuntimeError(f"groupcoord serve did not become ready:\n{serve.log_tail()}")
-        endpoint = Endpoint(side, *address)
+        endpoint = Endpoint(side, *address, serve.proc.pid)
         asyncio.run(wait_for_group_coordinator(endpoint))
         yield endpoint
     finally:
