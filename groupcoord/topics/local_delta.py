@@ -76,7 +76,7 @@ def local_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) 
     rows again when reading).
     """
     root = pa_fs.SubTreeFileSystem(_local_path(table), pa_fs.LocalFileSystem())
-    return table.to_pyarrow_dataset(filesystem=root, file_pruning_predicate=where)  # type: ignore[arg-type]
+    return table.to_pyarrow_dataset(filesystem=root, file_pruning_predicate=where)
 
 
 def _local_path(table: DeltaTable) -> str:

@@ -72,10 +72,12 @@ def imports() -> Iterator[Import]:
         tree = ast.parse(path.read_text(), filename=str(path))
         top = {id(node) for node in tree.body}
         for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            elif node.module and node.level == 0:
                 names = [node.module + "." + alias.name for alias in node.names]
             for name in names:
                 if name.startswith("groupcoord."):

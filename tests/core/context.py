@@ -17,6 +17,7 @@ from groupcoord.coordinator import (
     decode_record,
     encode_record,
 )
+from groupcoord.group import ClassicGroup
 from groupcoord.log.base import RecordLog
 from groupcoord.protocol import (
     Errors,
@@ -44,6 +45,7 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from tests.narrowing import present
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
@@ -125,6 +127,10 @@ class CoordinatorTestContext:
     def response(self, token: int) -> Any:
         """The response to request ``token``, or ``None`` while it is parked."""
         return self.responses.get(token)
+
+    def group(self, group_id: str) -> ClassicGroup:
+        """The coordinator's group ``group_id``, which the test knows to exist."""
+        return present(self.coordinator.group(group_id))
 
     def sleep(self, ms: int) -> None:
         """Let ``ms`` pass, firing every timer due meanwhile."""

@@ -15,6 +15,7 @@ from groupcoord.protocol import (
     ErrorCode,
     Errors,
     GroupRequest,
+    GroupResponse,
     HeartbeatRequest,
     JoinGroupProtocol,
     JoinGroupRequest,
@@ -49,7 +50,7 @@ def _state(ctx: CoordinatorTestContext) -> Any:
     return coordinator.hard_state(), live, coordinator.timer_keys(), len(ctx.log.load().records)
 
 
-def _error(response: Any) -> ErrorCode:
+def _error(response: GroupResponse) -> ErrorCode:
     """The one error a response carries: per group, per partition, per member, or top-level."""
     if isinstance(response, DescribeGroupsResponse):
         return response.groups[0].error
@@ -61,7 +62,7 @@ def _error(response: Any) -> ErrorCode:
         return error
     if isinstance(response, LeaveGroupResponse) and not response.error.is_error:
         return response.members[0].error
-    return response.error  # type: ignore[no-any-return]
+    return response.error
 
 
 @pytest.fixture

@@ -64,6 +64,7 @@ def rescanned_support(group: ClassicGroup, protocol_type: str, names: list[str],
 def apply(group: ClassicGroup, op: tuple[object, ...], step: int) -> None:
     """Run one operation on ``group`` (operations naming an absent member do nothing)."""
     kind, index = op[0], op[1]
+    assert isinstance(index, int)
     ids = list(group.members)
     target = group.members.get(ids[index % len(ids)]) if ids else None
     if kind == "add":

@@ -71,9 +71,9 @@ def test_group_rebalance_timeout_is_the_largest_member_timeout(ctx: CoordinatorT
     assert group is not None and group.rebalance_timeout_ms == 20_000
     assert ctx.coordinator.timer_keys().count("join-g") == 1
     ctx.sleep(19_999)
-    assert group.state == GroupState.PREPARING_REBALANCE
+    assert ctx.group("g").state == GroupState.PREPARING_REBALANCE
     ctx.sleep(1)
-    assert group.state == GroupState.COMPLETING_REBALANCE and list(group.members) == [a]
+    assert ctx.group("g").state == GroupState.COMPLETING_REBALANCE and list(group.members) == [a]
     assert b not in group.members
 
 
@@ -82,7 +82,7 @@ def test_follower_rejoining_stable_group_unchanged_gets_current_generation(ctx: 
     (_, b), generation = ctx.stable_group("g", 2)
     response = ctx.response(ctx.join("g", b))
     assert response.error == Errors.NONE and response.generation_id == generation and response.members == ()
-    assert ctx.coordinator.group("g").state == GroupState.STABLE  # type: ignore[union-attr]
+    assert ctx.group("g").state == GroupState.STABLE
 
 
 def test_default_test_config_is_sane() -> None:

@@ -50,7 +50,7 @@ def test_commit_in_preparing_rebalance_is_accepted_for_current_generation(ctx: C
     response = ctx.commit("g", {("t", 0): 7}, generation=generation, member_id=b)
     assert response.topics[0].partitions[0].error == Errors.NONE
     ctx.sleep(9000)
-    assert b in ctx.coordinator.group("g").members  # type: ignore[union-attr]
+    assert b in ctx.group("g").members
 
 
 def test_offsets_of_an_empty_group_expire_after_retention_and_the_group_dies() -> None:

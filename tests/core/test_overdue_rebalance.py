@@ -45,7 +45,7 @@ def test_server_side_assignment_that_never_comes_is_reported_once_per_timeout(
     assert len(_overdue_lines(caplog)) == 2
     ctx.complete_assignment(CompleteAssignment(group_id="s", generation_id=generation,
                                                assignments=round_robin(members, {"t": 4})))
-    assert ctx.coordinator.group("s").state == GroupState.STABLE  # type: ignore[union-attr]
+    assert ctx.group("s").state == GroupState.STABLE
     ctx.sleep(3 * REBALANCE_MS)
     assert len(_overdue_lines(caplog)) == 2
 
@@ -61,7 +61,7 @@ def test_static_member_that_does_not_rejoin_is_named(ctx: CoordinatorTestContext
     ctx.sync("g", r1.generation_id, r2.member_id)
     ctx.sync("g", r1.generation_id, r1.member_id, {r1.member_id: b"a1", r2.member_id: b"a2"})
     ctx.join("g", r1.member_id, instance_id="i-1", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=("u",)))
-    assert ctx.coordinator.group("g").state == GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
+    assert ctx.group("g").state == GroupState.PREPARING_REBALANCE
     ctx.sleep(REBALANCE_MS)
     (line,) = _overdue_lines(caplog)
     assert "PreparingRebalance" in line and r2.member_id in line and r1.member_id not in line

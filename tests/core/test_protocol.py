@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from groupcoord.protocol import ERRORS_BY_CODE, Errors, error_for_code
@@ -41,7 +43,7 @@ def test_error_codes_agree_with_kafka_python() -> None:
     """kafka-python's error classes have the same numbers and retriability (tests may import it; the core not)."""
     from kafka import errors as kafka_errors
 
-    by_code = {cls.errno: cls for cls in vars(kafka_errors).values()
+    by_code: dict[int, Any] = {cls.errno: cls for cls in vars(kafka_errors).values()
                if isinstance(cls, type) and issubclass(cls, kafka_errors.BrokerResponseError) and hasattr(cls, "errno")}
     for error in ERRORS_BY_CODE.values():
         if error.code in by_code:

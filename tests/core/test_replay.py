@@ -19,6 +19,7 @@ from groupcoord.coordinator import (
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.records import (
     OffsetValue,
+    Record,
     new_group_metadata_record,
     new_group_tombstone,
     new_offset_commit_record,
@@ -161,7 +162,7 @@ def test_records_round_trip_through_the_codec() -> None:
     """Every record kind, tombstones included, decodes to what was encoded."""
     group = GroupMetadataValue(protocol_type="consumer", generation_id=3, protocol_name="range", leader_id="m-1",
                                state_timestamp_ms=99, members=(_member(),))
-    records = [new_group_metadata_record("g\x00odd", group), new_group_tombstone("g"),
+    records: list[Record] = [new_group_metadata_record("g\x00odd", group), new_group_tombstone("g"),
                new_offset_commit_record("g", "t.x", 7, OffsetValue(offset=5, leader_epoch=-1, metadata="é",
                                                                    commit_timestamp_ms=1, expire_timestamp_ms=9)),
                new_offset_tombstone("g", "t", 0)]

@@ -114,7 +114,7 @@ def test_topic_partition_change_rebalances_subscribed_groups_only(ctx: Coordinat
 def test_leader_failure_gives_a_new_leader(ctx: CoordinatorTestContext) -> None:
     """Seed 004, "Leader Failures": the leader's session expires; the others rejoin and one becomes leader."""
     (leader, b, c), generation = ctx.stable_group("g", 3)
-    assert ctx.coordinator.group("g").leader_id == leader  # type: ignore[union-attr]
+    assert ctx.group("g").leader_id == leader
     for _ in range(4):
         ctx.sleep(3000)
         ctx.heartbeat("g", generation, b)
@@ -136,7 +136,7 @@ def test_assignment_error_reaches_every_member(ctx: CoordinatorTestContext) -> N
     leader_sync = ctx.sync("g", new_generation, a, assignment_error=Errors.INCONSISTENT_GROUP_PROTOCOL)
     for token in [*waiting, leader_sync]:
         assert ctx.sync_response(token).error == Errors.INCONSISTENT_GROUP_PROTOCOL
-    assert ctx.coordinator.group("g").state == GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
+    assert ctx.group("g").state == GroupState.PREPARING_REBALANCE
 
 
 def test_server_assignment_error_reaches_every_member(ctx: CoordinatorTestContext) -> None:
@@ -176,7 +176,7 @@ def test_coordinator_failover_mid_rebalance_makes_members_rejoin(ctx: Coordinato
     tokens = _rejoin_all(ctx, "g", [a, b])
     new_generation = ctx.assert_all_joined(tokens.values())[0].generation_id
     failover = ctx.reloaded()
-    assert failover.coordinator.group("g").generation_id == generation  # type: ignore[union-attr]
+    assert failover.group("g").generation_id == generation
     assert failover.heartbeat("g", new_generation, a).error == Errors.ILLEGAL_GENERATION
     assert failover.sync_response(failover.sync("g", new_generation, b)).error == Errors.ILLEGAL_GENERATION
     rejoined = failover.assert_all_joined(_rejoin_all(failover, "g", [a, b]).values())

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from groupcoord.coordinator import CompleteAssignment, NeedsAssignment
 from groupcoord.group import GroupState
-from groupcoord.protocol import Errors
+from groupcoord.protocol import Errors, JoinGroupResponse
 from groupcoord.protocol.consumer_protocol import decode_assignment
+from tests.narrowing import expect
 
 from .context import CoordinatorTestContext, protocols, round_robin
 
@@ -26,7 +27,7 @@ def test_join_completion_emits_needs_assignment_and_leader_skips_assignment(ctx:
     assert isinstance(effect, NeedsAssignment)
     assert (effect.group_id, effect.generation_id, effect.assignor) == ("s", generation, "range")
     assert effect.subscriptions == {m: ("t",) for m in members}
-    leader_response = next(r for r in ctx.responses.values() if getattr(r, "members", ()))
+    leader_response = expect(next(r for r in ctx.responses.values() if getattr(r, "members", ())), JoinGroupResponse)
     assert leader_response.skip_assignment
 
 
@@ -37,13 +38,13 @@ def test_assignment_is_persisted_before_syncs_are_answered_and_leader_assignment
     members, generation = _joined(ctx, 2)
     tokens = [ctx.sync("s", generation, m, {m: b"leader-says" for m in members}) for m in members]
     assert all(ctx.response(t) is None for t in tokens)
-    assert ctx.coordinator.group("s").state == GroupState.COMPLETING_REBALANCE  # type: ignore[union-attr]
+    assert ctx.group("s").state == GroupState.COMPLETING_REBALANCE
     result = ctx.complete_assignment(CompleteAssignment(
         group_id="s", generation_id=generation, assignments=round_robin(members, {"t": 4})))
     assert len(result.records) == 1 and {t for t, _ in result.responses} == set(tokens)
     owned = [decode_assignment(ctx.sync_response(t).assignment).partitions[0].partitions for t in tokens]
     assert sorted(p for ps in owned for p in ps) == [0, 1, 2, 3]
-    assert ctx.coordinator.group("s").state == GroupState.STABLE  # type: ignore[union-attr]
+    assert ctx.group("s").state == GroupState.STABLE
 
 
 def test_stale_generation_assignment_is_dropped(ctx: CoordinatorTestContext) -> None:
@@ -63,4 +64,4 @@ def test_server_assignment_error_sends_members_back_to_rejoin(ctx: CoordinatorTe
     ctx.complete_assignment(CompleteAssignment(group_id="s", generation_id=generation,
                                                error=Errors.UNKNOWN_SERVER_ERROR))
     assert ctx.sync_response(token).error == Errors.UNKNOWN_SERVER_ERROR
-    assert ctx.coordinator.group("s").state == GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
+    assert ctx.group("s").state == GroupState.PREPARING_REBALANCE

@@ -39,7 +39,7 @@ def test_static_member_rejoining_with_new_protocols_triggers_rebalance(ctx: Coor
     """Changed protocols (here a new subscription) make the group rebalance."""
     _static_group(ctx)
     ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=("t", "u")))
-    assert ctx.coordinator.group("g").state == GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
+    assert ctx.group("g").state == GroupState.PREPARING_REBALANCE
 
 
 def test_static_members_that_do_not_rejoin_are_kept(ctx: CoordinatorTestContext) -> None:
@@ -56,4 +56,4 @@ def test_admin_leave_by_instance_id_removes_the_static_member(ctx: CoordinatorTe
     _, follower, _ = _static_group(ctx)
     response = ctx.leave("g", MemberIdentity("", "i-2"))
     assert response.members[0].error == Errors.NONE
-    assert follower not in ctx.coordinator.group("g").members  # type: ignore[union-attr]
+    assert follower not in ctx.group("g").members

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from storage_helpers import LogFactory
 
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.memory import InMemoryRecordLog
+from tests.storage.storage_helpers import LogFactory
 
 
 @pytest.fixture(params=["memory", "delta"])

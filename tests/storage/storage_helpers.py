@@ -34,9 +34,13 @@ class FaultyLog(RecordLog):
         self.commit_starts: list[float] = []
         self.batch_sizes: list[int] = []
 
-    @property  # type: ignore[override]
+    @property
     def epoch(self) -> int:
         return self.inner.epoch
+
+    @epoch.setter
+    def epoch(self, value: int) -> None:
+        self.inner.epoch = value
 
     def version(self) -> int:
         return self.inner.version()

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from storage_helpers import FaultyLog, offset
 
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.batcher import BatcherClosedError, BatcherConfig, CommitBatcher
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.memory import InMemoryRecordLog
+from tests.storage.storage_helpers import FaultyLog, offset
 
 T = TypeVar("T")
 FAST = BatcherConfig(linger_ms=1, min_commit_interval_ms=0, retry_backoff_ms=5, retry_backoff_max_ms=20)
@@ -89,7 +89,7 @@ def test_fenced_batcher_fails_every_waiter_and_stops() -> None:
     inner = InMemoryRecordLog()
     log = FaultyLog(inner, delay=0.1)
 
-    async def main() -> tuple[list[BaseException | int], CommitBatcher]:
+    async def main() -> tuple[Sequence[BaseException | int], CommitBatcher]:
         batcher = CommitBatcher(log, version=-1, config=FAST)
         inner.append([offset("rival", 0, 1)], expected_version=-1)  # another coordinator wrote
         in_flight = asyncio.ensure_future(batcher.append([offset("g", 0, 1)]))

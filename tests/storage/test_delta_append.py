@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from storage_helpers import offset
 
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.hard_state import HardStateStore
@@ -24,6 +24,7 @@ from groupcoord.log.base import LoadedLog, LogFencedError
 from groupcoord.log.checkpointer import BackgroundCheckpointer
 from groupcoord.log.delta import BATCH_ID_KEY, EPOCH_KEY, DeltaRecordLog
 from groupcoord.log.delta_append import FileAppend, append_file, commit_path, file_stats
+from tests.storage.storage_helpers import offset
 
 
 def test_delta_rs_reads_appended_batches_with_their_commit_info_and_statistics(tmp_path: Path) -> None:
@@ -133,7 +134,7 @@ def test_an_append_makes_its_files_and_every_new_directory_entry_durable_before_
     log = DeltaRecordLog(tmp_path / "log")
     version = log.append([offset("g", 0, 1)], expected_version=-1)
     synced: list[Path] = []
-    real_link = delta_append.os.link
+    real_link = os.link
 
     def recording(path: Path) -> None:
         synced.append(path)
@@ -144,7 +145,7 @@ def test_an_append_makes_its_files_and_every_new_directory_entry_durable_before_
 
     monkeypatch.setattr(delta_append, "_fsync_path", recording)
     monkeypatch.setattr(delta_append, "_fsync_dir", recording)
-    monkeypatch.setattr(delta_append.os, "link", link)
+    monkeypatch.setattr(os, "link", link)
     version = log.write_snapshot([offset("g", 0, 1)], expected_version=version)  # opens a new segment directory
 
     root, segment = tmp_path / "log", tmp_path / "log" / f"segment={version}"

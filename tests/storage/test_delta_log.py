@@ -11,11 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from storage_helpers import offset
 
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import LeaseTable
+from tests.storage.storage_helpers import offset
 
 
 def _fill(log: DeltaRecordLog, commits: int, *, start: int = -1) -> int:

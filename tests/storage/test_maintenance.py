@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.compute
 import pytest
 from deltalake import DeltaTable
-from storage_helpers import offset
 
 from groupcoord.log.base import LogFencedError
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
@@ -28,6 +27,7 @@ from groupcoord.log.maintenance import (
     plan_maintenance,
     run_log_maintenance,
 )
+from tests.storage.storage_helpers import offset
 
 
 def _history(log: DeltaRecordLog) -> int:
