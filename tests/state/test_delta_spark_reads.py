@@ -24,6 +24,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 from kafka import KafkaConsumer
 from kafka.structs import OffsetAndMetadata, TopicPartition
+from pyspark.sql import functions as F
 
 from groupcoord.admin.checkpoint import run_checkpoint
 from groupcoord.admin.holder import admin_session
@@ -139,7 +140,9 @@ def assert_delta_spark_agrees(spark: SparkSession, path: Path) -> None:
     latest = DeltaTable(str(path))
     assert_same_rows(spark.read.format("delta").load(str(path)), _rows(path, latest.version()), spark)
 
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "timestamp", "operation").collect()
+    # Commit times as text in the session's zone (UTC), as timestampAsOf reads them, whatever the machine's zone.
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select(
+        "version", F.date_format("timestamp", "yyyy-MM-dd HH:mm:ss.SSS").alias("timestamp"), "operation").collect()
     from_rs = {entry["version"]: entry["operation"] for entry in latest.history()}
     assert {row.version: row.operation for row in history} == from_rs
 
@@ -147,8 +150,7 @@ def assert_delta_spark_agrees(spark: SparkSession, path: Path) -> None:
     expected = _rows(path, version)
     assert_same_rows(spark.read.format("delta").option("versionAsOf", version).load(str(path)), expected, spark)
     at = next(row.timestamp for row in history if row.version == version)
-    assert_same_rows(spark.read.format("delta").option("timestampAsOf", at.isoformat()).load(str(path)), expected,
-                     spark)
+    assert_same_rows(spark.read.format("delta").option("timestampAsOf", at).load(str(path)), expected, spark)
 
 
 def assert_same_rows(actual: DataFrame, expected: pa.Table, spark: SparkSession) -> None:
