@@ -255,8 +255,9 @@ async def join_round(host: str, port: int, members: Sequence[Membership], *, ses
                     return error
         return None
     finally:
-        for task in (*opening, *cycles):
-            task.cancel()
+        started: list[asyncio.Future[Any]] = [*opening, *cycles]
+        for future in started:
+            future.cancel()
         await asyncio.gather(*cycles, return_exceptions=True)
         opened = await asyncio.gather(*opening, return_exceptions=True)
         await asyncio.gather(*(c.close() for c in opened if isinstance(c, Connection)))

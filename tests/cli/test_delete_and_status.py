@@ -11,6 +11,7 @@ from groupcoord.admin.describe import committed_offsets, list_groups
 from groupcoord.log.lease import current_holder
 from groupcoord.state_root import StateRoot
 from tests.cli.conftest import TOPIC, Cli, LiveGroup, commit, table_rows
+from tests.narrowing import present
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +72,7 @@ def test_unknown_group_or_topic_is_one_line_without_taking_the_lease(root: State
     if command == "delete-offsets":
         unknown = cli("groups", command, "--group", "known", "--topic", "nope")
         assert (unknown.code, unknown.err) == (1, "groupcoord: error: topic 'nope' does not exist\n")
-    assert current_holder(root) is not None and current_holder(root).epoch == 1  # type: ignore[union-attr]
+    assert present(current_holder(root)).epoch == 1
 
 
 def test_coordinator_status_exits_3_without_a_holder_and_0_with_one(root: StateRoot, cli: Cli,

@@ -31,6 +31,7 @@ DEFAULTS_DIFFER_ON_PURPOSE = {("EndpointConfig", "port")}
 @pytest.mark.parametrize("cls", KEYED_CLASSES, ids=lambda c: c.__name__)
 def test_dataclass_defaults_agree_with_the_registry(cls: type[KeyedConfig]) -> None:
     defaults = resolve_config()
+    assert dataclasses.is_dataclass(cls)
     for f in dataclasses.fields(cls):
         binding = bindings(cls).get(f.name)
         if binding is None or f.default is dataclasses.MISSING or (cls.__name__, f.name) in DEFAULTS_DIFFER_ON_PURPOSE:

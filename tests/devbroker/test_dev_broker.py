@@ -20,6 +20,7 @@ from kafka.structs import TopicPartition
 from groupcoord.cli.main import main
 from groupcoord.devbroker import TEST_JVM_OPTIONS, KafkaBroker, Record
 from groupcoord.devbroker import broker as broker_module
+from tests.narrowing import present
 
 READY = re.compile(r"kafka broker listening on 127\.0\.0\.1:(\d+)\n")
 
@@ -34,13 +35,14 @@ def test_produced_records_are_read_back_at_the_offsets_produce_reports(kafka_bro
     consumer = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap, auto_offset_reset="earliest",
                              enable_auto_commit=False)
     consumer.assign([TopicPartition("devbroker-api", p) for p in range(3)])
-    read = {}
+    read: dict[tuple[int, int], tuple[bytes | None, bytes | None]] = {}
     deadline = time.monotonic() + 30
     while len(read) < len(records) and time.monotonic() < deadline:
         for batch in consumer.poll(timeout_ms=500).values():
             read.update({(m.partition, m.offset): (m.key, m.value) for m in batch})
     consumer.close()
-    assert read == {(r.partition, offsets[r.partition][i // 2]): (r.key, r.value) for i, r in enumerate(records)}
+    assert read == {(r.partition, offsets[present(r.partition)][i // 2]): (r.key, r.value)
+                    for i, r in enumerate(records)}
 
 
 @pytest.mark.kafka

@@ -22,6 +22,7 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 
 def header_length(frame: bytes) -> int:
     """Bytes of the request header (after the size prefix) in one of the seed frames."""
+    client_id_length: int
     api_key, api_version, _, client_id_length = struct.unpack_from(">hhih", frame, 4)
     flexible = SCHEMAS[ApiKey(api_key)][0].flexible_version_q(api_version)
     return 10 + client_id_length + (1 if flexible else 0)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.protocol.errors import Errors
 from groupcoord.protocol.requests import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
+from groupcoord.protocol.responses import OffsetCommitResponse
+from tests.narrowing import expect
 
 
 def test_a_partition_named_twice_with_a_negative_offset_is_refused_without_touching_state() -> None:
@@ -21,7 +23,7 @@ def test_a_partition_named_twice_with_a_negative_offset_is_refused_without_touch
         OffsetCommitPartition(0, 5), OffsetCommitPartition(1, -5), OffsetCommitPartition(1, 7))),))
     result = core.handle(request, 1000, "token")
     [(_, response)] = result.responses
-    errors = [p.error for t in response.topics for p in t.partitions]
+    errors = [p.error for t in expect(response, OffsetCommitResponse).topics for p in t.partitions]
     assert errors[1] is Errors.OFFSET_OUT_OF_RANGE
     # whatever was accepted is exactly what the result asks to persist: memory and log agree
     assert sorted(map(repr, core.snapshot_records())) == sorted(map(repr, result.records))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kafka.protocol.consumer import JoinGroupRequest, OffsetCommitRequest
@@ -56,9 +57,9 @@ def test_null_join_group_metadata_is_refused() -> None:
     OffsetCommitRequest(version=8, group_id="g", generation_id_or_member_epoch=-1, member_id="",
                         group_instance_id=None, topics=[]),  # group_instance_id is nullable
 ], ids=["metadata-all-topics", "find-coordinator", "offset-commit-null-instance"])
-def test_nullable_fields_may_be_null(request_: object) -> None:
-    request_.with_header(correlation_id=1, client_id=None)  # type: ignore[attr-defined]
-    decoded = decode_request(bytes(request_.encode(header=True)))  # type: ignore[attr-defined]
+def test_nullable_fields_may_be_null(request_: Any) -> None:  # a kafka-python request (no type hints)
+    request_.with_header(correlation_id=1, client_id=None)
+    decoded = decode_request(bytes(request_.encode(header=True)))
     assert decoded.header.correlation_id == 1
 
 

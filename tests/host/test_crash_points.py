@@ -10,15 +10,16 @@ import pytest
 from kafka.admin import KafkaAdminClient
 from kafka.consumer import KafkaConsumer
 
+from groupcoord.server.api import BrokerAddress
 from tests.host.conftest import ServeProcess, commit, fetch, wait_for
 from tests.server.conftest import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def _commit_until_crash(process: ServeProcess, address: object, partition: int = 0) -> int:
+def _commit_until_crash(process: ServeProcess, address: BrokerAddress, partition: int = 0) -> int:
     """Commit offsets 1, 2, 3, ... on one connection until the process dies; returns the last acknowledged."""
-    client = RawClient(address)  # type: ignore[arg-type]
+    client = RawClient(address)
     acknowledged = 0
     try:
         for offset in range(1, 1000):

@@ -48,8 +48,7 @@ def test_a_failing_maintenance_step_is_retried_and_does_not_stop_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from groupcoord.host import coordinator_host
-
-    real = coordinator_host.maintain_record_log
+    from groupcoord.log.maintenance import maintain_record_log as real
     calls: list[int] = []
 
     async def fails_first(*args: Any, **kwargs: Any) -> Any:

@@ -12,6 +12,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from groupcoord.server.api import BrokerAddress
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
@@ -20,8 +21,8 @@ from tests.host.conftest import ServeProcess
 pytestmark = pytest.mark.integration
 
 
-def _consumer(address: object) -> KafkaConsumer:
-    return KafkaConsumer(group_id="g1", bootstrap_servers=f"{address.host}:{address.port}",  # type: ignore[attr-defined]
+def _consumer(address: BrokerAddress) -> KafkaConsumer:
+    return KafkaConsumer(group_id="g1", bootstrap_servers=f"{address.host}:{address.port}",
                          enable_auto_commit=False, request_timeout_ms=10000)
 
 

@@ -12,7 +12,9 @@ from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.coordinator.records import decode_record
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.protocol.requests import OffsetFetchRequest
+from groupcoord.protocol.responses import OffsetFetchResponse
 from groupcoord.state_root import STATE_FORMAT_VERSION, StateRoot, StateRootError
+from tests.narrowing import expect
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "state_format1"
 
@@ -36,7 +38,7 @@ def test_committed_format1_root_loads_with_its_offsets(format1_root: Path) -> No
     for group in ("g1", "g2"):
         result = core.handle(OffsetFetchRequest(group_id=group, topics=None), 1_700_000_001_000, 0)
         (( _, response),) = result.responses
-        for topic in response.topics:
+        for topic in expect(response, OffsetFetchResponse).topics:
             for partition in topic.partitions:
                 offsets[(group, topic.name, partition.partition)] = partition.offset
     assert offsets == {("g1", "orders", 0): 10, ("g1", "orders", 1): 20, ("g2", "clicks", 0): 5}

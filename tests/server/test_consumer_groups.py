@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
@@ -119,7 +120,7 @@ def test_librdkafka_consumer_joins_commits_and_reads_back_its_offset(
 ) -> None:
     confluent_kafka = pytest.importorskip("confluent_kafka")
     stack = coordinator_stack({TOPIC: 3})
-    assigned: list[object] = []
+    assigned: list[Any] = []  # confluent_kafka TopicPartitions (the library ships no type hints)
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": stack.running.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
         "session.timeout.ms": 6000, "socket.timeout.ms": 10000,

@@ -15,16 +15,21 @@ from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import (
     Errors,
     HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupProtocol,
     JoinGroupRequest,
+    JoinGroupResponse,
     OffsetCommitPartition,
     OffsetCommitRequest,
+    OffsetCommitResponse,
     OffsetCommitTopic,
     SyncGroupAssignment,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 from groupcoord.runtime.service import CoordinatorService, RequestFailed
 from groupcoord.runtime.writer import log_persister
+from tests.narrowing import expect
 
 GROUP = "g"
 
@@ -60,14 +65,14 @@ async def _stable_member(service: CoordinatorService) -> tuple[str, int]:
     """Join and sync one member; returns its member id and generation."""
     join = JoinGroupRequest(group_id=GROUP, session_timeout_ms=10000, protocol_type="consumer",
                             protocols=(JoinGroupProtocol("range", b""),))
-    first = await service.submit(join)
+    first = expect(await service.submit(join), JoinGroupResponse)
     assert first.error is Errors.MEMBER_ID_REQUIRED
-    joined = await service.submit(replace(join, member_id=first.member_id))
+    joined = expect(await service.submit(replace(join, member_id=first.member_id)), JoinGroupResponse)
     assert joined.error is Errors.NONE
-    synced = await service.submit(SyncGroupRequest(
+    synced = expect(await service.submit(SyncGroupRequest(
         group_id=GROUP, generation_id=joined.generation_id, member_id=joined.member_id,
         assignments=(SyncGroupAssignment(joined.member_id, b"a"),),
-    ))
+    )), SyncGroupResponse)
     assert synced.error is Errors.NONE
     return joined.member_id, joined.generation_id
 
@@ -85,13 +90,13 @@ def test_commit_is_answered_only_once_durable_and_heartbeats_do_not_wait() -> No
             heartbeat = await asyncio.wait_for(
                 service.submit(HeartbeatRequest(group_id=GROUP, generation_id=generation, member_id=member_id)), 1
             )
-            assert heartbeat.error is Errors.NONE
+            assert expect(heartbeat, HeartbeatResponse).error is Errors.NONE
             await asyncio.sleep(0.05)
             assert not commit.done()
             assert len(storage.log.batches) == written
             storage.gate.set()
             response = await asyncio.wait_for(commit, 1)
-            assert response.topics[0].partitions[0].error is Errors.NONE
+            assert expect(response, OffsetCommitResponse).topics[0].partitions[0].error is Errors.NONE
             assert len(storage.log.batches) == written + 1
         finally:
             await service.stop()

@@ -82,8 +82,8 @@ class Setup:
         embedded = EmbeddedTopics(root, catalog=self.catalog)
         self.service = CoordinatorService(GroupCoordinator(CoordinatorConfig(initial_rebalance_delay_ms=0)),
                                           persist=log_persister(InMemoryRecordLog()), tick_ms=20)
-        dispatcher = build_dispatcher(topics=embedded, service=self.service, topic_reader=embedded)
-        dispatcher[ApiKey.SYNC_GROUP] = SlowAnswers(dispatcher[ApiKey.SYNC_GROUP], SYNC_DELAY_S)
+        served = build_dispatcher(topics=embedded, service=self.service, topic_reader=embedded)
+        dispatcher = {**served, ApiKey.SYNC_GROUP: SlowAnswers(served[ApiKey.SYNC_GROUP], SYNC_DELAY_S)}
         self.running = start_endpoint(dispatcher)
         self.running.call(self.service.start())
 
