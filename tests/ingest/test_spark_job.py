@@ -33,7 +33,7 @@ from tests.ingest.test_kafka_source import PARTITIONS as KAFKA_PARTITIONS
 from tests.ingest.test_kafka_source import PER_PARTITION, produce
 
 # The fault-injecting work below travels to the executors by value (the tests package is not importable there).
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]  # pyspark's copy is unannotated
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -18,6 +18,7 @@ from groupcoord.spark.members import RunMembersError, run_members
 from groupcoord.state.schema import ASSIGNMENTS
 from groupcoord.state.views import read_rows
 from groupcoord.state_root import StateRoot
+from tests.narrowing import present
 from tests.spark_members.conftest import FAST_CONF, PARTITIONS, TOPIC
 from tests.spark_members.works import KillVictimOnce, SplitThenLeave, journal
 
@@ -41,7 +42,7 @@ def spark_conf(spark: SparkSession, **values: str) -> Iterator[None]:
         yield
     finally:
         for key in keys:
-            conf._jconf.remove(key)
+            present(conf._jconf).remove(key)
 
 
 def _config(spark: SparkSession, **extra: str) -> Config:

@@ -17,7 +17,7 @@ from pyspark import TaskContext, cloudpickle
 
 from groupcoord.member import GroupMember, MemberState
 
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]  # pyspark's copy is unannotated
 
 
 def journal(directory: Path) -> list[dict[str, object]]:

@@ -43,7 +43,7 @@ def _needs(group_id: str, *member_ids: str) -> NeedsAssignment:
 
 
 def _assigned_rows(answers: list[CompleteAssignment]) -> list[tuple[str, str, str, int]]:
-    rows = []
+    rows: list[tuple[str, str, str, int]] = []
     for answer in answers:
         assert answer.assignments is not None, answer
         for member_id, encoded in answer.assignments.items():
