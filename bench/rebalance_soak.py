@@ -42,6 +42,8 @@ MEMBERS = 3
 POLL_MS = 50
 STABLE_TIMEOUT_S = 10.0
 SERVE_READY_S = 120.0
+WARMED = "warmed the planner"
+"""What serve logs once its planner warm-up is over (:mod:`groupcoord.spark.warmup`)."""
 STRATEGIES: dict[str, Any] = {"server-cooperative-sticky": ServerSideAssignor,
                               "client-cooperative-sticky": CooperativeStickyAssignor}
 
@@ -152,14 +154,16 @@ def soak(bootstrap: str, strategy: str, *, rounds: int, timeout_s: float = STABL
 
 
 def start_serve(root: Path, log_path: Path) -> tuple[ServeProcess, str]:
-    """A ``serve`` with Spark and no initial rebalance delay, on a fresh state root holding the soak topic."""
+    """A ``serve`` with Spark and no initial rebalance delay, on a fresh state root holding the soak topic, once its
+    planner warm-up is done."""
     subprocess.run([sys.executable, "-m", "groupcoord", "topics", "create", TOPIC, "--partitions", str(PARTITIONS),
                     "--state-root", str(root)], check=True, capture_output=True)
     serve = ServeProcess(root, "--conf", "group.initial.rebalance.delay.ms=0", log_path=log_path, spark=True)
     address = serve.wait_ready(SERVE_READY_S)
-    if address is None:
+    # The soak measures rebalances of a running server: its Spark planner warm-up (begun at start-up) is over.
+    if address is None or not serve.wait_logged(WARMED, SERVE_READY_S):
         serve.close()
-        raise RuntimeError(f"serve did not start:\n{serve.log_tail()}")
+        raise RuntimeError(f"serve did not start and warm up:\n{serve.log_tail()}")
     return serve, f"{address[0]}:{address[1]}"
 
 
@@ -202,8 +206,8 @@ def main(full: bool, rounds: int | None = None) -> None:
                         "group.initial.rebalance.delay.ms=0), 12 partitions, kafka-python 3.0.12 consumers polling "
                         "every 50 ms, session 10 s, heartbeat 0.5 s. A round closes one consumer and waits for a "
                         "stable group of two, then starts a fresh consumer and waits for a stable group of three. "
-                        "Every wait must end within 10 s. 'first join' includes serve's Spark start-up for the "
-                        "server-side strategy (it runs first)."))
+                        "Every wait must end within 10 s. The groups start once serve has started Spark and warmed its "
+                        "planner; 'first join' is a fresh group's first rebalance."))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 READY_PREFIX = "groupcoord coordinator listening on "
@@ -66,6 +67,17 @@ class ServeProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._stderr.close()
+
+    def wait_logged(self, text: str, timeout: float) -> bool:
+        """True once the process's log holds a line containing ``text`` (checked every 0.2 s for ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log_path.read_text():
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
 
     def log_tail(self, lines: int = 20) -> str:
         """The last lines the process logged."""

@@ -189,8 +189,7 @@ def _join_current_member(ctx: CoordinatorContext, group: ClassicGroup, request: 
     elif group.is_in(_S.COMPLETING_REBALANCE):
         if member.matches(request.protocols):
             # It probably lost the JoinGroup response: answer again for the current generation.
-            skip = is_server_side(group.protocol_name) and group.is_leader(member_id)
-            ctx.respond(token, rebalance.join_response(group, member, skip_assignment=skip))
+            ctx.respond(token, rebalance.join_response(group, member))
         else:
             _update_member_and_rebalance(ctx, group, member, request, now_ms, token)
     elif group.is_leader(member_id) or not member.matches(request.protocols):

@@ -187,8 +187,7 @@ def complete_join(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int) -> 
         return
     server_side = is_server_side(group.protocol_name)
     for member in group.members.values():
-        is_leader = group.is_leader(member.member_id)
-        response = join_response(group, member, skip_assignment=server_side and is_leader)
+        response = join_response(group, member)
         for token in group.take_join_tokens(member):
             ctx.respond(token, response)
         member.is_new = False
@@ -201,7 +200,17 @@ def complete_join(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int) -> 
 
 
 def join_response(group: ClassicGroup, member: Member, *, skip_assignment: bool = False) -> JoinGroupResponse:
-    """The JoinGroup answer for ``member`` in the current generation; only the leader gets the member list."""
+    """The JoinGroup answer for ``member`` in the current generation; only the leader gets the member list.
+
+    A ``server-<assignor>`` group names no leader (an empty leader id): the coordinator assigns it and watches its
+    topics, so no member has a leader's work to do. A member told it leads would run its assignor anyway (clients
+    before JoinGroup v9's SkipAssignment, such as kafka-python 3.0) and rejoin when its topic metadata arrives after
+    that, a rejoin kafka-python can strand (docs/compatibility.md).
+    """
+    if is_server_side(group.protocol_name):
+        return JoinGroupResponse(
+            error=Errors.NONE, generation_id=group.generation_id, protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name, leader="", member_id=member.member_id, members=())
     return JoinGroupResponse(
         error=Errors.NONE, generation_id=group.generation_id, protocol_type=group.protocol_type,
         protocol_name=group.protocol_name, leader=group.leader_id or "", skip_assignment=skip_assignment,

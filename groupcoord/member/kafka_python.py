@@ -7,9 +7,8 @@ Use it as any kafka-python assignor::
     KafkaConsumer(..., partition_assignment_strategy=[ServerSideAssignor.named("uniform")])  # "server-uniform"
 
 The member's metadata carries its subscription, the partitions it owns and its last generation (ConsumerProtocol
-Subscription v2), which is what the coordinator's assignors read. When such a consumer is elected leader it computes
-nothing: the coordinator assigns the group itself (with JoinGroup v9 it even tells the leader to skip assignment),
-and ignores whatever a leader sends in SyncGroup. ``server-cooperative-sticky`` uses KIP-429's cooperative
+Subscription v2), which is what the coordinator's assignors read. The coordinator assigns the group itself: its
+JoinGroup answers name no leader, so every member syncs as a follower and gets its part in SyncGroup. ``server-cooperative-sticky`` uses KIP-429's cooperative
 protocol (kafka-python revokes only the partitions that move, then rejoins); other names use the eager protocol.
 """
 
@@ -69,7 +68,8 @@ class ServerSideAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # ka
                                             owned_partitions=owned, generation_id=self._generation)
 
     def assign(self, cluster: Any, members: Any) -> dict[str, Any]:
-        """Nothing to compute: the coordinator assigns ``server-*`` groups and ignores the leader's SyncGroup."""
+        """Nothing to compute: the coordinator assigns ``server-*`` groups (and names no leader, so this is not
+        called by kafka-python; an assignment a member sends in SyncGroup would be ignored)."""
         return {}
 
     def on_assignment(self, assignment: Any, generation: int) -> None:

@@ -7,7 +7,6 @@ from groupcoord.coordinator import CompleteAssignment, NeedsAssignment
 from groupcoord.group import GroupState
 from groupcoord.protocol import Errors, JoinGroupResponse
 from groupcoord.protocol.consumer_protocol import decode_assignment
-from tests.narrowing import expect
 
 from .context import CoordinatorTestContext, protocols, round_robin
 
@@ -19,16 +18,16 @@ def _joined(ctx: CoordinatorTestContext, count: int) -> tuple[list[str], int]:
     return [r.member_id for r in responses], responses[0].generation_id
 
 
-def test_join_completion_emits_needs_assignment_and_leader_skips_assignment(ctx: CoordinatorTestContext) -> None:
-    """The effect names the generation, the assignor and each member's subscription; the leader is told not to
-    run an assignor."""
+def test_join_completion_emits_needs_assignment_and_no_member_is_told_it_leads(ctx: CoordinatorTestContext) -> None:
+    """The effect names the generation, the assignor and each member's subscription; every JoinGroup answer names
+    no leader and lists no members, so no client runs an assignor or rejoins over its topic metadata (issue 16)."""
     members, generation = _joined(ctx, 2)
     (effect,) = ctx.effects
     assert isinstance(effect, NeedsAssignment)
     assert (effect.group_id, effect.generation_id, effect.assignor) == ("s", generation, "range")
     assert effect.subscriptions == {m: ("t",) for m in members}
-    leader_response = expect(next(r for r in ctx.responses.values() if getattr(r, "members", ())), JoinGroupResponse)
-    assert leader_response.skip_assignment
+    joins = [r for r in ctx.responses.values() if isinstance(r, JoinGroupResponse) and r.generation_id == generation]
+    assert len(joins) == 2 and all(r.leader == "" and r.members == () for r in joins)
 
 
 def test_assignment_is_persisted_before_syncs_are_answered_and_leader_assignment_ignored(
