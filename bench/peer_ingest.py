@@ -60,14 +60,17 @@ def records(count: int) -> Iterator[Record]:
 
 
 def _submit(master: str, arguments: list[str], log: Path) -> tuple[float, list[dict[str, Any]]]:
-    """Run ``bin/spark-submit --master master ARGS``; its wall seconds and the app's result lines."""
+    """Run ``bin/spark-submit --master master ARGS`` (its stderr, then its stdout, into ``log``); its wall seconds
+    and the app's result lines."""
     started = time.monotonic()
     with log.open("w") as stderr:
         finished = subprocess.run([str(SPARK_SUBMIT), "--master", master, *arguments], cwd=REPO, stdout=subprocess.PIPE,
                                   stderr=stderr, text=True, timeout=PROCESS_TIMEOUT_S, check=False)
     seconds = time.monotonic() - started
+    with log.open("a") as kept:  # the job logs its progress on stdout: keep it beside stderr
+        kept.write(finished.stdout)
     if finished.returncode != 0:
-        tail = "\n".join([*log.read_text().splitlines()[-15:], *finished.stdout.splitlines()[-15:]])
+        tail = "\n".join(log.read_text().splitlines()[-30:])
         raise RuntimeError(f"spark-submit {' '.join(arguments[:2])} exited with {finished.returncode}:\n{tail}")
     results = [json.loads(line) for line in finished.stdout.splitlines() if RESULT_KEY in line]
     return seconds, results
