@@ -119,7 +119,7 @@ def ratio(figure: str, peer: float | None, ours: float | None) -> float | None:
     if peer is None or ours is None:
         return None
     numerator, divisor = (ours, peer) if figure.endswith("_per_s") else (peer, ours)
-    return round(numerator / divisor, 2) if divisor else None
+    return float(f"{numerator / divisor:.3g}") if divisor else None  # 3 significant digits: ratios span 1e-4..1e2
 
 
 def load_average() -> float:
