@@ -83,7 +83,7 @@ def coordinator(side: str, work: Path, settings: Mapping[str, Any], *,
         serve.close()
 
 
-RATIO_MEANING = ("ratio: kafka / groupcoord for times, groupcoord / kafka for rates (`*_per_s`), so above 1 "
+RATIO_MEANING = ("the peer / groupcoord for times, groupcoord / the peer for rates (`*_per_s`), so above 1 "
                  "groupcoord is faster, below 1 slower")
 
 

@@ -27,6 +27,8 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
+        if 0 < abs(value) < 0.001:
+            return f"{value:.3g}"  # a ratio far below 1 (e.g. 1 ms against 20 s) would print as 0.000
         return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.0f}"
     return str(value).replace("|", "\\|")
 
