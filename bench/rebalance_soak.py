@@ -178,8 +178,20 @@ def distribution(seconds: Sequence[float]) -> dict[str, float]:
             "p99_s": round(rank(0.99), 3), "max_s": round(ordered[-1], 3)}
 
 
+def _rows(target: str, run: SoakRun) -> list[dict[str, Any]]:
+    rows = [{"target": target, "strategy": run.strategy, "transition": "first join", "n": 1,
+             **distribution([run.first_join_s])}]
+    for transition, times in (("leave", run.leave_s), ("rejoin", run.rejoin_s)):
+        rows.append({"target": target, "strategy": run.strategy, "transition": transition, "n": len(times),
+                     **distribution(times)})
+    return rows
+
+
 def main(full: bool, rounds: int | None = None) -> None:
-    """Soak both strategies on one server and record the distributions of times to a stable group."""
+    """Soak both strategies on one server, then the client-side one on Kafka's own coordinator (the dev broker, with
+    the same initial rebalance delay), and record the distributions of times to a stable group."""
+    from groupcoord.devbroker import KafkaBroker
+
     rounds = rounds if rounds is not None else (100 if full else 10)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
@@ -187,17 +199,16 @@ def main(full: bool, rounds: int | None = None) -> None:
         try:
             for strategy in STRATEGIES:
                 try:
-                    run = soak(bootstrap, strategy, rounds=rounds, progress=True)
+                    rows.extend(_rows("groupcoord serve", soak(bootstrap, strategy, rounds=rounds, progress=True)))
                 except SoakFailure:
                     print(f"serve's log, last lines:\n{serve.log_tail(60)}", file=sys.stderr, flush=True)
                     raise
-                rows.append({"strategy": strategy, "transition": "first join", "n": 1,
-                             **distribution([run.first_join_s])})
-                for transition, times in (("leave", run.leave_s), ("rejoin", run.rejoin_s)):
-                    rows.append({"strategy": strategy, "transition": transition, "n": len(times),
-                                 **distribution(times)})
         finally:
             serve.close()
+        with KafkaBroker.start(Path(scratch) / "kafka", properties={"group.initial.rebalance.delay.ms": 0}) as broker:
+            broker.create_topic(TOPIC, partitions=PARTITIONS)
+            strategy = "client-cooperative-sticky"
+            rows.extend(_rows("Kafka 4.4.0 broker", soak(broker.bootstrap, strategy, rounds=rounds, progress=True)))
     for row in rows:
         print(row, flush=True)
     write_result("rebalance_soak", title="Rebalance soak: 3 kafka-python consumers, leave and rejoin",
@@ -207,7 +218,8 @@ def main(full: bool, rounds: int | None = None) -> None:
                         "every 50 ms, session 10 s, heartbeat 0.5 s. A round closes one consumer and waits for a "
                         "stable group of two, then starts a fresh consumer and waits for a stable group of three. "
                         "Every wait must end within 10 s. The groups start once serve has started Spark and warmed its "
-                        "planner; 'first join' is a fresh group's first rebalance."))
+                        "planner; 'first join' is a fresh group's first rebalance. The client-side strategy then runs "
+                        "the same rounds against Kafka's own coordinator (the dev broker, initial delay 0)."))
 
 
 if __name__ == "__main__":
