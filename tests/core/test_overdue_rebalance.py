@@ -12,8 +12,8 @@ from groupcoord.coordinator.effects import NeedsAssignment, newest_per_group
 from groupcoord.group import GroupState
 
 from .context import REBALANCE_MS, CoordinatorTestContext, protocols, round_robin
+from .test_static_membership import LONG_SESSION_MS, _static_group
 
-LONG_SESSION_MS = 60_000
 OVERDUE_LOGGER = "groupcoord.coordinator.overdue"
 
 
@@ -54,17 +54,12 @@ def test_static_member_that_does_not_rejoin_is_named(ctx: CoordinatorTestContext
                                                     caplog: pytest.LogCaptureFixture) -> None:
     """The join phase is extended for a static member that did not rejoin: the warning names it."""
     caplog.set_level(logging.WARNING, OVERDUE_LOGGER)
-    t1 = ctx.join("g", instance_id="i-1", session_ms=LONG_SESSION_MS)
-    t2 = ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS)
-    ctx.sleep_until_answered([t1, t2])
-    r1, r2 = ctx.assert_all_joined([t1, t2])
-    ctx.sync("g", r1.generation_id, r2.member_id)
-    ctx.sync("g", r1.generation_id, r1.member_id, {r1.member_id: b"a1", r2.member_id: b"a2"})
-    ctx.join("g", r1.member_id, instance_id="i-1", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=("u",)))
+    leader, follower, _ = _static_group(ctx)
+    ctx.join("g", leader, instance_id="i-1", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=("u",)))
     assert ctx.group("g").state == GroupState.PREPARING_REBALANCE
     ctx.sleep(REBALANCE_MS)
     (line,) = _overdue_lines(caplog)
-    assert "PreparingRebalance" in line and r2.member_id in line and r1.member_id not in line
+    assert "PreparingRebalance" in line and follower in line and leader not in line
 
 
 def test_rebalance_that_completes_in_time_logs_nothing(ctx: CoordinatorTestContext,
