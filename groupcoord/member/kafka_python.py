@@ -8,8 +8,9 @@ Use it as any kafka-python assignor::
 
 The member's metadata carries its subscription, the partitions it owns and its last generation (ConsumerProtocol
 Subscription v2), which is what the coordinator's assignors read. The coordinator assigns the group itself: its
-JoinGroup answers name no leader, so every member syncs as a follower and gets its part in SyncGroup. ``server-cooperative-sticky`` uses KIP-429's cooperative
-protocol (kafka-python revokes only the partitions that move, then rejoins); other names use the eager protocol.
+JoinGroup answers name no leader, so every member syncs as a follower and gets its part in SyncGroup.
+``server-cooperative-sticky`` uses KIP-429's cooperative protocol (kafka-python revokes only the partitions that
+move, then rejoins); other names use the eager protocol.
 """
 
 from __future__ import annotations
