@@ -57,11 +57,12 @@ def two_group_batch(spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFram
     member); group ``h`` is heterogeneous (``c`` subscribes to one topic of two), ``g`` homogeneous. Built through
     Arrow, as the coordinator builds them: driver-local frames whose size the optimiser knows."""
     h_topics = {"a": ["t1", "t2"], "b": ["t1", "t2"], "c": ["t1"]}
-    members = [("h", m, "static-" + m if m == "b" else None, topics, "r1" if m != "c" else "r2")
-               for m, topics in h_topics.items()]
+    members: list[tuple[str, str, str | None, list[str], str | None]] = [
+        ("h", m, "static-" + m if m == "b" else None, topics, "r1" if m != "c" else "r2")
+        for m, topics in h_topics.items()]
     members += [("g", m, None, ["t1"], None) for m in ("x", "y")]
-    partitions = [("h", t, p, ["r2"] if p % 2 else ["r1"], 1.0 + p) for t, n in (("t1", 5), ("t2", 4))
-                  for p in range(n)]
+    partitions: list[tuple[str, str, int, list[str] | None, float | None]] = [
+        ("h", t, p, ["r2"] if p % 2 else ["r1"], 1.0 + p) for t, n in (("t1", 5), ("t2", 4)) for p in range(n)]
     partitions += [("g", "t1", p, None, None) for p in range(3)]
     owned = [("h", "a", "t1", p, 4) for p in range(5)] + [("h", "b", "t1", 0, 4), ("h", "c", "t2", 1, 3),
                                                           ("h", "gone", "t2", 2, 4), ("g", "x", "t1", 0, 1)]

@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from groupcoord.assignors import get_assignor
-from groupcoord.assignors.subscriptions import declared_heterogeneous
+from groupcoord.assignors.homogeneity import declared_heterogeneous
 from tests.assignors.builders import (
     OWNED,
     PARTITIONS,

@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 
 import groupcoord.assignors.base as base
 from groupcoord.assignors import get_assignor
-from groupcoord.assignors.subscriptions import declared_heterogeneous
+from groupcoord.assignors.homogeneity import declared_heterogeneous
+from groupcoord.assignors.prepare import prepare
 from tests.assignors.builders import OWNED, as_dict, members_df, partitions_df
 from tests.assignors.properties import check_valid
 
@@ -55,7 +56,6 @@ def _batch(spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """The ``homogeneous`` flag of every ``prepare`` call the test makes, in order."""
     calls: list[bool] = []
-    prepare = base.prepare
 
     def spy(inputs: Any, *, homogeneous: bool = False) -> Any:
         calls.append(homogeneous)

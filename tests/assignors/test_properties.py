@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.assignors import get_assignor
-from tests.assignors.builders import MEMBERS, OWNED, PARTITIONS, as_dict
+from tests.assignors.builders import MEMBERS, OWNED, PARTITIONS, Assignment, as_dict
 from tests.assignors.properties import balance_by_moves, check_balanced, check_keeps_all, check_sticky, check_valid
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -65,7 +65,7 @@ def owning_balanced(draw: st.DrawFn, *, subset: bool) -> Case:
 
 
 def _frames(spark: SparkSession, groups: Sequence[Case],
-            owned_override: dict[str, dict[str, list[tuple[str, int]]]] | None = None) -> tuple[DataFrame, ...]:
+            owned_override: dict[str, Assignment] | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
     members, partitions, owned = [], [], []
     for g, case in enumerate(groups):
         gid = f"g{g}"
@@ -80,8 +80,9 @@ def _frames(spark: SparkSession, groups: Sequence[Case],
     )
 
 
-def _assign(spark: SparkSession, name: str, groups: Sequence[Case], **kw: object) -> dict[object, dict]:
-    result = as_dict(get_assignor(name).assign(*_frames(spark, groups, **kw)), group=True)  # type: ignore[arg-type]
+def _assign(spark: SparkSession, name: str, groups: Sequence[Case],
+            owned_override: dict[str, Assignment] | None = None) -> dict[str, Assignment]:
+    result = as_dict(get_assignor(name).assign(*_frames(spark, groups, owned_override)), group=True)
     return {f"g{g}": result.get(f"g{g}", {}) for g in range(len(groups))}
 
 

@@ -16,6 +16,7 @@ from groupcoord.assignors import ASSIGNOR_NAMES, get_assignor
 from groupcoord.spark import plan
 from groupcoord.spark.assignment import MEMBER_SCHEMA, PARTITION_SCHEMA, local_frame
 from tests.assignors.builders import two_group_batch
+from tests.narrowing import present
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -82,7 +83,7 @@ def test_the_result_keeps_the_plan_made_under_the_planning_settings(spark: Spark
     """``assign`` plans its result with adaptive execution off (it would run stages while planning) and restores
     the session's settings; the returned frame keeps that plan, so the caller's action runs it as made."""
     members, partitions, _ = two_group_batch(spark)
-    before = spark.conf.get("spark.sql.adaptive.enabled")
+    before = present(spark.conf.get("spark.sql.adaptive.enabled"))
     spark.conf.set("spark.sql.adaptive.enabled", "true")
     try:
         result = get_assignor("sticky").assign(members, partitions)

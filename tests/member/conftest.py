@@ -220,10 +220,13 @@ class Coordinator:
 
     def _assign(self, service: CoordinatorService, core: GroupCoordinator, effects: Sequence[Any]) -> None:
         counts = self.catalog.partition_counts()
+
+        def complete(answer: CompleteAssignment) -> None:
+            service.apply(core.complete_assignment(answer, self.clock()))
+
         for effect in effects:
-            answer = balanced_assignment(effect, counts, cooperative=self._cooperative)
             asyncio.get_running_loop().call_soon(
-                lambda a=answer: service.apply(core.complete_assignment(a, self.clock())))
+                complete, balanced_assignment(effect, counts, cooperative=self._cooperative))
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def test_bad_values_are_refused_with_one_message() -> None:
     with pytest.raises(ValueError, match="lower than session_timeout_ms"):
         GroupMember("g", topics=["t"], bootstrap_servers="h:1", session_timeout_ms=1000, heartbeat_interval_ms=1000)
     with pytest.raises(ValueError, match="not a string"):
-        GroupMember("g", topics="t", bootstrap_servers="h:1")  # type: ignore[arg-type]
+        GroupMember("g", topics="t", bootstrap_servers="h:1")
 
 
 @pytest.mark.parametrize(("assignors", "cooperative"), [

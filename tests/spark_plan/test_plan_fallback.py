@@ -15,6 +15,7 @@ from groupcoord.assignors import get_assignor
 from groupcoord.spark import plan
 from groupcoord.spark.plan import gate
 from tests.assignors.builders import two_group_batch
+from tests.narrowing import present
 
 pytestmark = [pytest.mark.spark]
 
@@ -41,7 +42,7 @@ def fresh_failures(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> set[
 @pytest.fixture
 def planned_as_assignors_plan(spark: SparkSession) -> Iterator[None]:
     """Adaptive execution off, as the assignors plan (an adaptive plan's partitioning is unknown until it runs)."""
-    before = spark.conf.get("spark.sql.adaptive.enabled")
+    before = present(spark.conf.get("spark.sql.adaptive.enabled"))
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     yield
     spark.conf.set("spark.sql.adaptive.enabled", before)

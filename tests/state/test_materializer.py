@@ -15,11 +15,13 @@ import pytest
 from deltalake import DeltaTable
 
 from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record
+from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import MemberIdentity
 from groupcoord.state.materializer import CommittedBatch, Materializer, MaterializerConfig, run_materializer
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TIMESTAMP
 from groupcoord.state.views import read_rows, read_view
 from groupcoord.state_root import StateRoot
+from tests.narrowing import expect
 
 from .scenario import LoggedCoordinator, at
 
@@ -181,7 +183,7 @@ def test_lag_reports_pending_log_versions_and_their_age(coordinator: LoggedCoord
 def test_snapshot_batches_count_as_materialized_without_rows(coordinator: LoggedCoordinator, root: StateRoot) -> None:
     coordinator.stable_group("g", 2)
     coordinator.materialize()
-    snapshot = CommittedBatch(records=coordinator.log.batches[0], log_version=1, epoch=1,
+    snapshot = CommittedBatch(records=expect(coordinator.log, InMemoryRecordLog).batches[0], log_version=1, epoch=1,
                               committed_at=at(coordinator.ctx.now), snapshot=True)
 
     assert coordinator.materializer.apply_batches([snapshot]) == 0

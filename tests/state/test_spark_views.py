@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.spark import state
 from groupcoord.spark.state import StateHistoryError, view_schema
@@ -76,8 +77,10 @@ def test_who_owned_a_partition_at_a_time_and_at_a_version(
 
 def test_unwritten_tables_are_empty_frames_and_too_old_points_are_refused(
         spark: SparkSession, root: StateRoot) -> None:
-    for name, read in (("offsets", state.offsets), ("groups", state.groups), ("members", state.members),
-                       ("assignments", state.assignments)):
+    views: tuple[tuple[TableName, Callable[[SparkSession, StateRoot], DataFrame]], ...] = (
+        ("offsets", state.offsets), ("groups", state.groups), ("members", state.members),
+        ("assignments", state.assignments))
+    for name, read in views:
         empty = read(spark, root)
         assert empty.count() == 0
         assert empty.schema == view_schema(name)
