@@ -42,7 +42,7 @@ test-fast: install ## run the tests not marked slow
 	$(PY) -m pytest -m "not slow" --durations=15
 
 lint: install ## ruff and mypy
-	$(VENV)/bin/ruff check groupcoord tests bench jobs
+	$(VENV)/bin/ruff check groupcoord tests bench jobs jvm
 	$(VENV)/bin/mypy
 
 conf: install ## regenerate conf/groupcoord-defaults.conf from the key registry

@@ -44,8 +44,9 @@ def fetch(name: str, target: Path, *, skip: set[str]) -> int:
     if stamp.is_file() and stamp.read_text() == digest:
         return len(list(target.glob("*.jar")))
     with tempfile.TemporaryDirectory() as scratch:
-        subprocess.run(["mvn", "-q", "-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(pom), "dependency:copy-dependencies",
-                        f"-DoutputDirectory={scratch}", "-DincludeScope=runtime"], check=True)
+        subprocess.run(["mvn", "-q", "-B", "--no-transfer-progress", "-Dstyle.color=never", "-f", str(pom),
+                        "dependency:copy-dependencies", f"-DoutputDirectory={scratch}",
+                        "-DincludeScope=runtime"], check=True)
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         for jar in sorted(Path(scratch).glob("*.jar")):

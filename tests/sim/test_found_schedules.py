@@ -1,6 +1,6 @@
 """Shrunk schedules the simulator once failed on, kept as regression tests (each replays in milliseconds).
 
-The first is a core bug (fixed in ``coordinator/admin.py``; see tests/core/test_sim_findings.py); the others were
+The first is a core bug (fixed in ``coordinator/admin.py``; see tests/coordinator/test_sim_findings.py); the others were
 bugs in the simulated client or in the invariants' definitions, fixed in ``groupcoord/sim``.
 """
 

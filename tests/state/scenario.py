@@ -16,7 +16,7 @@ from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import DeleteGroupsRequest, Errors, MemberIdentity
 from groupcoord.state.materializer import CommittedBatch, Materializer
 from groupcoord.state_root import StateRoot
-from tests.core.context import CoordinatorTestContext, round_robin
+from tests.coordinator.context import CoordinatorTestContext, round_robin
 
 T0_MS = 1_714_550_400_000
 """2024-05-01T08:00:00Z, the manual clock's start."""

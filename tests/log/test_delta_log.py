@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import LeaseTable
-from tests.storage.storage_helpers import offset
+from tests.log.storage_helpers import offset
 
 
 def _fill(log: DeltaRecordLog, commits: int, *, start: int = -1) -> int:

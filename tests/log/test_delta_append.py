@@ -24,7 +24,7 @@ from groupcoord.log.base import LoadedLog, LogFencedError
 from groupcoord.log.checkpointer import BackgroundCheckpointer
 from groupcoord.log.delta import BATCH_ID_KEY, EPOCH_KEY, DeltaRecordLog
 from groupcoord.log.delta_append import FileAppend, append_file, commit_path, file_stats
-from tests.storage.storage_helpers import offset
+from tests.log.storage_helpers import offset
 
 
 def test_delta_rs_reads_appended_batches_with_their_commit_info_and_statistics(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from groupcoord.log.lease import current_holder
 from groupcoord.member import GroupMember, MemberOptions
 from groupcoord.state_root import StateRoot
 from tests.narrowing import present
-from tests.spark_members.conftest import PARTITIONS, TOPIC
+from tests.spark.members.conftest import PARTITIONS, TOPIC
 
 OPTIONS = MemberOptions(retry_backoff_ms=20, retry_backoff_max_ms=200, request_timeout_ms=5000)
 

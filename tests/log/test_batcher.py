@@ -13,7 +13,7 @@ from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.batcher import BatcherClosedError, BatcherConfig, CommitBatcher
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.memory import InMemoryRecordLog
-from tests.storage.storage_helpers import FaultyLog, offset
+from tests.log.storage_helpers import FaultyLog, offset
 
 T = TypeVar("T")
 FAST = BatcherConfig(linger_ms=1, min_commit_interval_ms=0, retry_backoff_ms=5, retry_backoff_max_ms=20)

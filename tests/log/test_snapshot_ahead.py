@@ -10,7 +10,7 @@ from pathlib import Path
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher, CommitTiming
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.delta_append import commit_path
-from tests.storage.storage_helpers import offset
+from tests.log.storage_helpers import offset
 
 
 def _adds(path: Path, version: int) -> list[dict[str, object]]:

@@ -6,7 +6,7 @@ import pytest
 
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.log.base import LogFencedError
-from tests.storage.storage_helpers import LogFactory, offset
+from tests.log.storage_helpers import LogFactory, offset
 
 
 def test_empty_log_has_version_minus_one_and_loads_nothing(log_factory: LogFactory) -> None:

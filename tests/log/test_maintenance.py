@@ -27,7 +27,7 @@ from groupcoord.log.maintenance import (
     plan_maintenance,
     run_log_maintenance,
 )
-from tests.storage.storage_helpers import offset
+from tests.log.storage_helpers import offset
 
 
 def _history(log: DeltaRecordLog) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.memory import InMemoryRecordLog
-from tests.storage.storage_helpers import LogFactory
+from tests.log.storage_helpers import LogFactory
 
 
 @pytest.fixture(params=["memory", "delta"])

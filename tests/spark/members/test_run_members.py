@@ -19,8 +19,8 @@ from groupcoord.state.schema import ASSIGNMENTS
 from groupcoord.state.views import read_rows
 from groupcoord.state_root import StateRoot
 from tests.narrowing import present
-from tests.spark_members.conftest import FAST_CONF, PARTITIONS, TOPIC
-from tests.spark_members.works import KillVictimOnce, SplitThenLeave, journal
+from tests.spark.members.conftest import FAST_CONF, PARTITIONS, TOPIC
+from tests.spark.members.works import KillVictimOnce, SplitThenLeave, journal
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,8 +17,8 @@ from kafka.protocol.consumer import OffsetFetchRequest
 
 from groupcoord.protocol.errors import Errors
 from groupcoord.server.api import BrokerAddress
-from tests.faults.conftest import SmallDisk, StaticMember
 from tests.host.conftest import ServeProcess, commit_request, fetch
+from tests.host.faults.conftest import SmallDisk, StaticMember
 from tests.server.conftest import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
