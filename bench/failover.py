@@ -9,7 +9,7 @@ is in one generation of a Stable group under it. Every commit acknowledged befor
 checked against OffsetFetch on the new holder.
 
 :func:`run_failover` is shared by the benchmark (``main``) and the slow fault test
-(``tests/faults/test_kill_mid_rebalance.py``).
+(``tests/host/faults/test_kill_mid_rebalance.py``).
 """
 
 from __future__ import annotations
