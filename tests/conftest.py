@@ -1,11 +1,22 @@
-"""Shared fixtures: one session-scoped SparkSession and one real Kafka broker for the whole test run."""
+"""Shared fixtures: one session-scoped SparkSession and one real Kafka broker for the whole test run.
+
+Hypothesis runs *derandomized* by default: every run of ``make test`` (CI's too) draws the same examples, so a
+property test fails the same way each time or not at all. ``GROUPCOORD_HYPOTHESIS=explore make test`` draws fresh
+random examples (and remembers failures in ``.hypothesis/``); put what it finds into a named test.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("GROUPCOORD_HYPOTHESIS", "deterministic"))
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

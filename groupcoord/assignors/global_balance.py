@@ -37,7 +37,8 @@ lowest subscriber of any topic W owns a partition of). That keeps the sum of squ
 in the first :data:`SHED_ROUNDS` rounds only; (3) the pairs and moves over every partition. Phases 1 and 3
 terminate as above, and the rounds still stop exactly when the definition holds. Keeping every owned partition of a
 subset of a balanced assignment is not guaranteed in general (the single moves and sheds are local: a balanced
-completion may need a chain of moves that raises the sum of squares); it held on every random batch tested.
+completion may need a chain of moves that raises the sum of squares); the property tests found one such case,
+kept as the strict xfail ``test_a_subset_needing_a_chain_of_moves_is_still_kept_whole``.
 
 Rounds halve the gap of every matched pair and run in parallel over pairs, topics and groups; the number of rounds
 grows with the logarithm of the imbalance and the length of chains of overlapping subscriptions (measured: see
