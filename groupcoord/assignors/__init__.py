@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TypedDict, Unpack
 
 from groupcoord.assignors.base import Assignor
 from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
@@ -14,12 +15,14 @@ from groupcoord.assignors.errors import AssignorInputError
 from groupcoord.assignors.range import RangeAssignor
 from groupcoord.assignors.roundrobin import RoundRobinAssignor
 from groupcoord.assignors.sticky import StickyAssignor
+from groupcoord.assignors.subscriptions import SubscriptionsMode
 from groupcoord.assignors.uniform import UniformAssignor
 from groupcoord.assignors.weighted import WeightedAssignor
 
 ASSIGNOR_NAMES: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "weighted")
 
-_CLASSES: dict[str, type[Assignor]] = {
+# Callables, not type[Assignor]: each class takes its own keyword-only fields (AssignorOptions checks the names).
+_CLASSES: dict[str, Callable[..., Assignor]] = {
     "range": RangeAssignor,
     "roundrobin": RoundRobinAssignor,
     "sticky": StickyAssignor,
@@ -29,8 +32,20 @@ _CLASSES: dict[str, type[Assignor]] = {
 }
 
 
-def get_assignor(name: str, **options: Any) -> Assignor:
-    """Build the assignor called ``name`` with keyword-only ``options``; unknown names raise ``ValueError``."""
+class AssignorOptions(TypedDict, total=False):
+    """The keyword-only options of :func:`get_assignor`; each assignor accepts the ones its class declares."""
+
+    rack_aware: bool
+    """Prefer same-rack members (range, sticky, cooperative-sticky, uniform)."""
+    subscriptions: SubscriptionsMode
+    """Whether the call's groups subscribe alike (the balanced assignors): checked (``auto``) or stated."""
+    tolerance: float
+    """How far from the weight quota a member may go (weighted)."""
+
+
+def get_assignor(name: str, **options: Unpack[AssignorOptions]) -> Assignor:
+    """Build the assignor called ``name`` with keyword-only ``options``; unknown names, and options the assignor
+    does not take, raise ``ValueError``."""
     if name not in _CLASSES:
         raise ValueError(f"unknown assignor {name!r}; known assignors: {', '.join(ASSIGNOR_NAMES)}")
     try:
@@ -39,4 +54,4 @@ def get_assignor(name: str, **options: Any) -> Assignor:
         raise ValueError(f"bad options for assignor {name!r}: {exc}") from None
 
 
-__all__ = ["ASSIGNOR_NAMES", "Assignor", "AssignorInputError", "get_assignor"]
+__all__ = ["ASSIGNOR_NAMES", "Assignor", "AssignorInputError", "AssignorOptions", "get_assignor"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from pyspark.sql import Column, DataFrame
 
@@ -26,7 +26,10 @@ from groupcoord.assignors.global_balance import rebalance
 from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.assignors.prepare import Prepared
 
-SUBSCRIPTION_MODES: tuple[str, ...] = ("auto", "homogeneous", "heterogeneous")
+SubscriptionsMode = Literal["auto", "homogeneous", "heterogeneous"]
+"""How an assignor learns whether a call's groups subscribe alike: it checks (``auto``), or the caller says."""
+
+SUBSCRIPTION_MODES: tuple[SubscriptionsMode, ...] = get_args(SubscriptionsMode)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +41,7 @@ class GloballyBalancedAssignor(Assignor):
     """
 
     rack_aware: bool = True
-    subscriptions: str = "auto"
+    subscriptions: SubscriptionsMode = "auto"
     _proven: bool = dataclasses.field(default=False, repr=False)
     """Set by the ``auto`` check, or by a caller that compared the members' topic sets itself (the coordinator):
     ``homogeneous`` is then a fact the plan may build on (see ``prepare``). A bare ``"homogeneous"`` is not: for
@@ -55,7 +58,7 @@ class GloballyBalancedAssignor(Assignor):
     def assign(self, members: DataFrame, partitions: DataFrame, owned: DataFrame | None = None) -> DataFrame:
         """See :meth:`Assignor.assign`; heterogeneous calls run their balancing rounds here (see module doc)."""
         if self.subscriptions == "auto":
-            mode = "heterogeneous" if declared_heterogeneous(members) else "homogeneous"
+            mode: SubscriptionsMode = "heterogeneous" if declared_heterogeneous(members) else "homogeneous"
             checked = dataclasses.replace(self, subscriptions=mode, _proven=True)
             return super(GloballyBalancedAssignor, checked).assign(members, partitions, owned)
         return super().assign(members, partitions, owned)

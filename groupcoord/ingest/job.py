@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from groupcoord.config import Config, ConfigError
 from groupcoord.ingest.catalog_sync import CatalogSync, topic_filter
@@ -34,6 +34,8 @@ from groupcoord.topics import TopicCatalog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from groupcoord.spark.members import RunMembersOptions
 
 log = logging.getLogger("groupcoord.ingest")
 
@@ -92,7 +94,7 @@ def stop_on_signal(stop_file: Path) -> Iterator[None]:
 def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, demo_leave_after: int | None = None,
                progress_interval_s: float = 2.0, tty: bool | None = None,
                work_type: Callable[[IngestPlan], IngestWork] = IngestWork, config_keys: Config | None = None,
-               **member_options: Any) -> IngestResult:
+               **member_options: Unpack[RunMembersOptions]) -> IngestResult:
     """Run the ingestion job until it is stopped (or, with ``available_now``, until it caught up); see the module.
 
     ``member_options`` go to ``run_members`` (and on to each ``GroupMember``: timeouts, assignors...);
@@ -127,7 +129,7 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
         sink.table()  # created once here, not raced by every member
         monitor = ProgressMonitor(root, source, sink, config.group_id, wanted, interval_s=progress_interval_s,
                                   tty=tty)
-        options: dict[str, Any] = {"state_root": str(root.path), "assignors": config.assignors, **member_options}
+        options: RunMembersOptions = {"state_root": str(root.path), "assignors": config.assignors, **member_options}
         if config.pattern is not None:
             options.setdefault("pattern", config.pattern)
         with stop_on_signal(stop_file), monitor:

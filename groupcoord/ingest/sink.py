@@ -23,10 +23,11 @@ from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from kafka.structs import TopicPartition
 
+from groupcoord.topics import app_transactions
 from groupcoord.topics.local_delta import local_dataset, open_or_create
 
 log = logging.getLogger("groupcoord.ingest.sink")
@@ -43,7 +44,7 @@ SINK_SCHEMA = pa.schema([
 
 def app_id(group_id: str, tp: TopicPartition) -> str:
     """The Delta app transaction id of one partition of one group: ``"<group>/<topic>/<partition>"``."""
-    return f"{group_id}/{tp.topic}/{tp.partition}"
+    return app_transactions.app_id(group_id, tp.topic, tp.partition)
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,9 @@ class DeltaSink:
         return self._versions_at(self.table(), partitions)
 
     def _versions_at(self, table: DeltaTable, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
-        return {tp: table.transaction_version(app_id(self._group_id, tp)) for tp in partitions}
+        wanted = list(partitions)
+        held = app_transactions.transaction_versions(table, self._group_id, ((tp.topic, tp.partition) for tp in wanted))
+        return {tp: held[(tp.topic, tp.partition)] for tp in wanted}
 
     def append(self, batches: Iterable[PartitionBatch]) -> AppendOutcome:
         """Append the batches in one commit carrying their app transactions (see the module docstring)."""
@@ -109,19 +112,17 @@ class DeltaSink:
         if not fresh:
             return AppendOutcome("skipped", 0, current)
         rows = pa.concat_tables([_sink_rows(b) for b in fresh])
-        transactions = [Transaction(app_id(self._group_id, b.tp), b.end) for b in fresh]
         try:
-            self._commit(table, rows, transactions)
+            self._commit(table, rows, {(b.tp.topic, b.tp.partition): b.end for b in fresh})
         except CommitFailedError as exc:
             log.info("sink %s: a concurrent writer of the same partitions won (%s); batch dropped", self._path, exc)
             return AppendOutcome("conflict", 0, self.versions(b.tp for b in pending))
         return AppendOutcome("written", rows.num_rows, {**current, **{b.tp: b.end for b in fresh}})
 
-    def _commit(self, table: DeltaTable, rows: pa.Table, transactions: list[Transaction]) -> None:
+    def _commit(self, table: DeltaTable, rows: pa.Table, ends: Mapping[tuple[str, int], int]) -> None:
         """One append commit based on ``table``'s version; a same-app-id winner since then makes it fail."""
         write_deltalake(table, rows, mode="append",
-                        commit_properties=CommitProperties(app_transactions=transactions,
-                                                           custom_metadata={"groupcoord_group": self._group_id}))
+                        commit_properties=app_transactions.offsets_commit(self._group_id, ends))
 
     def read_all(self) -> pa.Table:
         """Every row of the sink (for checks and tests)."""

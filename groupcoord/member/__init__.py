@@ -15,7 +15,7 @@ from groupcoord.member.errors import (
 )
 from groupcoord.member.generation import NO_GENERATION, Generation
 from groupcoord.member.listener import BaseRebalanceListener, RebalanceListener
-from groupcoord.member.member import GroupMember, MemberState
+from groupcoord.member.member import GroupMember, GroupMemberSettings, MemberState
 
 __all__ = [
     "NO_GENERATION",
@@ -27,6 +27,7 @@ __all__ = [
     "Generation",
     "GroupMember",
     "GroupMemberError",
+    "GroupMemberSettings",
     "MemberClosedError",
     "MemberOptions",
     "MemberState",

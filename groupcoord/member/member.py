@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import NoReturn
+from typing import NoReturn, TypedDict
 
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
@@ -94,6 +94,23 @@ Offsets = Mapping[TopicPartition, "int | OffsetAndMetadata"]
 def _normalized(offsets: Offsets) -> dict[TopicPartition, OffsetAndMetadata]:
     return {tp: o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(int(o), "", -1)
             for tp, o in offsets.items()}
+
+
+class GroupMemberSettings(TypedDict, total=False):
+    """:class:`GroupMember`'s keyword-only settings, for callers that pass them on (``run_members``, the
+    ingestion job); the meaning of each is in :class:`GroupMember`."""
+
+    pattern: str | re.Pattern[str] | None
+    bootstrap_servers: str | Sequence[str] | None
+    state_root: str | Path | None
+    group_instance_id: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    rebalance_timeout_ms: int
+    assignors: Sequence[str]
+    enable_auto_commit: bool
+    listener: RebalanceListener | None
+    options: MemberOptions | None
 
 
 class GroupMember:

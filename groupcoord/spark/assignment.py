@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from groupcoord.assignors.subscriptions import SubscriptionsMode
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
@@ -250,7 +251,7 @@ def local_frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: pa.Sch
     return spark.createDataFrame(pa.table([list(c) for c in columns], schema=schema))
 
 
-def _subscriptions(effects: Sequence[NeedsAssignment]) -> str:
+def _subscriptions(effects: Sequence[NeedsAssignment]) -> SubscriptionsMode:
     """``"heterogeneous"`` when some group's members subscribe to different topic sets, else ``"homogeneous"``.
 
     The coordinator knows every member's subscription, so it tells the assignor instead of letting it check with a

@@ -51,12 +51,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from kafka.structs import TopicPartition
 
 from groupcoord.config import Config, full_name, resolve_config
-from groupcoord.member import GroupMember, MemberOptions
+from groupcoord.member import GroupMember, GroupMemberSettings, MemberOptions
 from groupcoord.state_root import StateRoot, StateRootError
 
 if TYPE_CHECKING:
@@ -75,6 +75,13 @@ COORDINATOR_START_TIMEOUT_S = 60.0
 
 _LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:\s*,\s*\d+)?\])?")
 _LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]")
+
+
+class RunMembersOptions(GroupMemberSettings, total=False):
+    """``run_members``'s keyword-only member options: every :class:`GroupMember` setting, and the poll timeout."""
+
+    poll_timeout_ms: int
+    """How long each member task's ``poll`` waits for records (default :data:`DEFAULT_POLL_TIMEOUT_MS`)."""
 
 
 class RunMembersError(RuntimeError):
@@ -122,7 +129,7 @@ class _TaskSpec:
 
 
 def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None, num_members: int, work: Work,
-                *, config: Config | None = None, **member_options: Any) -> MembersResult:
+                *, config: Config | None = None, **member_options: Unpack[RunMembersOptions]) -> MembersResult:
     """Run ``num_members`` executor tasks as members of ``group_id`` until each one's ``work`` returns False.
 
     See the module docstring for the coordinator, the slot rule, the ``work`` contract and ``member_options``.

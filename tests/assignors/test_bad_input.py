@@ -19,7 +19,7 @@ def test_unknown_assignor_name_lists_the_known_ones() -> None:
 
 def test_unknown_option_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="bad options for assignor 'weighted'"):
-        get_assignor("weighted", tolerence=0.1)
+        get_assignor("weighted", tolerence=0.1)  # type: ignore[call-arg]  # the misspelling is the test
 
 
 def test_missing_column_is_named(spark: SparkSession) -> None:

@@ -77,7 +77,7 @@ def test_without_state_root_or_bootstrap_servers_it_says_what_is_missing(spark: 
 def test_bad_member_options_fail_on_the_driver(spark: SparkSession, root: StateRoot, tmp_path: Path) -> None:
     work = SplitThenLeave(str(tmp_path), members=1, share=6, partitions=PARTITIONS)
     with pytest.raises(RunMembersError, match=r"bad member options.*no_such_option"):
-        run_members(spark, "g", [TOPIC], 1, work, state_root=str(root.path), no_such_option=1)
+        run_members(spark, "g", [TOPIC], 1, work, state_root=str(root.path), no_such_option=1)  # type: ignore[call-arg]
 
 
 @pytest.mark.slow
