@@ -1,0 +1,39 @@
+"""Per-partition Delta app transactions: how an exactly-once sink records, in its own commits, how far it ingested.
+
+Both exactly-once sinks (the ingestion job's :mod:`groupcoord.ingest.sink` and Structured Streaming's
+``groupcoord-delta`` sink, :mod:`groupcoord.spark.streaming.sink`) commit rows together with one Delta app
+transaction per ``<group>/<topic>/<partition>`` whose version is the partition's end offset (the next offset to
+ingest), so the table itself says how far each partition of each group was written, atomically with the data.
+
+delta-rs refuses a commit whose app transactions were written by another commit since the snapshot it was based
+on (``CommitFailedError``, a concurrent transaction); appends without a shared app id are retried by delta-rs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from deltalake import CommitProperties, DeltaTable, Transaction
+
+GROUP_METADATA_KEY = "groupcoord_group"
+"""The commit-info key naming the group whose offsets a sink commit carries."""
+
+
+def app_id(group_id: str, topic: str, partition: int) -> str:
+    """The app transaction id of one partition of one group: ``"<group>/<topic>/<partition>"``."""
+    return f"{group_id}/{topic}/{partition}"
+
+
+def transaction_versions(table: DeltaTable, group_id: str,
+                         partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
+    """The version (next offset to ingest) of each ``(topic, partition)`` in ``table``'s snapshot; ``None`` when
+    the group never wrote it."""
+    return {(t, p): table.transaction_version(app_id(group_id, t, p)) for t, p in partitions}
+
+
+def offsets_commit(group_id: str, ends: Mapping[tuple[str, int], int], *,
+                   max_commit_retries: int | None = None) -> CommitProperties:
+    """Commit properties carrying one app transaction per partition of ``ends`` (its end offset as the version)."""
+    transactions = [Transaction(app_id(group_id, t, p), end) for (t, p), end in sorted(ends.items())]
+    return CommitProperties(app_transactions=transactions, custom_metadata={GROUP_METADATA_KEY: group_id},
+                            max_commit_retries=max_commit_retries)
