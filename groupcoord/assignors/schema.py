@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -24,10 +25,14 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType)
 
 
+ColumnKind = Literal["string", "int", "double", "strings"]
+"""What an input column holds: ``int`` is any integral type, ``strings`` an array of strings."""
+
+
 @dataclass(frozen=True)
 class _Column:
     name: str
-    kind: str  # "string", "int", "double" or "strings"
+    kind: ColumnKind
     required: bool
 
 
@@ -84,7 +89,7 @@ class Inputs:
     has_racks: bool = True
 
 
-def _accepts(kind: str, data_type: T.DataType) -> bool:
+def _accepts(kind: ColumnKind, data_type: T.DataType) -> bool:
     if kind == "string":
         return isinstance(data_type, T.StringType)
     if kind == "int":

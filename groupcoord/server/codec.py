@@ -12,7 +12,7 @@ import io
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from kafka.protocol.admin import (
     DeleteGroupsRequest,
@@ -233,7 +233,7 @@ class _NullCheck:
 
     name: str
     nullable: bool
-    kind: str  # "value", "array" (of simple values), "struct" or "struct_array"
+    kind: Literal["value", "array", "struct", "struct_array"]  # an array holds simple values
     inner: tuple[_NullCheck, ...] = ()
 
 
@@ -253,7 +253,7 @@ def _null_checks(struct: Any, version: int) -> tuple[_NullCheck, ...]:
             continue  # e.g. an all-zero uuid also decodes as None, and is fine
         nullable = bool(field.nullable_for_version_q(version))
         if field.is_struct_array() or field.is_struct():
-            kind = "struct_array" if field.is_struct_array() else "struct"
+            kind: Literal["struct", "struct_array"] = "struct_array" if field.is_struct_array() else "struct"
             checks.append(_NullCheck(name, nullable, kind, _null_checks(field, version)))
         elif field.is_array():
             checks.append(_NullCheck(name, nullable, "array"))
