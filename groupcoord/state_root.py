@@ -2,13 +2,15 @@
 
 Layout::
 
-    <root>/_groupcoord/format.json   {"format": 1}
+    <root>/_groupcoord/format.json   {"format": 2}
     <root>/log/                      the coordinator's record log (Delta)
     <root>/lease/                    the election lease (Delta)
     <root>/catalog/                  the topic catalog (Delta)
     <root>/topics/<name>/            one embedded topic log per topic (Delta)
     <root>/state/<table>/            materialized, queryable state (offsets, groups, members, assignments)
     <root>/partition_weights/        optional per-partition weights for the weighted assignor
+
+Opening a root of an older format migrates it first (:mod:`groupcoord.state_format`), then rewrites the marker.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-STATE_FORMAT_VERSION = 1
+from groupcoord.state_format import STATE_FORMAT_VERSION, migrate_tables
+
+__all__ = ["MARKER_DIR", "MARKER_FILE", "STATE_FORMAT_VERSION", "StateRoot", "StateRootError"]
+
 MARKER_DIR = "_groupcoord"
 MARKER_FILE = "format.json"
 
@@ -40,8 +45,9 @@ class StateRoot:
     def open(cls, location: str | Path, *, create: bool = False) -> StateRoot:
         """Open the state root at ``location``.
 
-        With ``create``, a missing directory (or an empty one) becomes a new state root. A non-local URI, an
-        existing non-empty directory without the marker, or a newer format is refused with :class:`StateRootError`.
+        With ``create``, a missing directory (or an empty one) becomes a new state root. A root of an older format
+        is migrated to the current one. A non-local URI, an existing non-empty directory without the marker, or a
+        newer format is refused with :class:`StateRootError`.
         """
         text = str(location)
         if _URI.match(text) and not text.startswith("file://"):
@@ -52,7 +58,10 @@ class StateRoot:
         path = Path(text.removeprefix("file://")).expanduser().absolute()
         marker = path / MARKER_DIR / MARKER_FILE
         if marker.is_file():
-            cls._check_format(marker)
+            found = cls._check_format(marker)
+            if found < STATE_FORMAT_VERSION:
+                migrate_tables(path, found)
+                _write_marker(marker)
             return cls(path)
         if path.exists() and not path.is_dir():
             raise StateRootError(f"state root {path} exists and is not a directory")
@@ -62,13 +71,11 @@ class StateRoot:
         if not create:
             raise StateRootError(f"state root {path} does not exist")
         marker.parent.mkdir(parents=True, exist_ok=True)
-        tmp = marker.with_name(f"{MARKER_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": STATE_FORMAT_VERSION}) + "\n", encoding="utf-8")
-        tmp.replace(marker)
+        _write_marker(marker)
         return cls(path)
 
     @staticmethod
-    def _check_format(marker: Path) -> None:
+    def _check_format(marker: Path) -> int:
         try:
             found = json.loads(marker.read_text(encoding="utf-8"))["format"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -78,6 +85,12 @@ class StateRoot:
                 f"state root {marker.parent.parent} has format {found}, newer than this groupcoord supports "
                 f"({STATE_FORMAT_VERSION}); upgrade groupcoord"
             )
+        return found
+
+    @property
+    def format_version(self) -> int:
+        """The format recorded in the root's marker (the current one, once :meth:`open` returned)."""
+        return int(json.loads((self.path / MARKER_DIR / MARKER_FILE).read_text(encoding="utf-8"))["format"])
 
     @property
     def log_path(self) -> Path:
@@ -106,3 +119,10 @@ class StateRoot:
     def partition_weights_path(self) -> Path:
         """The optional partition weights table read by the weighted assignor."""
         return self.path / "partition_weights"
+
+
+def _write_marker(marker: Path) -> None:
+    """Write the current format into ``marker`` atomically (a per-process temporary file, then a rename)."""
+    tmp = marker.with_name(f"{MARKER_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"format": STATE_FORMAT_VERSION}) + "\n", encoding="utf-8")
+    tmp.replace(marker)

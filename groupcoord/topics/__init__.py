@@ -5,7 +5,7 @@ Public API::
     TopicCatalog(root).create("events", 3)           # conditional commit; errors carry Kafka codes
     TopicCatalog(root).partition_counts()            # {"events": 3}, cheap to poll
     TopicLog(root, "events").produce([ProducerRecord(b"v", key=b"k")])
-    TopicLog(root, "events").read(0, 0, 100)         # Arrow table: partition, offset, timestamp, key, value
+    TopicLog(root, "events").read(0, 0, 100)         # Arrow table: partition, offset, timestamp, key, value, headers...
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,7 +31,15 @@ from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from groupcoord.topics.local_delta import local_dataset
-from groupcoord.topics.log_table import PARTITION_COLUMNS, TOPIC_LOG_SCHEMA, create_topic_log
+from groupcoord.topics.log_table import (
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    NO_COMPRESSION,
+    PARTITION_COLUMNS,
+    TOPIC_LOG_SCHEMA,
+    Headers,
+    create_topic_log,
+)
 from groupcoord.topics.partitioner import KeyPartitioner
 
 DEFAULT_MAX_RECORDS = 500
@@ -38,23 +47,52 @@ DEFAULT_MAX_RECORDS = 500
 
 @dataclass(frozen=True)
 class ProducerRecord:
-    """A record to produce. ``partition`` forces a partition; else the key (murmur2) or round-robin decides."""
+    """A record to produce. ``partition`` forces a partition; else the key (murmur2) or round-robin decides.
+
+    Without a ``timestamp`` the log stamps the record with its commit attempt's time, as LogAppendTime; with one,
+    the record keeps it, as CreateTime (``timestamp_type`` overrides either). ``compression`` names the codec the
+    record arrived in (Produce keeps it, so Fetch answers in it; ``"none"`` otherwise).
+    """
 
     value: bytes | None
     key: bytes | None = None
     partition: int | None = None
     timestamp: datetime | None = None
+    headers: Headers = ()
+    timestamp_type: int | None = None
+    compression: str = NO_COMPRESSION
+
+    def kept_timestamp_type(self) -> int:
+        """The timestamp type the log stores for this record."""
+        if self.timestamp_type is not None:
+            return self.timestamp_type
+        return CREATE_TIME if self.timestamp is not None else LOG_APPEND_TIME
 
 
 @dataclass(frozen=True)
 class TopicRecord:
-    """A record read back from the log."""
+    """A record read back from the log (rows of state format 1 read as no headers, CreateTime, no compression)."""
 
     partition: int
     offset: int
     timestamp: datetime
     key: bytes | None
     value: bytes | None
+    headers: Headers = ()
+    timestamp_type: int = CREATE_TIME
+    compression: str = NO_COMPRESSION
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TopicRecord:
+        """The record of one row of the log table."""
+        headers = row.get("headers") or ()
+        timestamp_type, compression = row.get("timestamp_type"), row.get("compression")
+        return cls(
+            partition=row["partition"], offset=row["offset"], timestamp=row["timestamp"], key=row["key"],
+            value=row["value"], headers=tuple((h["key"], h["value"]) for h in headers),
+            timestamp_type=CREATE_TIME if timestamp_type is None else timestamp_type,
+            compression=compression or NO_COMPRESSION,
+        )
 
 
 @dataclass(frozen=True)
@@ -148,6 +186,10 @@ class TopicLog:
             "timestamp": pa.array([r.timestamp or now for r in batch], pa.timestamp("us", tz="UTC")),
             "key": pa.array([r.key for r in batch], pa.binary()),
             "value": pa.array([r.value for r in batch], pa.binary()),
+            "headers": pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in batch],
+                                TOPIC_LOG_SCHEMA.field("headers").type),
+            "timestamp_type": pa.array([r.kept_timestamp_type() for r in batch], pa.int32()),
+            "compression": pa.array([r.compression for r in batch], pa.string()),
         }, schema=TOPIC_LOG_SCHEMA)
         # Sorted files make tight min/max offset statistics, which is what reads prune on.
         return data.sort_by([("partition", "ascending"), ("offset", "ascending")])
@@ -181,7 +223,7 @@ class TopicLog:
     def read_records(self, partition: int, from_offset: int,
                      max_records: int = DEFAULT_MAX_RECORDS) -> list[TopicRecord]:
         """:meth:`read` as a list of :class:`TopicRecord`."""
-        return [TopicRecord(**row) for row in self.read(partition, from_offset, max_records).to_pylist()]
+        return [TopicRecord.from_row(row) for row in self.read(partition, from_offset, max_records).to_pylist()]
 
     def offsets(self) -> dict[int, PartitionOffsets]:
         """Start and end offsets of every partition of the topic, from Delta file statistics only."""

@@ -15,7 +15,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "groupcoord"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("protocol", "config", "state_root"),
+    ("protocol", "config", "state_root", "state_format"),
     ("group", "topics"),
     ("coordinator",),
     ("log",),

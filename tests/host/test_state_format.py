@@ -1,4 +1,8 @@
-"""Loading a committed format-1 state root, and refusing a newer format."""
+"""Loading committed format-1 state roots, migrating them to the current format, and refusing a newer format.
+
+``state_format1`` is the first release's record log alone; ``state_format1_full`` is every table release 0.1.0
+writes (record log, lease, catalog, topic logs, materialized offsets), written by that release's code.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,17 @@ from groupcoord.coordinator.records import decode_record
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.protocol.requests import OffsetFetchRequest
 from groupcoord.protocol.responses import OffsetFetchResponse
+from groupcoord.state.schema import OFFSETS
+from groupcoord.state.views import read_view
+from groupcoord.state_format import FORMAT2_TOPIC_LOG_COLUMNS
 from groupcoord.state_root import STATE_FORMAT_VERSION, StateRoot, StateRootError
+from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
+from groupcoord.topics.local_delta import open_if_exists
+from groupcoord.topics.log_table import CREATE_TIME, TOPIC_LOG_SCHEMA
 from tests.narrowing import expect
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "state_format1"
+FULL_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "state_format1_full"
 
 
 @pytest.fixture
@@ -25,6 +36,20 @@ def format1_root(tmp_path: Path) -> Path:
     copy = tmp_path / "root"
     shutil.copytree(FIXTURE, copy)
     return copy
+
+
+@pytest.fixture
+def full_format1_root(tmp_path: Path) -> Path:
+    """A private copy of release 0.1.0's full state root."""
+    copy = tmp_path / "full"
+    shutil.copytree(FULL_FIXTURE, copy)
+    return copy
+
+
+def _marker_format(root: Path) -> int:
+    found = json.loads((root / "_groupcoord" / "format.json").read_text())["format"]
+    assert isinstance(found, int)
+    return found
 
 
 def test_committed_format1_root_loads_with_its_offsets(format1_root: Path) -> None:
@@ -47,5 +72,48 @@ def test_committed_format1_root_loads_with_its_offsets(format1_root: Path) -> No
 def test_a_newer_format_is_refused_with_a_clear_message(format1_root: Path) -> None:
     marker = format1_root / "_groupcoord" / "format.json"
     marker.write_text(json.dumps({"format": STATE_FORMAT_VERSION + 1}))
-    with pytest.raises(StateRootError, match=r"has format 2, newer than this groupcoord supports \(1\)"):
+    with pytest.raises(StateRootError, match=r"has format 3, newer than this groupcoord supports \(2\)"):
         StateRoot.open(format1_root)
+
+
+def test_release_0_1_0_root_migrates_and_keeps_every_record(full_format1_root: Path) -> None:
+    assert _marker_format(full_format1_root) == 1
+    root = StateRoot.open(full_format1_root)
+    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 2
+    for topic in ("orders", "clicks"):
+        table = open_if_exists(root.topic_path(topic))
+        assert table is not None
+        assert table.schema().to_arrow().names == TOPIC_LOG_SCHEMA.names
+        assert (table.protocol().min_reader_version, table.protocol().min_writer_version) == (1, 2)
+    catalog = TopicCatalog(root)
+    assert catalog.partition_counts() == {"orders": 2, "clicks": 1}
+    orders = TopicLog(root, "orders", catalog=catalog)
+    assert orders.end_offsets() == {0: 3, 1: 1}
+    old = orders.read_records(0, 0)
+    assert [(r.offset, r.key, r.value) for r in old] == [(0, b"k0", b"o-0"), (1, None, b"o-1"), (2, b"k3", b"o-3")]
+    assert {(r.headers, r.timestamp_type, r.compression) for r in old} == {((), CREATE_TIME, "none")}
+    assert orders.read_records(1, 0)[0].value is None
+
+    orders.produce([ProducerRecord(b"new", key=b"k", partition=1, headers=(("trace", b"1"),))])
+    (added,) = orders.read_records(1, 1)
+    assert (added.offset, added.value, added.headers) == (1, b"new", (("trace", b"1"),))
+
+    loaded = DeltaRecordLog(root.log_path).load()
+    assert loaded.epoch == 1
+    offsets = read_view(root, OFFSETS).to_pylist()
+    assert {(r["group_id"], r["topic"], r["partition"]): r["offset"] for r in offsets} == {
+        ("g1", "orders", 0): 2, ("g1", "orders", 1): 1, ("g2", "clicks", 0): 1}
+
+
+def test_migrating_twice_changes_nothing(full_format1_root: Path) -> None:
+    StateRoot.open(full_format1_root)
+    version = open_if_exists(full_format1_root / "topics" / "orders")
+    assert version is not None
+    before = version.version()
+    marker = full_format1_root / "_groupcoord" / "format.json"
+    marker.write_text(json.dumps({"format": 1}))  # as if the process died between the tables and the marker
+    StateRoot.open(full_format1_root)
+    after = open_if_exists(full_format1_root / "topics" / "orders")
+    assert after is not None and after.version() == before
+    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION
+    assert set(FORMAT2_TOPIC_LOG_COLUMNS.names) <= set(after.schema().to_arrow().names)

@@ -1,0 +1,86 @@
+"""The state format's history, and the migration of a state root written by an older release.
+
+``<root>/_groupcoord/format.json`` names the format a root is in (:mod:`groupcoord.state_root`). Each format after
+the first is one step here, frozen once released: a step describes what that format changed, never "whatever the
+current code writes", so migrating an old root stays the same whatever later formats add.
+
+- **1** (release 0.1.0): record log, lease, catalog, topic logs (``partition, offset, timestamp, key, value``),
+  materialized state.
+- **2**: every topic log gains ``headers``, ``timestamp_type`` and ``compression`` (what Produce keeps of a record
+  batch). The columns are added to the Delta schema (a metadata-only commit, protocol (1,2) kept); rows written before
+  read them as null, which readers take as no headers, CreateTime and no compression.
+
+A step is idempotent: a process that died half-way, or two processes migrating one root at once, leave the same
+result. :func:`migrate_tables` runs the steps; the caller writes the new marker after it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable, Schema
+from deltalake.exceptions import CommitFailedError, DeltaError
+
+log = logging.getLogger("groupcoord.state_format")
+
+STATE_FORMAT_VERSION = 2
+"""The format this groupcoord writes."""
+
+HEADER_TYPE = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
+"""One record header: a UTF-8 key and a nullable value, as on Kafka's wire and in Spark's Kafka source."""
+
+FORMAT2_TOPIC_LOG_COLUMNS = pa.schema([
+    pa.field("headers", pa.list_(HEADER_TYPE), nullable=True),
+    pa.field("timestamp_type", pa.int32(), nullable=True),
+    pa.field("compression", pa.string(), nullable=True),
+])
+"""The columns format 2 added to every topic log (nullable: rows of format 1 have none)."""
+
+TOPICS_DIR = "topics"
+
+
+def _add_topic_log_columns(root: Path) -> None:
+    """Format 1 to 2: add :data:`FORMAT2_TOPIC_LOG_COLUMNS` to every topic log under ``root/topics``."""
+    topics = root / TOPICS_DIR
+    if not topics.is_dir():
+        return
+    for path in sorted(topics.iterdir()):
+        if DeltaTable.is_deltatable(str(path)):
+            add_missing_columns(path, FORMAT2_TOPIC_LOG_COLUMNS)
+
+
+def add_missing_columns(path: Path, columns: pa.Schema) -> bool:
+    """Add those of ``columns`` that the Delta table at ``path`` lacks; ``True`` if this call added any.
+
+    A concurrent migrator may add them first: its commit wins, this one re-reads and finds nothing left to add.
+    """
+    for _ in range(3):
+        table = DeltaTable(str(path))
+        present = set(table.schema().to_arrow().names)
+        missing = [field for field in columns if field.name not in present]
+        if not missing:
+            return False
+        try:
+            table.alter.add_columns(Schema.from_arrow(pa.schema(missing)).fields)
+        except (CommitFailedError, DeltaError) as exc:
+            log.info("adding columns to %s lost to a concurrent writer, re-reading: %s", path, exc)
+            continue
+        log.info("added columns %s to %s", ", ".join(f.name for f in missing), path)
+        return True
+    raise DeltaError(f"could not add columns to {path}: concurrent writers kept changing its schema")
+
+
+STEPS: dict[int, Callable[[Path], None]] = {
+    2: _add_topic_log_columns,
+}
+"""The step that brings a root from format ``n - 1`` to format ``n``."""
+
+
+def migrate_tables(root: Path, found: int) -> None:
+    """Bring the tables of the state root at ``root`` from format ``found`` to :data:`STATE_FORMAT_VERSION`."""
+    for version in range(found + 1, STATE_FORMAT_VERSION + 1):
+        log.info("migrating state root %s from format %d to %d", root, version - 1, version)
+        STEPS[version](root)
