@@ -68,11 +68,12 @@ class AdminClient:
         (group,) = self._connection.send(request).groups
         return LiveGroupState(error_for_code(group.error_code), group.group_state, len(group.members))
 
-    def commit_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], ErrorCode]:
-        """A simple commit of ``offsets``; the error of every partition."""
+    def commit_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int], *,
+                       metadata: str = "") -> dict[tuple[str, int], ErrorCode]:
+        """A simple commit of ``offsets`` with ``metadata``; the error of every partition."""
         errors = self._groups.offset_commit(
             group_id=group_id, generation_id=_NO_GENERATION, member_id="", group_instance_id=None,
-            offsets={TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
+            offsets={TopicPartition(t, p): OffsetAndMetadata(o, metadata, -1) for (t, p), o in offsets.items()})
         return {(tp.topic, tp.partition): error for tp, error in errors.items()}
 
     def delete_group(self, group_id: str) -> ErrorCode:

@@ -324,11 +324,13 @@ def _refuse_active(group_id: str, state: str) -> None:
 
 def _execute_reset(root: StateRoot, args: argparse.Namespace, plan: Sequence[PlannedOffset]) -> None:
     from groupcoord.admin.holder import admin_session
+    from groupcoord.topics.app_transactions import RESET_OFFSETS_METADATA
 
     with admin_session(root, config_from_args(args)) as client:
         live = client.describe_group(args.group)
         _refuse_active(args.group, live.state)
-        errors = client.commit_offsets(args.group, {(p.topic, p.partition): p.offset for p in plan})
+        errors = client.commit_offsets(args.group, {(p.topic, p.partition): p.offset for p in plan},
+                                       metadata=RESET_OFFSETS_METADATA)
     failed = sorted((tp, e) for tp, e in errors.items() if e.is_error)
     if failed:
         (topic, partition), error = failed[0]

@@ -18,6 +18,10 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 GROUP_METADATA_KEY = "groupcoord_group"
 """The commit-info key naming the group whose offsets a sink commit carries."""
 
+RESET_OFFSETS_METADATA = "groupcoord:reset-offsets"
+"""The metadata ``groupcoord groups reset-offsets --execute`` commits offsets with: the reset marker. A sink accepts
+a batch that starts past its version (which would otherwise be a gap) only at an offset committed with it."""
+
 
 def app_id(group_id: str, topic: str, partition: int) -> str:
     """The app transaction id of one partition of one group: ``"<group>/<topic>/<partition>"``."""
@@ -37,3 +41,4 @@ def offsets_commit(group_id: str, ends: Mapping[tuple[str, int], int], *,
     transactions = [Transaction(app_id(group_id, t, p), end) for (t, p), end in sorted(ends.items())]
     return CommitProperties(app_transactions=transactions, custom_metadata={GROUP_METADATA_KEY: group_id},
                             max_commit_retries=max_commit_retries)
+

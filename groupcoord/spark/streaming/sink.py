@@ -1,0 +1,126 @@
+"""``writeStream.format("groupcoord-delta")``: the exactly-once Delta sink of a ``groupcoord`` source.
+
+A Python Data Source streaming writer (pyspark 4.2):
+
+- **executors** (:meth:`DeltaStreamWriter.write`) write their rows into the table's directory as Parquet, one file
+  per topic-partition per task, and return the files as the commit message; nothing is committed yet;
+- **the driver** (:meth:`DeltaStreamWriter.commit`, in a Python worker of the driver) reads which offsets the
+  source's batch covers from the query's checkpoint, commits the files and one app transaction per
+  ``<group>/<topic>/<partition>`` in one Delta commit through delta-rs (:mod:`.sink_commit`: rows the table holds
+  already are dropped, a gap fails the query, a concurrent commit of the same partitions makes it plan again),
+  and right after, commits the same offsets to the group, fenced by the generation in which the source read them.
+  It does not wait for the source's ``commit(end)``, which Spark calls only when it plans the next batch;
+- ``abort`` deletes the files of a failed batch.
+
+So the table never holds a record twice nor skips one, across restarts, crashes between the Delta commit and the
+group commit, killed workers, partitions moving between queries and several queries writing one table; and the
+group's committed offsets equal the table's versions. :func:`register_sink` registers the format in a session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from groupcoord.spark.streaming.sink_commit import commit_batch, ensure_table
+from groupcoord.spark.streaming.sink_files import PartitionFile, remove_files, write_partition_files
+from groupcoord.spark.streaming.sink_group import commit_to_group, reset_markers, source_batch
+from groupcoord.spark.streaming.sink_options import SinkOptionError, SinkOptions, check_table_schema, sink_table_schema
+from groupcoord.spark.streaming.sink_source import read_source_batch
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+log = logging.getLogger("groupcoord.spark.streaming.sink")
+
+FORMAT = "groupcoord-delta"
+
+
+@dataclass(frozen=True)
+class SinkFiles(WriterCommitMessage):
+    """The commit message of one task: the files it wrote."""
+
+    files: tuple[PartitionFile, ...]
+
+
+class GroupcoordDeltaSink(DataSource):
+    """The ``groupcoord-delta`` format (options: :mod:`groupcoord.spark.streaming.sink_options`)."""
+
+    defaults: ClassVar[Mapping[str, str]] = {}
+    """Option defaults from the session's ``spark.groupcoord.*`` conf (set by :func:`register_sink`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return FORMAT
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DeltaStreamWriter:
+        """The writer of a query; checks the options and the table's shape, creating the table when missing."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        options = SinkOptions.parse(dict(self.options), self.defaults)
+        if overwrite:
+            raise SinkOptionError("groupcoord-delta: the complete output mode is not supported (append only)")
+        stream = sink_table_schema(to_arrow_schema(schema, timezone="UTC"))
+        table = ensure_table(options.path, stream)
+        check_table_schema(pa.schema(table.schema().to_arrow()), stream, options.path)
+        return DeltaStreamWriter(options, stream)
+
+
+class DeltaStreamWriter(DataSourceStreamArrowWriter):
+    """One query's writer: :meth:`write` on executors, :meth:`commit` and :meth:`abort` on the driver."""
+
+    def __init__(self, options: SinkOptions, schema: pa.Schema) -> None:
+        self.options = options
+        self.schema = schema
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkFiles:
+        """Write this task's rows, one file per topic-partition; nothing is committed."""
+        return SinkFiles(tuple(write_partition_files(iterator, self.options.path, self.schema)))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Commit the batch to the table, then its offsets to the group (see the module docstring)."""
+        options = self.options
+        batch = read_source_batch(options.checkpoint, batchId, source_batch)
+        if batch.group_id != options.group_id:
+            raise SinkOptionError(f"groupcoord-delta: group.id '{options.group_id}' is not the group of the query's "
+                                  f"source ('{batch.group_id}'); both must name the same group")
+        files = [f for m in messages if isinstance(m, SinkFiles) for f in m.files]
+        done = commit_batch(options.path, self.schema, options.group_id, batch.ranges, files,
+                            resets=lambda: reset_markers(options.state_root, options.group_id),
+                            attempts=options.commit_attempts)
+        log.info("batch %d of group %s: table version %s, %d row(s), offsets %s", batchId, options.group_id,
+                 done.table_version, done.rows, dict(done.versions))
+        if done.versions:
+            commit_to_group(options.state_root, batch, done.versions)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Delete the files the batch's tasks wrote."""
+        files = [f for m in messages if isinstance(m, SinkFiles) for f in m.files]
+        log.warning("batch %d of group %s aborted; removing %d written file(s)", batchId, self.options.group_id,
+                    len(files))
+        remove_files(files, self.options.path)
+
+
+def register_sink(spark: SparkSession, defaults: Mapping[str, Any] | None = None) -> None:
+    """Register ``groupcoord-delta`` in ``spark``, its option defaults taken from the session's
+    ``spark.groupcoord.*`` conf (``defaults``, short key names, override them)."""
+    from groupcoord.config import PREFIX
+
+    conf = {k.removeprefix(PREFIX): v for k, v in spark.sparkContext.getConf().getAll() if k.startswith(PREFIX)}
+    runtime = {k.removeprefix(PREFIX): v for k, v in spark.conf.getAll.items() if k.startswith(PREFIX)}
+    session_defaults = {k: str(v) for k, v in {**conf, **runtime, **(defaults or {})}.items()
+                        if k in ("state.root", "group.id")}
+
+    class SessionGroupcoordDeltaSink(GroupcoordDeltaSink):
+        """``groupcoord-delta`` with this session's defaults (pickled by value with them)."""
+
+        defaults: ClassVar[Mapping[str, str]] = session_defaults
+
+    spark.dataSource.register(SessionGroupcoordDeltaSink)

@@ -1,0 +1,94 @@
+"""The driver's side of a ``groupcoord-delta`` batch: one Delta commit of rows and offsets, through delta-rs.
+
+:func:`commit_batch` reads each partition's app transaction version from the snapshot it commits on, plans the
+commit (:mod:`groupcoord.spark.streaming.sink_plan`), rewrites the files that straddle a version, and commits the
+kept files with one app transaction per partition. When another commit wrote the same app ids since that snapshot
+(two queries, or a replay racing the new owner), delta-rs refuses it: the commit then reloads the table and plans
+again from the new versions (never a blind retry of the old plan), up to ``attempts`` times.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
+
+from groupcoord.spark.streaming.sink_files import PartitionFile, remove_files, trim_file
+from groupcoord.spark.streaming.sink_plan import (
+    BatchRange,
+    CommitPlan,
+    SinkGapError,
+    TopicPartitionKey,
+    plan_commit,
+)
+from groupcoord.topics.app_transactions import offsets_commit, transaction_versions
+
+log = logging.getLogger("groupcoord.spark.streaming.sink")
+
+ResetMarkers = Callable[[], Mapping[TopicPartitionKey, int]]
+"""The group's offsets that ``reset-offsets`` committed (read only when a batch would leave a gap)."""
+
+
+class SinkConflictError(RuntimeError):
+    """Concurrent commits of the same partitions kept winning over this one, attempt after attempt."""
+
+
+@dataclass(frozen=True)
+class BatchCommit:
+    """What a batch's commit did: the table version it made (``None``: nothing new to write), the rows it added,
+    and each partition's version afterwards (what the group commit then records)."""
+
+    table_version: int | None
+    rows: int
+    versions: Mapping[TopicPartitionKey, int]
+    attempts: int
+
+
+def commit_batch(table_dir: str, schema: pa.Schema, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
+                 files: Sequence[PartitionFile], *, resets: ResetMarkers, attempts: int = 5) -> BatchCommit:
+    """Commit one batch's files (see the module docstring); raises :class:`SinkGapError` on a refused gap."""
+    table = DeltaTable(table_dir)
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
+            table.update_incremental()
+        held = transaction_versions(table, group_id, ranges)
+        try:
+            plan = plan_commit(group_id, ranges, files, held)
+        except SinkGapError:
+            plan = plan_commit(group_id, ranges, files, held, resets())
+        if not plan.writes:
+            log.info("batch of group %s: every row already in %s (a replay); nothing to commit", group_id, table_dir)
+            remove_files(plan.drop, table_dir)
+            return BatchCommit(None, 0, plan.versions, attempt)
+        rewritten = [(old, trim_file(old, table_dir, keep_from)) for old, keep_from in plan.trim]
+        kept = [*plan.keep, *(new for _, new in rewritten if new is not None)]
+        try:
+            table.create_write_transaction([f.add_action() for f in kept], "append", schema,
+                                           commit_properties=offsets_commit(group_id, plan.ends))
+        except CommitFailedError as exc:
+            remove_files([new for old, new in rewritten if new is not None and new is not old], table_dir)
+            log.info("batch of group %s: a concurrent commit wrote the same partitions (%s); planning again "
+                     "(attempt %d of %d)", group_id, exc, attempt, attempts)
+            continue
+        _discard(plan, rewritten, table_dir)
+        table.update_incremental()
+        return BatchCommit(table.version(), sum(f.rows for f in kept), plan.versions, attempt)
+    raise SinkConflictError(f"groupcoord-delta: {attempts} commits of group '{group_id}' to {table_dir} in a row lost "
+                            f"to concurrent commits of the same partitions")
+
+
+def _discard(plan: CommitPlan, rewritten: list[tuple[PartitionFile, PartitionFile | None]], table_dir: str) -> None:
+    """Delete the written files the commit left out (rows the table held already)."""
+    remove_files([*plan.drop, *(old for old, new in rewritten if new is not old)], table_dir)
+
+
+def ensure_table(table_dir: str, schema: pa.Schema) -> DeltaTable:
+    """The sink's table, created empty with ``schema`` when missing (protocol (1,2))."""
+    from groupcoord.topics.local_delta import open_or_create
+
+    return open_or_create(Path(table_dir), schema, name="groupcoord-delta sink")

@@ -1,0 +1,168 @@
+"""The ``groupcoord-delta`` sink's driver commit on a real Delta table (delta-rs), without Spark: drop, trim, gap,
+reset marker, concurrent commits of the same partitions, and two writers of other partitions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable
+
+from groupcoord.spark.streaming import sink_commit
+from groupcoord.spark.streaming.sink_commit import commit_batch, ensure_table
+from groupcoord.spark.streaming.sink_files import PartitionFile, write_partition_files
+from groupcoord.spark.streaming.sink_plan import BatchRange, CommitPlan, SinkBatchError, SinkGapError
+from groupcoord.topics.app_transactions import app_id
+from groupcoord.topics.local_delta import local_dataset
+
+SCHEMA = pa.schema([("v", pa.string()), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())])
+GROUP = "g"
+
+
+def rows(partition: int, start: int, end: int, topic: str = "t") -> pa.RecordBatch:
+    """Rows ``start..end-1`` of ``topic-partition``, value ``"<partition>:<offset>"``."""
+    offsets = list(range(start, end))
+    return pa.RecordBatch.from_pydict({
+        "v": [f"{partition}:{o}" for o in offsets], "topic": [topic] * len(offsets),
+        "partition": pa.array([partition] * len(offsets), pa.int32()), "offset": pa.array(offsets, pa.int64())},
+        schema=SCHEMA)
+
+
+def table_rows(path: Path) -> list[tuple[int, int]]:
+    """Sorted ``(partition, offset)`` of every row of the table."""
+    data = local_dataset(DeltaTable(str(path))).to_table(columns=["partition", "offset"])
+    return sorted(zip(data.column("partition").to_pylist(), data.column("offset").to_pylist(), strict=True))
+
+
+def no_resets() -> Mapping[tuple[str, int], int]:
+    """No reset marker."""
+    return {}
+
+
+def write(path: Path, *batches: pa.RecordBatch) -> list[PartitionFile]:
+    """What one executor task writes."""
+    return write_partition_files(iter(batches), path, SCHEMA)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    """An empty sink table."""
+    path = tmp_path / "sink"
+    ensure_table(str(path), SCHEMA)
+    return path
+
+
+def test_one_commit_holds_the_rows_and_one_transaction_per_partition(table: Path) -> None:
+    files = write(table, rows(0, 0, 5), rows(1, 0, 3), rows(0, 5, 7))
+    assert sorted((f.partition, f.first, f.last) for f in files) == [(0, 0, 6), (1, 0, 2)]  # one file per partition
+    done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 7), ("t", 1): BatchRange(0, 3),
+                                                    ("t", 2): BatchRange(0, 4)}, files, resets=no_resets)
+    delta = DeltaTable(str(table))
+    assert (done.table_version, done.rows) == (delta.version(), 10)
+    assert delta.transaction_version(app_id(GROUP, "t", 0)) == 7
+    # partition 2's rows were all filtered out by the query: its transaction still records the batch's end
+    assert delta.transaction_version(app_id(GROUP, "t", 2)) == 4
+    assert done.versions == {("t", 0): 7, ("t", 1): 3, ("t", 2): 4}
+    assert table_rows(table) == [(0, o) for o in range(7)] + [(1, o) for o in range(3)]
+
+
+def test_a_replayed_batch_writes_nothing_and_reports_the_versions(table: Path) -> None:
+    ranges = {("t", 0): BatchRange(0, 5)}
+    commit_batch(str(table), SCHEMA, GROUP, ranges, write(table, rows(0, 0, 5)), resets=no_resets)
+    version = DeltaTable(str(table)).version()
+    replay = write(table, rows(0, 0, 5))
+    done = commit_batch(str(table), SCHEMA, GROUP, ranges, replay, resets=no_resets)
+    assert (done.table_version, done.rows, done.versions) == (None, 0, {("t", 0): 5})
+    assert DeltaTable(str(table)).version() == version
+    assert not (table / replay[0].path).exists()  # the dropped file is removed
+    assert table_rows(table) == [(0, o) for o in range(5)]
+
+
+def test_a_file_straddling_the_version_is_rewritten_from_it(table: Path) -> None:
+    commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 5)}, write(table, rows(0, 0, 5)),
+                 resets=no_resets)
+    done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(3, 9)}, write(table, rows(0, 3, 9)),
+                        resets=no_resets)
+    assert (done.rows, done.versions) == (4, {("t", 0): 9})
+    assert table_rows(table) == [(0, o) for o in range(9)]
+
+
+def test_a_gap_fails_naming_the_partition_and_the_offsets(table: Path) -> None:
+    commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 5)}, write(table, rows(0, 0, 5)),
+                 resets=no_resets)
+    with pytest.raises(SinkGapError, match=r"gap in t-0 of group 'g': the batch starts at offset 8 .* up to offset 5"):
+        commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(8, 10)}, write(table, rows(0, 8, 10)),
+                     resets=no_resets)
+    with pytest.raises(SinkGapError):  # a reset marker elsewhere does not allow it
+        commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(8, 10)}, write(table, rows(0, 8, 10)),
+                     resets=lambda: {("t", 0): 7})
+    assert table_rows(table) == [(0, o) for o in range(5)]
+
+
+def test_a_reset_marker_at_the_batch_start_allows_the_jump(table: Path) -> None:
+    commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 5)}, write(table, rows(0, 0, 5)),
+                 resets=no_resets)
+    done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(8, 10)}, write(table, rows(0, 8, 10)),
+                        resets=lambda: {("t", 0): 8})
+    assert done.versions == {("t", 0): 10}
+    assert table_rows(table) == [(0, o) for o in [0, 1, 2, 3, 4, 8, 9]]
+
+
+def test_rows_outside_the_sources_batch_are_refused(table: Path) -> None:
+    with pytest.raises(SinkBatchError, match="rows of t-1 that the source's batch did not read"):
+        commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 5)}, write(table, rows(1, 0, 5)),
+                     resets=no_resets)
+    with pytest.raises(SinkBatchError, match=r"offsets 0\.\.4 outside the source's batch 0\.\.2"):
+        commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 3)}, write(table, rows(0, 0, 5)),
+                     resets=no_resets)
+
+
+def test_a_concurrent_commit_of_the_same_partition_makes_the_loser_plan_again(table: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The new owner commits 0..9 of t-0 while a replay of the old owner's batch 0..9 is between its snapshot and
+    its commit: delta-rs refuses the replay's commit, which plans again on the new snapshot and drops its rows."""
+    planned: list[CommitPlan] = []
+    original = sink_commit.plan_commit
+    raced: list[bool] = []
+
+    def racing_plan(*args: Any, **kwargs: Any) -> CommitPlan:
+        plan = original(*args, **kwargs)
+        if not raced:
+            raced.append(True)
+            commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 10)}, write(table, rows(0, 0, 10)),
+                         resets=no_resets)
+        else:
+            planned.append(plan)
+        return plan
+
+    monkeypatch.setattr(sink_commit, "plan_commit", racing_plan)
+    done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 10)}, write(table, rows(0, 0, 10)),
+                        resets=no_resets)
+    assert done.attempts == 2
+    assert [bool(p.keep) for p in planned] == [True, False]  # the winner's plan, then the loser's second: nothing
+    assert (done.table_version, done.versions) == (None, {("t", 0): 10})
+    assert table_rows(table) == [(0, o) for o in range(10)]
+
+
+def test_two_writers_of_other_partitions_both_commit(table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = sink_commit.plan_commit
+    raced: list[bool] = []
+
+    def racing_plan(*args: Any, **kwargs: Any) -> CommitPlan:
+        if not raced:
+            raced.append(True)
+            commit_batch(str(table), SCHEMA, GROUP, {("t", 1): BatchRange(0, 4)}, write(table, rows(1, 0, 4)),
+                         resets=no_resets)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sink_commit, "plan_commit", racing_plan)
+    done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 6)}, write(table, rows(0, 0, 6)),
+                        resets=no_resets)
+    assert done.attempts == 1  # delta-rs rebased the append: no shared app id
+    assert table_rows(table) == [(0, o) for o in range(6)] + [(1, o) for o in range(4)]
+    values = local_dataset(DeltaTable(str(table))).to_table().column("v")
+    assert pc.count_distinct(values).as_py() == 10
