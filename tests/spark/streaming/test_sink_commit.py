@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
-from groupcoord.spark.streaming import sink_commit
+from groupcoord.spark.streaming import sink_plan
 from groupcoord.spark.streaming.sink_commit import commit_batch, ensure_table
 from groupcoord.spark.streaming.sink_files import PartitionFile, write_partition_files
 from groupcoord.spark.streaming.sink_plan import BatchRange, CommitPlan, SinkBatchError, SinkGapError
@@ -126,7 +126,7 @@ def test_a_concurrent_commit_of_the_same_partition_makes_the_loser_plan_again(ta
     """The new owner commits 0..9 of t-0 while a replay of the old owner's batch 0..9 is between its snapshot and
     its commit: delta-rs refuses the replay's commit, which plans again on the new snapshot and drops its rows."""
     planned: list[CommitPlan] = []
-    original = sink_commit.plan_commit
+    original = sink_plan.plan_commit
     raced: list[bool] = []
 
     def racing_plan(*args: Any, **kwargs: Any) -> CommitPlan:
@@ -139,7 +139,7 @@ def test_a_concurrent_commit_of_the_same_partition_makes_the_loser_plan_again(ta
             planned.append(plan)
         return plan
 
-    monkeypatch.setattr(sink_commit, "plan_commit", racing_plan)
+    monkeypatch.setattr("groupcoord.spark.streaming.sink_commit.plan_commit", racing_plan)
     done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 10)}, write(table, rows(0, 0, 10)),
                         resets=no_resets)
     assert done.attempts == 2
@@ -149,7 +149,7 @@ def test_a_concurrent_commit_of_the_same_partition_makes_the_loser_plan_again(ta
 
 
 def test_two_writers_of_other_partitions_both_commit(table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    original = sink_commit.plan_commit
+    original = sink_plan.plan_commit
     raced: list[bool] = []
 
     def racing_plan(*args: Any, **kwargs: Any) -> CommitPlan:
@@ -159,7 +159,7 @@ def test_two_writers_of_other_partitions_both_commit(table: Path, monkeypatch: p
                          resets=no_resets)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(sink_commit, "plan_commit", racing_plan)
+    monkeypatch.setattr("groupcoord.spark.streaming.sink_commit.plan_commit", racing_plan)
     done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 6)}, write(table, rows(0, 0, 6)),
                         resets=no_resets)
     assert done.attempts == 1  # delta-rs rebased the append: no shared app id
