@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from groupcoord.runtime.crash_points import crash_point
 from groupcoord.spark.streaming.sink_commit import commit_batch, ensure_table
 from groupcoord.spark.streaming.sink_files import PartitionFile, remove_files, write_partition_files
 from groupcoord.spark.streaming.sink_group import commit_to_group, reset_markers, source_batch
@@ -82,7 +83,9 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkFiles:
         """Write this task's rows, one file per topic-partition; nothing is committed."""
-        return SinkFiles(tuple(write_partition_files(iterator, self.options.path, self.schema)))
+        files = SinkFiles(tuple(write_partition_files(iterator, self.options.path, self.schema)))
+        crash_point("sink-write")
+        return files
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Commit the batch to the table, then its offsets to the group (see the module docstring)."""
@@ -97,6 +100,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
                             attempts=options.commit_attempts)
         log.info("batch %d of group %s: table version %s, %d row(s), offsets %s", batchId, options.group_id,
                  done.table_version, done.rows, dict(done.versions))
+        crash_point("sink-after-delta-commit")
         if done.versions:
             commit_to_group(options.state_root, batch, done.versions)
 
