@@ -28,7 +28,8 @@ _S = GroupState
 
 
 def describe_group(ctx: CoordinatorContext, group_id: str) -> DescribedGroup:
-    """One group as DescribeGroups shows it; metadata and assignments only while Stable (as in Kafka)."""
+    """One group as DescribeGroups shows it: protocol and member metadata only while Stable; each member's last
+    assignment in every state (cleared when a rebalance restarts the sync phase), as in Kafka."""
     if not group_id:
         return DescribedGroup(error=Errors.INVALID_GROUP_ID, group_id=group_id, state=_S.DEAD.value)
     group = ctx.groups.get(group_id)
@@ -38,7 +39,7 @@ def describe_group(ctx: CoordinatorContext, group_id: str) -> DescribedGroup:
     members = tuple(
         DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                         m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                        m.assignment if stable else b"")
+                        m.assignment)
         for m in group.members.values())
     return DescribedGroup(error=Errors.NONE, group_id=group_id, state=group.state.value,
                           protocol_type=group.protocol_type or "",

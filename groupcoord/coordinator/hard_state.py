@@ -74,8 +74,6 @@ class HardStateStore:
                 if not offsets:
                     del self._offsets[record.group_id]
             return
-        if record.value.offset < 0:
-            raise RecordInvariantError(f"negative committed offset {record.value.offset} for {key}")
         self._offsets.setdefault(record.group_id, {})[key] = record.value
 
     # --- reads -------------------------------------------------------------------------------------------------

@@ -114,6 +114,10 @@ def _join_new_member(ctx: CoordinatorContext, group: ClassicGroup, request: Join
         else:
             _add_member_and_rebalance(ctx, group, member_id, request, now_ms, token)
         return
+    if not request.require_known_member_id:
+        # JoinGroup v0-v3 cannot express MEMBER_ID_REQUIRED: the member joins at once, as in Kafka.
+        _add_member_and_rebalance(ctx, group, member_id, request, now_ms, token)
+        return
     # KIP-394: hand out the id first; the member joins for real with it. Unused ids expire with the session.
     group.add_pending_member(member_id)
     rebalance.schedule_session(ctx, group, member_id, now_ms, request.session_timeout_ms)
@@ -137,6 +141,7 @@ def _add_member_and_rebalance(ctx: CoordinatorContext, group: ClassicGroup, memb
 def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instance_id: str, old_member_id: str,
                            new_member_id: str, request: JoinGroupRequest, now_ms: int, token: Token) -> None:
     """KIP-345: a known instance rejoins with a new member id; the old id is fenced."""
+    leader_before = group.leader_id
     old = group.replace_static_member(instance_id, old_member_id, new_member_id)
     ctx.timers.cancel(heartbeat_key(group.group_id, old_member_id))
     rebalance.answer_parked(ctx, old, Errors.FENCED_INSTANCE_ID)
@@ -148,8 +153,13 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
         if unchanged:
             # Same protocols: no rebalance. Persist the new member id, then answer with the current generation.
             ctx.append(new_group_metadata_record(group.group_id, group.to_metadata_value()))
-            is_leader = group.is_leader(new_member_id)
-            response = rebalance.join_response(group, member, skip_assignment=is_leader)
+            if request.supports_skip_assignment:
+                response = rebalance.join_response(group, member, skip_assignment=group.is_leader(new_member_id))
+            else:
+                # Before v9 a restarted leader cannot be told to skip the assignment: like Kafka, name the leader
+                # as it was before the restart (the old member id) and send no members, so the member acts as a
+                # follower and keeps its assignment.
+                response = rebalance.follower_join_response(group, member, leader=leader_before or "")
             for parked in group.take_join_tokens(member):
                 ctx.respond(parked, response)
         else:

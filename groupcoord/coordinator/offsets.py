@@ -101,17 +101,23 @@ def _partition_error(ctx: CoordinatorContext, topic: str, partition: OffsetCommi
         return Errors.INVALID_TOPIC_EXCEPTION
     if partition.partition < 0:
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
-    if partition.offset < 0:
-        return Errors.OFFSET_OUT_OF_RANGE
     if partition.leader_epoch < -1:
         return Errors.INVALID_REQUEST
-    if len(partition.metadata.encode("utf-8")) > ctx.config.offset_metadata_max_bytes:
+    if metadata_length(partition.metadata) > ctx.config.offset_metadata_max_bytes:
         return Errors.OFFSET_METADATA_TOO_LARGE
     return Errors.NONE
 
 
+def metadata_length(metadata: str) -> int:
+    """The length Kafka compares with ``offset.metadata.max.bytes``: Java's ``String.length()``, UTF-16 code units
+    (so 2049 two-byte characters, 4098 UTF-8 bytes, are within a limit of 4096). Any offset is accepted, negative
+    ones included: Kafka stores and returns what the client committed."""
+    return len(metadata.encode("utf-16-le")) // 2
+
+
 def handle_offset_fetch(ctx: CoordinatorContext, request: OffsetFetchRequest, now_ms: int, token: Token) -> None:
-    """Committed offsets of the asked partitions (-1 where none), or of all partitions when ``topics`` is None."""
+    """Committed offsets of the asked partitions (-1 where none, a negative partition included, as in Kafka), or of
+    all partitions when ``topics`` is None."""
     throw_if_invalid_group_id(request.group_id)
     offsets = ctx.hard.offsets(request.group_id)
     if request.topics is None:
@@ -121,10 +127,7 @@ def handle_offset_fetch(ctx: CoordinatorContext, request: OffsetFetchRequest, no
         topics = tuple(OffsetFetchTopicResponse(t, tuple(ps)) for t, ps in by_topic.items())
     else:
         topics = tuple(
-            OffsetFetchTopicResponse(t.name, tuple(
-                OffsetFetchPartition(p, -1, error=Errors.UNKNOWN_TOPIC_OR_PARTITION) if p < 0
-                else _fetched(p, offsets.get((t.name, p)))
-                for p in t.partitions))
+            OffsetFetchTopicResponse(t.name, tuple(_fetched(p, offsets.get((t.name, p))) for p in t.partitions))
             for t in request.topics)
     ctx.respond(token, OffsetFetchResponse(error=Errors.NONE, topics=topics))
 
@@ -138,7 +141,8 @@ def _fetched(partition: int, value: OffsetValue | None) -> OffsetFetchPartition:
 def handle_offset_delete(ctx: CoordinatorContext, request: OffsetDeleteRequest, now_ms: int, token: Token) -> None:
     """Delete offsets, except of topics an active ``consumer`` group still subscribes to (GROUP_SUBSCRIBED_TO_TOPIC).
 
-    A non-consumer group must be Empty (NON_EMPTY_GROUP).
+    A non-consumer group must be Empty (NON_EMPTY_GROUP). A group left Empty without offsets stays, as in Kafka
+    (described, listed, deletable) until the expiry cycle (:func:`expire_offsets`) removes it.
     """
     throw_if_invalid_group_id(request.group_id)
     group = ctx.groups.get(request.group_id)
@@ -163,7 +167,6 @@ def handle_offset_delete(ctx: CoordinatorContext, request: OffsetDeleteRequest, 
                     ctx.append(new_offset_tombstone(group.group_id, topic.name, partition))
             partition_errors.append(PartitionError(partition, error))
         results.append(TopicPartitionErrors(topic.name, tuple(partition_errors)))
-    _maybe_drop_empty_group(ctx, group, now_ms)
     ctx.respond(token, OffsetDeleteResponse(error=Errors.NONE, topics=tuple(results)))
 
 

@@ -218,6 +218,15 @@ def join_response(group: ClassicGroup, member: Member, *, skip_assignment: bool 
         members=group.current_member_metadata() if group.is_leader(member.member_id) else ())
 
 
+def follower_join_response(group: ClassicGroup, member: Member, *, leader: str) -> JoinGroupResponse:
+    """The JoinGroup answer of the current generation naming ``leader`` and no members: ``member`` syncs as a
+    follower whatever its id (a ``server-*`` group names no leader, see :func:`join_response`)."""
+    return JoinGroupResponse(
+        error=Errors.NONE, generation_id=group.generation_id, protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name, leader="" if is_server_side(group.protocol_name) else leader,
+        member_id=member.member_id, members=())
+
+
 # --- sync phase -------------------------------------------------------------------------------------------------------
 def _schedule_pending_sync(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int) -> None:
     group_id, generation = group.group_id, group.generation_id

@@ -27,7 +27,13 @@ class JoinGroupProtocol:
 
 @dataclass(frozen=True, kw_only=True)
 class JoinGroupRequest:
-    """JoinGroup: enter (or re-enter) a group. ``rebalance_timeout_ms=-1`` means "same as the session timeout"."""
+    """JoinGroup: enter (or re-enter) a group. ``rebalance_timeout_ms=-1`` means "same as the session timeout".
+
+    Two flags say what the client's JoinGroup version can express (the wire sets them; the defaults are v9's):
+    ``require_known_member_id`` (v4+, KIP-394: a new dynamic member is first handed its id with
+    MEMBER_ID_REQUIRED; below v4 it joins at once) and ``supports_skip_assignment`` (v9+, KIP-814: a restarted
+    static leader is told to skip the assignment; below v9 it is answered as a follower, naming the old leader).
+    """
 
     group_id: str
     session_timeout_ms: int
@@ -39,6 +45,8 @@ class JoinGroupRequest:
     reason: str | None = None
     client_id: str = ""
     client_host: str = ""
+    require_known_member_id: bool = True
+    supports_skip_assignment: bool = True
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
 from groupcoord.server.adapters.fetch import FetchAdapter
 from groupcoord.server.adapters.find_coordinator import FindCoordinatorAdapter
 from groupcoord.server.adapters.groups import HeartbeatMapping, JoinGroupMapping, LeaveGroupMapping, SyncGroupMapping
+from groupcoord.server.adapters.known_partitions import KnownPartitionsAdapter, KnownTopics
 from groupcoord.server.adapters.list_offsets import ListOffsetsAdapter
 from groupcoord.server.adapters.metadata import MetadataAdapter
 from groupcoord.server.adapters.offsets import OffsetCommitMapping, OffsetDeleteMapping, OffsetFetchMapping
@@ -50,6 +51,9 @@ def build_dispatcher(
     """A dispatcher for ApiVersions, Metadata, FindCoordinator; every group and offset API when a coordinator
     ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; plus the adapters in ``extra``.
 
+    With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
+    there, as a Kafka broker checks its metadata; without, every topic is taken as it comes.
+
     ApiVersions advertises exactly the APIs the dispatcher serves, at their ``ranges``. FindCoordinator answers
     with the service's availability (COORDINATOR_NOT_AVAILABLE-style errors while it does not serve).
     """
@@ -61,6 +65,10 @@ def build_dispatcher(
     if service is not None:
         for key, mapping in CORE_MAPPINGS.items():
             handlers[key] = CoreAdapter(service, mapping())
+        if topics is not None:
+            known = KnownTopics(topics)
+            handlers[ApiKey.OFFSET_COMMIT] = KnownPartitionsAdapter(service, OffsetCommitMapping(known), known)
+            handlers[ApiKey.OFFSET_DELETE] = KnownPartitionsAdapter(service, OffsetDeleteMapping(known), known)
     if topic_reader is not None:
         handlers[ApiKey.LIST_OFFSETS] = ListOffsetsAdapter(topic_reader)
         handlers[ApiKey.FETCH] = FetchAdapter(topic_reader)

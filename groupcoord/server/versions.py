@@ -6,6 +6,8 @@ what kafka-python 3.x and librdkafka negotiate:
 - JoinGroup goes up to v9 (KIP-814 ``SkipAssignment``), so kafka-python infers a broker of 3.2 or newer and keeps
   static membership on. Nothing advertised here implies a newer broker than that to kafka-python's inference.
 - OffsetCommit and OffsetFetch stop at v9: v10 identifies topics by id, which this endpoint does not assign.
+  DeleteGroups stops at v2, the last version kafka-python's schemas know. Every other group API is advertised at
+  Kafka 4.4.0's full range (JoinGroup v0-v3 join without KIP-394's MEMBER_ID_REQUIRED round trip, as in Kafka).
 - Fetch stops at v12 and ListOffsets at v7 for the same reason (Fetch v13+ names topics by id), and because
   higher ListOffsets versions would make kafka-python infer a 4.x broker.
 - Metadata stops at v12: v13 only adds a top-level error code for KRaft brokers.
@@ -55,13 +57,13 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.METADATA: VersionRange(0, 12),
     ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
     ApiKey.OFFSET_FETCH: VersionRange(1, 9),
-    ApiKey.FIND_COORDINATOR: VersionRange(0, 4),
-    ApiKey.JOIN_GROUP: VersionRange(4, 9),
+    ApiKey.FIND_COORDINATOR: VersionRange(0, 6),
+    ApiKey.JOIN_GROUP: VersionRange(0, 9),
     ApiKey.HEARTBEAT: VersionRange(0, 4),
     ApiKey.LEAVE_GROUP: VersionRange(0, 5),
     ApiKey.SYNC_GROUP: VersionRange(0, 5),
-    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
-    ApiKey.LIST_GROUPS: VersionRange(0, 4),
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 6),
+    ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.API_VERSIONS: VersionRange(0, 4),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),

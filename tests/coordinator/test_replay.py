@@ -191,7 +191,8 @@ def test_malformed_records_are_refused(encoded: EncodedRecord) -> None:
 
 
 def test_replay_forgives_stale_tombstones_but_raises_on_broken_invariants() -> None:
-    """Tombstones for unknown keys are ignored; a leader that is no member, or a negative offset, raise."""
+    """Tombstones for unknown keys are ignored; a leader that is no member raises; a negative committed offset is
+    what a client committed (Kafka stores it too) and replays."""
     coordinator = GroupCoordinator()
     coordinator.replay(new_group_tombstone("nobody"))
     coordinator.replay(new_offset_tombstone("nobody", "t", 0))
@@ -200,6 +201,6 @@ def test_replay_forgives_stale_tombstones_but_raises_on_broken_invariants() -> N
                                 leader_id="ghost", state_timestamp_ms=0, members=(_member(),))
     with pytest.raises(RecordInvariantError, match="leader"):
         coordinator.replay(new_group_metadata_record("g", broken))
-    with pytest.raises(RecordInvariantError, match="negative"):
-        coordinator.replay(new_offset_commit_record("g", "t", 0, OffsetValue(
-            offset=-1, leader_epoch=-1, metadata="", commit_timestamp_ms=0)))
+    coordinator.replay(new_offset_commit_record("g", "t", 0, OffsetValue(
+        offset=-2, leader_epoch=-1, metadata="", commit_timestamp_ms=0)))
+    assert [value.offset for *_, value in coordinator.hard_state().offsets] == [-2]

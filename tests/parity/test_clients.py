@@ -3,8 +3,8 @@
 The same client code runs against Kafka 4.4.0's coordinator, then against ``groupcoord serve``, and records what its
 API returns: assignments, committed offsets, and the groups as the admin clients list, describe and delete them.
 
-A librdkafka consumer holding partitions on groupcoord spins a core (it cannot fetch there: groupcoord serves no
-Produce yet, see docs/compatibility.md), so the librdkafka consumer closes as soon as it has committed.
+A librdkafka consumer holding partitions on groupcoord spins a core while groupcoord serves no Produce (it cannot
+fetch there, see docs/compatibility.md), so the librdkafka consumer closes as soon as it has committed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from tests.parity.observe import Observation, assert_parity, differs
+from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import TOPIC, Target, group_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration]
@@ -48,8 +48,8 @@ def kafka_python_consumer_and_admin(target: Target, group: str) -> Observation:
         observation.add("assignment", sorted(tp.partition for tp in consumer.assignment()))
         consumer.commit({TopicPartition(TOPIC, 1): OffsetAndMetadata(7, "from python", -1)})
         observation.add("committed", consumer.committed(TopicPartition(TOPIC, 1), metadata=True))
-        observation.add("listed", without(NEWER_VERSION_FIELDS, listed(admin, group)))
-        observation.add("described", without(NEWER_VERSION_FIELDS, [admin.describe_groups([group])[group]]))
+        observation.add("listed", listed(admin, group))
+        observation.add("described", [admin.describe_groups([group])[group]])
         observation.add("delete while a member", deleted(admin, group))
         consumer.close()
         observation.add("offsets", sorted(admin.list_group_offsets({group: None})[group].items()))
@@ -61,19 +61,9 @@ def kafka_python_consumer_and_admin(target: Target, group: str) -> Observation:
     return observation
 
 
-NEWER_VERSION_FIELDS = frozenset({"group_type", "authorized_operations"})
-"""Fields kafka-python fills only from versions Kafka serves and groupcoord does not (ListGroups v5, DescribeGroups
-v6); ``test_kafka_python_fields_of_newer_versions`` compares them."""
-
-
 def listed(admin: KafkaAdminClient, group: str) -> list[dict[str, Any]]:
     """``group`` as kafka-python's ``list_groups`` shows it (nothing once deleted)."""
     return [g for g in admin.list_groups() if g["group_id"] == group]
-
-
-def without(fields: frozenset[str], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` without ``fields``."""
-    return [{key: value for key, value in row.items() if key not in fields} for row in rows]
 
 
 def deleted(admin: KafkaAdminClient, group: str) -> list[tuple[str, str]]:
@@ -86,7 +76,8 @@ def test_kafka_python_consumer_and_admin(targets: tuple[Target, Target], request
 
 
 def kafka_python_fields_of_newer_versions(target: Target, group: str) -> Observation:
-    """What kafka-python's list_groups and describe_groups show in the fields of ListGroups v5 and DescribeGroups v6."""
+    """What kafka-python's list_groups and describe_groups show in the fields of ListGroups v5 and DescribeGroups v6
+    (the group type, the authorized operations) for a group of simple commits."""
     observation = Observation()
     admin = KafkaAdminClient(bootstrap_servers=target.bootstrap, client_id="parity-python-admin")
     try:
@@ -99,9 +90,6 @@ def kafka_python_fields_of_newer_versions(target: Target, group: str) -> Observa
     return observation
 
 
-@differs("kafka-python's list_groups and describe_groups: against Kafka they use ListGroups v5 and DescribeGroups "
-         "v6 and show group_type 'classic' and the authorized operations; groupcoord serves v4 and v5, so both are "
-         "missing (None)")
 def test_kafka_python_fields_of_newer_versions(targets: tuple[Target, Target],
                                               request: pytest.FixtureRequest) -> None:
     assert_parity(targets, kafka_python_fields_of_newer_versions, group_name(request.node.name))

@@ -10,9 +10,18 @@ import time
 
 import pytest
 
-from tests.parity.observe import Observation, assert_parity, differs
+from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import OTHER_TOPIC, TOPIC, Target, group_name
-from tests.parity.wire import JOIN_VERSIONS, RawMember, add_member, commit_partition, rebalance, sync_all, versions_for
+from tests.parity.wire import (
+    JOIN_VERSIONS,
+    OLD_JOIN_VERSIONS,
+    RawMember,
+    add_member,
+    commit_partition,
+    rebalance,
+    sync_all,
+    versions_for,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration]
 
@@ -60,6 +69,30 @@ def test_join_rebalance_and_leave(targets: tuple[Target, Target], request: pytes
     assert_parity(targets, join_rebalance_and_leave, group_name(request.node.name), version)
 
 
+def old_version_member(target: Target, group: str, version: int) -> Observation:
+    """A client of JoinGroup v0-v3 (before KIP-394): it joins at once, syncs, heartbeats, commits and leaves."""
+    observation = Observation()
+    versions = versions_for(version)
+    a = RawMember(target, observation, group, versions, "a")
+    try:
+        a.join_group("a joins")
+        sync_all("a alone", [a])
+        a.heartbeat("a heartbeats")
+        a.describe("stable", group, versions.describe)
+        a.commit_offsets("a commits", {TOPIC: [commit_partition(0, 3, "old")]})
+        a.fetch("a fetches", group, versions.fetch, {TOPIC: [0]})
+        a.leave("a leaves")
+        a.describe("empty", group, versions.describe)
+    finally:
+        a.close()
+    return observation
+
+
+@pytest.mark.parametrize("version", OLD_JOIN_VERSIONS)
+def test_old_version_member(targets: tuple[Target, Target], request: pytest.FixtureRequest, version: int) -> None:
+    assert_parity(targets, old_version_member, group_name(request.node.name), version)
+
+
 def describe_during_a_rebalance(target: Target, group: str, version: int) -> Observation:
     """DescribeGroups while a second member's join holds the group in PreparingRebalance."""
     observation = Observation()
@@ -80,9 +113,7 @@ def describe_during_a_rebalance(target: Target, group: str, version: int) -> Obs
     return observation
 
 
-@pytest.mark.parametrize("version", [pytest.param(v, marks=differs(
-    "DescribeGroups in PreparingRebalance: Kafka still shows each member's last assignment, groupcoord an empty one"))
-    for v in JOIN_VERSIONS])
+@pytest.mark.parametrize("version", JOIN_VERSIONS)
 def test_describe_during_a_rebalance(targets: tuple[Target, Target], request: pytest.FixtureRequest,
                                      version: int) -> None:
     assert_parity(targets, describe_during_a_rebalance, group_name(request.node.name), version)

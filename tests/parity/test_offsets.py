@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.parity.observe import Observation, assert_parity, differs
+from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import OTHER_TOPIC, TOPIC, UNKNOWN_TOPIC, Target, group_name
 from tests.parity.wire import (
     JOIN_VERSIONS,
@@ -93,25 +93,7 @@ def edge_commit(target: Target, group: str, case: str) -> Observation:
     return observation
 
 
-EDGE_DIFFERENCES = {
-    "offset-minus-one": "OffsetCommit of offset -1: Kafka accepts it, groupcoord answers OFFSET_OUT_OF_RANGE",
-    "offset-minus-two": "OffsetCommit of offset -2: Kafka accepts and stores it, groupcoord answers "
-                        "OFFSET_OUT_OF_RANGE",
-    "metadata-multibyte": "offset metadata of 2049 two-byte characters (4098 bytes): Kafka counts characters and "
-                          "accepts it, groupcoord counts bytes and answers OFFSET_METADATA_TOO_LARGE",
-    "unknown-topic": "OffsetCommit to a topic that does not exist: Kafka answers UNKNOWN_TOPIC_OR_PARTITION, "
-                     "groupcoord accepts and stores it",
-    "negative-partition": "OffsetFetch of partition -1: Kafka answers NO_ERROR with offset -1, groupcoord "
-                          "UNKNOWN_TOPIC_OR_PARTITION",
-    "partition-past-the-end": "OffsetCommit to partition 3 of a 3-partition topic: Kafka answers "
-                              "UNKNOWN_TOPIC_OR_PARTITION, groupcoord accepts and stores it",
-    "partition-max-int32": "OffsetCommit to partition 2147483647: Kafka answers UNKNOWN_TOPIC_OR_PARTITION, "
-                           "groupcoord accepts and stores it",
-}
-
-
-@pytest.mark.parametrize("case", [pytest.param(case, marks=differs(EDGE_DIFFERENCES[case]))
-                                  if case in EDGE_DIFFERENCES else case for case in EDGE_COMMITS])
+@pytest.mark.parametrize("case", EDGE_COMMITS)
 def test_edge_value_commit(targets: tuple[Target, Target], request: pytest.FixtureRequest, case: str) -> None:
     assert_parity(targets, edge_commit, group_name(request.node.name), case)
 
@@ -196,7 +178,6 @@ def offset_delete_of_an_unknown_topic(target: Target, group: str) -> Observation
     return observation
 
 
-@differs("OffsetDelete of an unknown topic: Kafka answers UNKNOWN_TOPIC_OR_PARTITION, groupcoord NO_ERROR")
 def test_offset_delete_of_an_unknown_topic(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
     assert_parity(targets, offset_delete_of_an_unknown_topic, group_name(request.node.name))
 
@@ -242,8 +223,5 @@ def group_emptied_by_offset_delete(target: Target, group: str) -> Observation:
     return observation
 
 
-@differs("OffsetDelete of an empty group's last offset: Kafka keeps the group (Empty, listed, deletable; a commit "
-         "from the member that left gets UNKNOWN_MEMBER_ID), groupcoord drops it (GROUP_ID_NOT_FOUND/Dead, not "
-         "listed, DeleteGroups GROUP_ID_NOT_FOUND, the commit gets ILLEGAL_GENERATION)")
 def test_group_emptied_by_offset_delete(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
     assert_parity(targets, group_emptied_by_offset_delete, group_name(request.node.name))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.parity.observe import Observation, assert_parity, differs
+from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import TOPIC, Target, group_name
 from tests.parity.wire import STATIC_JOIN_VERSIONS, RawMember, add_member, commit_partition, rebalance, versions_for
 
@@ -73,12 +73,7 @@ def leader_restarts(target: Target, group: str, version: int) -> Observation:
     return observation
 
 
-@pytest.mark.parametrize("version", [
-    *(pytest.param(v, marks=differs(
-        "a restarted static leader's JoinGroup below v9: Kafka names the old member id as leader and sends no "
-        "members (the client keeps its assignment), groupcoord names the new member id and sends the members"))
-      for v in STATIC_JOIN_VERSIONS if v < 9),
-    9])
+@pytest.mark.parametrize("version", STATIC_JOIN_VERSIONS)
 def test_leader_restarts(targets: tuple[Target, Target], request: pytest.FixtureRequest, version: int) -> None:
     assert_parity(targets, leader_restarts, group_name(request.node.name), version)
 

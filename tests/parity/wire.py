@@ -48,6 +48,10 @@ class Versions:
 
 
 _CLIENT_GENERATIONS = {
+    0: Versions(join=0, sync=0, heartbeat=0, leave=0, commit=2, fetch=1, describe=0),
+    1: Versions(join=1, sync=1, heartbeat=1, leave=1, commit=3, fetch=2, describe=1),
+    2: Versions(join=2, sync=1, heartbeat=1, leave=1, commit=3, fetch=2, describe=1),
+    3: Versions(join=3, sync=2, heartbeat=2, leave=2, commit=4, fetch=3, describe=2),
     4: Versions(join=4, sync=2, heartbeat=2, leave=2, commit=5, fetch=5, describe=2),
     5: Versions(join=5, sync=3, heartbeat=3, leave=3, commit=7, fetch=6, describe=4),
     6: Versions(join=6, sync=4, heartbeat=4, leave=4, commit=8, fetch=7, describe=5),
@@ -55,8 +59,10 @@ _CLIENT_GENERATIONS = {
     8: Versions(join=8, sync=5, heartbeat=4, leave=5, commit=8, fetch=8, describe=5),
     9: Versions(join=9, sync=5, heartbeat=4, leave=5, commit=9, fetch=9, describe=5),
 }
-JOIN_VERSIONS = tuple(_CLIENT_GENERATIONS)
-"""JoinGroup versions both sides serve (Kafka 4.4.0: 0-9; groupcoord: 4-9)."""
+OLD_JOIN_VERSIONS = (0, 1, 2, 3)
+"""JoinGroup versions before KIP-394: a new member joins at once, without MEMBER_ID_REQUIRED."""
+JOIN_VERSIONS = tuple(v for v in _CLIENT_GENERATIONS if v not in OLD_JOIN_VERSIONS)
+"""JoinGroup versions with KIP-394's member id round trip, which the multi-member scenarios rely on."""
 STATIC_JOIN_VERSIONS = tuple(v for v in JOIN_VERSIONS if v >= 5)
 """JoinGroup versions that carry ``group.instance.id`` (static membership, KIP-345)."""
 

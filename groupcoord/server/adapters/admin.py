@@ -9,6 +9,7 @@ from kafka.protocol.admin import DeleteGroupsResponse as WireDeleteGroupsRespons
 from kafka.protocol.admin import DescribeGroupsResponse as WireDescribeGroupsResponse
 from kafka.protocol.admin import ListGroupsResponse as WireListGroupsResponse
 
+from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.protocol.requests import DeleteGroupsRequest, DescribeGroupsRequest, GroupRequest, ListGroupsRequest
 from groupcoord.protocol.responses import (
     DeletedGroup,
@@ -29,9 +30,29 @@ _Deleted = WireDeleteGroupsResponse.DeletableGroupResult
 # Kafka's state name for a group it cannot describe.
 _DEAD = "Dead"
 
+GROUP_OPERATIONS = sum(1 << code for code in (3, 6, 8, 10, 11))
+"""The authorized operations Kafka reports for a group when no authorizer is configured (every operation a group
+supports: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS, by ``AclOperation`` code); groupcoord has no
+ACLs either."""
+_OPERATIONS_NOT_ASKED = -(2**31)
+"""The wire default of ``authorized_operations``: not requested."""
+_TYPE_CLASSIC = "classic"
+"""The group type (KIP-848) of every groupcoord group: groupcoord serves the classic protocol only."""
+
+
+def _describe_error(error: ErrorCode, version: int, group_id: str) -> tuple[ErrorCode, str | None]:
+    """The error (and v6's message) of one described group: an unknown group is NO_ERROR below v6 (state Dead),
+    GROUP_ID_NOT_FOUND from v6 (KIP-1043), as Kafka answers."""
+    if error is Errors.GROUP_ID_NOT_FOUND and version < 6:
+        return Errors.NONE, None
+    if error is Errors.GROUP_ID_NOT_FOUND:
+        return error, f"Group {group_id} not found."
+    return error, None
+
 
 class DescribeGroupsMapping:
-    """DescribeGroups v0-v5: state, protocol and members of each group (authorized operations are not tracked)."""
+    """DescribeGroups v0-v6: state, protocol and members of each group; v3+ the authorized operations when asked
+    (every group operation: groupcoord has no ACLs, like a Kafka broker without an authorizer)."""
 
     def to_core(self, ctx: RequestContext) -> Sequence[GroupRequest]:
         """One core DescribeGroupsRequest with every group."""
@@ -47,11 +68,19 @@ class DescribeGroupsMapping:
                 groups=tuple(DescribedGroup(error=error, group_id=g, state=_DEAD) for g in request.groups)
             ),
         )
+        with_operations = ctx.api_version >= 3 and bool(ctx.body.include_authorized_operations)
+        described = []
+        for group in response.groups:
+            error, message = _describe_error(group.error, ctx.api_version, group.group_id)
+            operations = GROUP_OPERATIONS if with_operations and error is Errors.NONE else _OPERATIONS_NOT_ASKED
+            described.append((group, error, message, operations))
         return ctx.response(
             throttle_time_ms=0,
             groups=[
                 _Group(
-                    error_code=group.error.code,
+                    error_code=error.code,
+                    error_message=message,
+                    authorized_operations=operations,
                     group_id=group.group_id,
                     group_state=group.state,
                     protocol_type=group.protocol_type,
@@ -68,13 +97,14 @@ class DescribeGroupsMapping:
                         for m in group.members
                     ],
                 )
-                for group in response.groups
+                for group, error, message, operations in described
             ],
         )
 
 
 class ListGroupsMapping:
-    """ListGroups v0-v4 (v4 adds the KIP-518 states filter and each group's state)."""
+    """ListGroups v0-v5 (v4 adds the KIP-518 states filter and each group's state, v5 the KIP-848 types filter and
+    each group's type: always ``classic``, so a types filter without it, case-insensitively, lists nothing)."""
 
     def to_core(self, ctx: RequestContext) -> Sequence[GroupRequest]:
         """One core ListGroupsRequest."""
@@ -84,12 +114,15 @@ class ListGroupsMapping:
     def to_wire(self, ctx: RequestContext, requests: Sequence[GroupRequest], outcomes: Sequence[Outcome]) -> Any:
         """The listed groups."""
         response: ListGroupsResponse = single(outcomes, lambda error: ListGroupsResponse(error=error))
+        types = {name.lower() for name in (ctx.body.types_filter or ())} if ctx.api_version >= 5 else set()
+        groups = response.groups if not types or _TYPE_CLASSIC in types else ()
         return ctx.response(
             throttle_time_ms=0,
             error_code=response.error.code,
             groups=[
-                _Listed(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state)
-                for g in response.groups
+                _Listed(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
+                        group_type=_TYPE_CLASSIC)
+                for g in groups
             ],
         )
 

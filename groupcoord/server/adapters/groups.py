@@ -56,6 +56,8 @@ class JoinGroupMapping:
                 reason=body.reason if ctx.api_version >= 8 else None,
                 client_id=ctx.client_id,
                 client_host=ctx.client_host,
+                require_known_member_id=ctx.api_version >= 4,
+                supports_skip_assignment=ctx.api_version >= 9,
             )
         ]
 

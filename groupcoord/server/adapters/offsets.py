@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from kafka.protocol.consumer import OffsetCommitResponse as WireOffsetCommitResponse
@@ -31,6 +32,7 @@ from groupcoord.protocol.responses import (
 )
 from groupcoord.server.adapters.core import Outcome
 from groupcoord.server.adapters.groups import single
+from groupcoord.server.adapters.known_partitions import KnownTopics, TopicPartitionKey, with_unknown
 from groupcoord.server.api import RequestContext
 
 _CommitTopic = WireOffsetCommitResponse.OffsetCommitResponseTopic
@@ -66,44 +68,64 @@ def _failed_partitions(
 class OffsetCommitMapping:
     """OffsetCommit v2-v9 (v10 identifies topics by id and is not advertised).
 
-    A null metadata string is stored as empty, as Kafka does; ``retention_time_ms`` exists in v2-v4 only.
+    A null metadata string is stored as empty, as Kafka does; ``retention_time_ms`` exists in v2-v4 only. With
+    ``known`` topics, partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION and never reach the core; a request
+    left with none is not submitted at all (Kafka's broker does both).
     """
 
+    def __init__(self, known: KnownTopics | None = None) -> None:
+        self._known = known
+
+    def named_partitions(self, ctx: RequestContext) -> list[TopicPartitionKey]:
+        """Every partition the request commits."""
+        return [(topic.name, p.partition_index) for topic in ctx.body.topics for p in topic.partitions]
+
     def to_core(self, ctx: RequestContext) -> Sequence[GroupRequest]:
-        """One core OffsetCommitRequest."""
+        """One core OffsetCommitRequest of the existing partitions (none when no partition exists)."""
+        request = self._requested(ctx)
+        if self._known is None:
+            return [request]
+        known = self._known
+        topics = tuple(OffsetCommitTopic(topic.name, kept) for topic in request.topics
+                       if (kept := tuple(p for p in topic.partitions if known.exists(topic.name, p.partition))))
+        return [replace(request, topics=topics)] if topics else []
+
+    def _requested(self, ctx: RequestContext) -> OffsetCommitRequest:
         body = ctx.body
         version = ctx.api_version
-        return [
-            OffsetCommitRequest(
-                group_id=body.group_id,
-                generation_id=body.generation_id_or_member_epoch if version >= 1 else NO_GENERATION,
-                member_id=body.member_id if version >= 1 else UNKNOWN_MEMBER_ID,
-                group_instance_id=body.group_instance_id if version >= 7 else None,
-                retention_time_ms=body.retention_time_ms if 2 <= version <= 4 else -1,
-                topics=tuple(
-                    OffsetCommitTopic(
-                        topic.name,
-                        tuple(
-                            OffsetCommitPartition(
-                                partition=p.partition_index,
-                                offset=p.committed_offset,
-                                leader_epoch=p.committed_leader_epoch if version >= 6 else _NO_EPOCH,
-                                metadata=p.committed_metadata or "",
-                            )
-                            for p in topic.partitions
-                        ),
-                    )
-                    for topic in body.topics
-                ),
-            )
-        ]
+        return OffsetCommitRequest(
+            group_id=body.group_id,
+            generation_id=body.generation_id_or_member_epoch if version >= 1 else NO_GENERATION,
+            member_id=body.member_id if version >= 1 else UNKNOWN_MEMBER_ID,
+            group_instance_id=body.group_instance_id if version >= 7 else None,
+            retention_time_ms=body.retention_time_ms if 2 <= version <= 4 else -1,
+            topics=tuple(
+                OffsetCommitTopic(
+                    topic.name,
+                    tuple(
+                        OffsetCommitPartition(
+                            partition=p.partition_index,
+                            offset=p.committed_offset,
+                            leader_epoch=p.committed_leader_epoch if version >= 6 else _NO_EPOCH,
+                            metadata=p.committed_metadata or "",
+                        )
+                        for p in topic.partitions
+                    ),
+                )
+                for topic in body.topics
+            ),
+        )
 
     def to_wire(self, ctx: RequestContext, requests: Sequence[GroupRequest], outcomes: Sequence[Outcome]) -> Any:
-        """An error per partition (a failed request gives every requested partition its error)."""
-        (request,) = requests
-        assert isinstance(request, OffsetCommitRequest)
-        (outcome,) = outcomes
-        topics = _failed_partitions(request.topics, outcome) if isinstance(outcome, ErrorCode) else outcome.topics
+        """An error per partition (a failed request gives every submitted partition its error)."""
+        topics: tuple[TopicPartitionErrors, ...] = ()
+        for request, outcome in zip(requests, outcomes, strict=True):
+            assert isinstance(request, OffsetCommitRequest)
+            topics = _failed_partitions(request.topics, outcome) if isinstance(outcome, ErrorCode) else outcome.topics
+        if self._known is not None:
+            sent = [(t.name, p.partition) for request in requests if isinstance(request, OffsetCommitRequest)
+                    for t in request.topics for p in t.partitions]
+            topics = with_unknown(self.named_partitions(ctx), sent, topics)
         return ctx.response(
             throttle_time_ms=0,
             topics=[
@@ -208,19 +230,36 @@ def _partition(wire_class: Any, partition: OffsetFetchPartition) -> Any:
 
 
 class OffsetDeleteMapping:
-    """OffsetDelete v0: a group-level error and an error per partition (a failed request has only the former)."""
+    """OffsetDelete v0: a group-level error and an error per partition (a failed request has only the former).
+
+    With ``known`` topics, partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION and the core sees the rest;
+    a group-level error replaces every partition's, as in Kafka.
+    """
+
+    def __init__(self, known: KnownTopics | None = None) -> None:
+        self._known = known
+
+    def named_partitions(self, ctx: RequestContext) -> list[TopicPartitionKey]:
+        """Every partition the request deletes."""
+        return [(topic.name, p.partition_index) for topic in ctx.body.topics for p in topic.partitions]
 
     def to_core(self, ctx: RequestContext) -> Sequence[GroupRequest]:
-        """One core OffsetDeleteRequest."""
-        body = ctx.body
-        topics = tuple(
-            OffsetFetchTopic(topic.name, tuple(p.partition_index for p in topic.partitions)) for topic in body.topics
-        )
-        return [OffsetDeleteRequest(group_id=body.group_id, topics=topics)]
+        """One core OffsetDeleteRequest (of the existing partitions only, with ``known`` topics)."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in self.named_partitions(ctx):
+            if self._known is None or self._known.exists(topic, partition):
+                by_topic.setdefault(topic, []).append(partition)
+        topics = tuple(OffsetFetchTopic(name, tuple(parts)) for name, parts in by_topic.items())
+        return [OffsetDeleteRequest(group_id=ctx.body.group_id, topics=topics)]
 
     def to_wire(self, ctx: RequestContext, requests: Sequence[GroupRequest], outcomes: Sequence[Outcome]) -> Any:
         """The group error and the per-partition errors."""
         response: OffsetDeleteResponse = single(outcomes, lambda error: OffsetDeleteResponse(error=error))
+        if self._known is not None and response.error is Errors.NONE:
+            (request,) = requests
+            assert isinstance(request, OffsetDeleteRequest)
+            sent = [(t.name, p) for t in request.topics for p in t.partitions]
+            response = replace(response, topics=with_unknown(self.named_partitions(ctx), sent, response.topics))
         return ctx.response(
             throttle_time_ms=0,
             error_code=response.error.code,
