@@ -53,8 +53,12 @@ REGISTRY.define("topics.commit.timeout.ms", int, 60000,
                 "How long a topic catalog or topic log writer keeps re-reading and retrying a lost conditional "
                 "commit before it gives up with REQUEST_TIMED_OUT.", minimum=1, maximum=INT32_MAX)
 REGISTRY.define("topics.produce.batch.records", int, 50000,
-                "Most records `groupcoord topics produce` writes in one conditional commit.", minimum=1,
-                maximum=INT32_MAX)
+                "Most records `groupcoord topics produce` writes in one conditional commit, and most records "
+                "one group commit of Produce requests to a topic holds.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("topics.produce.linger.ms", int, 5,
+                "How long the Produce group commit of a topic waits after the first waiting batch for more batches "
+                "to join its Delta commit (batches arriving while a commit is in flight join the next one anyway).",
+                minimum=0, maximum=60000)
 
 # --- Record log, lease and commit batcher -----------------------------------------------------------------------------
 REGISTRY.define("log.linger.ms", int, 5,

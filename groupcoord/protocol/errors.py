@@ -39,6 +39,9 @@ class Errors:
     OFFSET_OUT_OF_RANGE = ErrorCode(
         1, "OFFSET_OUT_OF_RANGE", False,
         "The offset lies outside the partition's log-start to log-end range.")
+    CORRUPT_MESSAGE = ErrorCode(
+        2, "CORRUPT_MESSAGE", True,
+        "A record batch failed its CRC check or does not parse; the producer may resend it.")
     UNKNOWN_TOPIC_OR_PARTITION = ErrorCode(
         3, "UNKNOWN_TOPIC_OR_PARTITION", True,
         "No such topic or partition in the catalog.")
@@ -58,6 +61,8 @@ class Errors:
     INVALID_TOPIC_EXCEPTION = ErrorCode(
         17, "INVALID_TOPIC_EXCEPTION", False,
         "The topic name breaks Kafka's naming rule.")
+    INVALID_REQUIRED_ACKS = ErrorCode(
+        21, "INVALID_REQUIRED_ACKS", False, "A Produce request's acks is not 0, 1 or -1.")
     ILLEGAL_GENERATION = ErrorCode(
         22, "ILLEGAL_GENERATION", False,
         "The request names a generation other than the group's current one.")
@@ -76,6 +81,21 @@ class Errors:
         28, "INVALID_COMMIT_OFFSET_SIZE", False,
         "The offset commit's size is not acceptable.")
     UNSUPPORTED_VERSION = ErrorCode(35, "UNSUPPORTED_VERSION", False, "This endpoint does not speak that API version.")
+    OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode(
+        45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False,
+        "An idempotent producer's batch does not follow the last sequence number this partition has of it.")
+    INVALID_PRODUCER_EPOCH = ErrorCode(
+        47, "INVALID_PRODUCER_EPOCH", False,
+        "An idempotent producer's batch carries an older epoch than the partition has already seen.")
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = ErrorCode(
+        53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False,
+        "The producer may not use a transactional id here (this endpoint has no transaction coordinator).")
+    UNSUPPORTED_COMPRESSION_TYPE = ErrorCode(
+        76, "UNSUPPORTED_COMPRESSION_TYPE", False,
+        "The record batch's compression codec is unknown, or not allowed at this request version.")
+    INVALID_RECORD = ErrorCode(
+        87, "INVALID_RECORD", False,
+        "The record batch breaks a rule of the broker (magic, batch count, transactional or control batches).")
     TOPIC_ALREADY_EXISTS = ErrorCode(36, "TOPIC_ALREADY_EXISTS", False, "A topic of this name exists already.")
     INVALID_PARTITIONS = ErrorCode(
         37, "INVALID_PARTITIONS", False,

@@ -15,3 +15,4 @@ class TopicsConfig(KeyedConfig):
     commit_backoff_ms: int = field(default=5, metadata=from_key("topics.commit.backoff.ms"))
     commit_timeout_ms: int = field(default=60000, metadata=from_key("topics.commit.timeout.ms"))
     produce_batch_records: int = field(default=50000, metadata=from_key("topics.produce.batch.records"))
+    produce_linger_ms: int = field(default=5, metadata=from_key("topics.produce.linger.ms"))

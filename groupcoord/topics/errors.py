@@ -64,3 +64,15 @@ class InvalidPartitionsError(TopicError):
     """The partition count is below 1, or an alter would not grow the topic."""
 
     kafka_error = Errors.INVALID_PARTITIONS
+
+
+class OutOfOrderSequenceError(TopicError):
+    """An idempotent producer's batch does not follow the last sequence the partition has of that producer."""
+
+    kafka_error = Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(TopicError):
+    """An idempotent producer's batch carries an older producer epoch than the partition has seen."""
+
+    kafka_error = Errors.INVALID_PRODUCER_EPOCH

@@ -1,0 +1,224 @@
+"""Group commit of Produce batches: many concurrent appends to a topic become one conditional Delta commit.
+
+``appender.append(topic, partition, records)`` returns a :class:`concurrent.futures.Future` that resolves with the
+batch's base offset once the commit holding it is durable (``asyncio.wrap_future`` awaits it from an event loop).
+
+Batching. Each topic has one committer thread and one commit in flight at a time (the topic log is one Delta table,
+so one commit per topic covers every partition: at most one commit per partition per window). Batches that arrive
+while a commit is in flight wait and form the next commit; the next commit also waits ``topics.produce.linger.ms``
+after its first batch arrived, and holds at most ``topics.produce.batch.records`` records (a larger batch commits
+alone). Within a commit, the batches of one partition keep their arrival order, and each batch's records stay
+contiguous and in order.
+
+The commit is :meth:`TopicLog.produce`'s conditional commit, so the CLI, the Python API and other processes can write
+the same topic log meanwhile: a commit that loses re-reads the end offsets and renumbers, and no writer loses or
+reorders another's records.
+
+Idempotent producers. A batch with a producer id is checked against :class:`ProducerStates` when its commit is
+assembled (in arrival order, so two batches of one producer in one commit are checked against each other); a
+duplicate resolves with the original's base offset and is not written again. A failed commit forgets the batches it
+held, so the producer's retry is accepted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from groupcoord.state_root import StateRoot
+from groupcoord.topics.catalog import TopicCatalog
+from groupcoord.topics.config import TopicsConfig
+from groupcoord.topics.errors import TopicError, UnknownTopicOrPartitionError
+from groupcoord.topics.producer_state import AppendedBatch, ProducerBatch, ProducerStates
+from groupcoord.topics.topic_log import ProducerRecord, TopicLog
+
+log = logging.getLogger("groupcoord.topics.appender")
+
+LOG_START_OFFSET = 0
+"""Nothing is deleted from a topic log in this version, so every partition's log starts at offset 0."""
+
+
+class AppenderClosedError(TopicError):
+    """The appender was closed before this batch was committed."""
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Where a batch landed: its base offset, the partition's log-start offset (:data:`LOG_START_OFFSET`), and
+    whether it was a duplicate."""
+
+    base_offset: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(eq=False)
+class _Pending:
+    partition: int
+    records: Sequence[ProducerRecord]
+    producer: ProducerBatch | None
+    future: Future[AppendResult]
+    arrived: float
+    entry: AppendedBatch | None = None
+    duplicate: bool = False
+
+
+@dataclass
+class _TopicQueue:
+    pending: deque[_Pending] = field(default_factory=deque)
+    thread: threading.Thread | None = None
+
+
+@dataclass(frozen=True)
+class CommitStats:
+    """Counters of one appender: Delta commits made and batches they held (for tests and benchmarks)."""
+
+    commits: int
+    batches: int
+
+
+class TopicAppender:
+    """The Produce group commit of one state root (see the module docs). Thread-safe; :meth:`close` when done."""
+
+    def __init__(self, root: StateRoot, *, catalog: TopicCatalog | None = None, config: TopicsConfig | None = None,
+                 producers: ProducerStates | None = None) -> None:
+        self._root = root
+        self._config = config or (catalog.config if catalog is not None else TopicsConfig())
+        self._catalog = catalog or TopicCatalog(root, config=self._config)
+        self._producers = producers or ProducerStates()
+        self._logs: dict[str, TopicLog] = {}
+        self._queues: dict[str, _TopicQueue] = {}
+        self._changed = threading.Condition()
+        self._closed = False
+        self._commits = 0
+        self._batches = 0
+
+    @property
+    def stats(self) -> CommitStats:
+        """Commits and batches so far."""
+        with self._changed:
+            return CommitStats(self._commits, self._batches)
+
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+               producer: ProducerBatch | None = None) -> Future[AppendResult]:
+        """Queue ``records`` (one batch of ``topic``-``partition``) for the next commit of ``topic``.
+
+        The future fails with :class:`UnknownTopicOrPartitionError` at once for an unknown topic or partition, with
+        a sequence error for an idempotent batch out of order, or with the commit's error.
+        """
+        future: Future[AppendResult] = Future()
+        try:
+            count = self._catalog.describe(topic).partitions
+            if not 0 <= partition < count:
+                raise UnknownTopicOrPartitionError(
+                    f"Partition {partition} of topic '{topic}' does not exist (it has {count} partitions).")
+        except TopicError as exc:
+            future.set_exception(exc)
+            return future
+        with self._changed:
+            if self._closed:
+                future.set_exception(AppenderClosedError("The topic appender is closed."))
+                return future
+            queue = self._queues.get(topic)
+            if queue is None:
+                queue = self._queues[topic] = _TopicQueue()
+                self._logs[topic] = TopicLog(self._root, topic, catalog=self._catalog, config=self._config)
+            queue.pending.append(_Pending(partition, records, producer, future, time.monotonic()))
+            if queue.thread is None:
+                queue.thread = threading.Thread(target=self._run, args=(topic, queue), daemon=True,
+                                                name=f"groupcoord-produce-{topic}")
+                queue.thread.start()
+            self._changed.notify_all()
+        return future
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Commit what is queued, stop the committer threads, and fail anything appended later."""
+        with self._changed:
+            self._closed = True
+            threads = [q.thread for q in self._queues.values() if q.thread is not None]
+            self._changed.notify_all()
+        for thread in threads:
+            thread.join(timeout)
+
+    # --- the committer ------------------------------------------------------------------------------------------------
+
+    def _run(self, topic: str, queue: _TopicQueue) -> None:
+        while True:
+            batch = self._next_batch(queue)
+            if batch is None:
+                return
+            self._commit(topic, batch)
+
+    def _next_batch(self, queue: _TopicQueue) -> list[_Pending] | None:
+        """Wait for pending batches and the linger, then take up to ``produce_batch_records`` records of them."""
+        linger = self._config.produce_linger_ms / 1000
+        with self._changed:
+            while not queue.pending:
+                if self._closed:
+                    return None
+                self._changed.wait()
+            due = queue.pending[0].arrived + linger
+            while not self._closed and (wait := due - time.monotonic()) > 0:
+                self._changed.wait(wait)
+            taken: list[_Pending] = []
+            records = 0
+            while queue.pending and (not taken or records + len(queue.pending[0].records)
+                                     <= self._config.produce_batch_records):
+                item = queue.pending.popleft()
+                records += len(item.records)
+                taken.append(item)
+            return taken
+
+    def _commit(self, topic: str, batch: list[_Pending]) -> None:
+        accepted = self._check_producers(topic, batch)
+        flat = [
+            ProducerRecord(r.value, key=r.key, partition=item.partition, timestamp=r.timestamp, headers=r.headers,
+                           timestamp_type=r.timestamp_type, compression=r.compression)
+            for item in accepted if not item.duplicate for r in item.records
+        ]
+        try:
+            offsets = self._logs[topic].produce(flat).assigned if flat else ()
+        except Exception as exc:  # every waiter learns the commit's failure, whatever it was
+            log.warning("produce commit of %d batches to %s failed: %s", len(accepted), topic, exc)
+            for item in accepted:
+                if item.entry is not None and item.producer is not None and not item.duplicate:
+                    self._producers.forget(topic, item.partition, item.producer, item.entry)
+                item.future.set_exception(exc)
+            return
+        bases: dict[int, int] = {}
+        position = 0
+        for item in accepted:
+            if not item.duplicate:
+                bases[id(item)] = offsets[position][1]
+                position += len(item.records)
+                if item.entry is not None:
+                    item.entry.base_offset = bases[id(item)]
+        with self._changed:
+            self._commits += 1 if flat else 0
+            self._batches += len(accepted)
+        for item in accepted:
+            if item.duplicate:  # the original is durable: an earlier commit, or this one (its entry is set above)
+                assert item.entry is not None and item.entry.base_offset is not None
+                base = item.entry.base_offset
+            else:
+                base = bases[id(item)]
+            item.future.set_result(AppendResult(base, LOG_START_OFFSET, item.duplicate))
+
+    def _check_producers(self, topic: str, batch: list[_Pending]) -> list[_Pending]:
+        """The batches to commit (duplicates marked); sequence errors fail their batch's future at once."""
+        accepted: list[_Pending] = []
+        for item in batch:
+            if item.producer is not None:
+                try:
+                    item.entry, item.duplicate = self._producers.accept(topic, item.partition, item.producer)
+                except TopicError as exc:
+                    item.future.set_exception(exc)
+                    continue
+            accepted.append(item)
+        return accepted
+
