@@ -32,7 +32,8 @@ from groupcoord.spark.streaming.sink_commit import commit_batch, ensure_table
 from groupcoord.spark.streaming.sink_files import PartitionFile, remove_files, write_partition_files
 from groupcoord.spark.streaming.sink_group import commit_to_group, reset_markers, source_batch
 from groupcoord.spark.streaming.sink_options import SinkOptionError, SinkOptions, check_table_schema, sink_table_schema
-from groupcoord.spark.streaming.sink_source import read_source_batch
+from groupcoord.spark.streaming.sink_plan import TopicPartitionKey
+from groupcoord.spark.streaming.sink_source import SourceBatch, read_source_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -102,7 +103,12 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
                  done.table_version, done.rows, dict(done.versions))
         crash_point("sink-after-delta-commit")
         if done.versions:
-            commit_to_group(options.state_root, batch, done.versions)
+            self.commit_to_group(batch, done.versions)
+
+    def commit_to_group(self, batch: SourceBatch, versions: Mapping[TopicPartitionKey, int]) -> None:
+        """Commit the table's ``versions`` to the group, as the member that read ``batch`` (fault tests override
+        it to die right after the Delta commit)."""
+        commit_to_group(self.options.state_root, batch, versions)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Delete the files the batch's tasks wrote."""

@@ -1,0 +1,81 @@
+"""``groupcoord-delta`` in local Spark, on the embedded topic log and on the session's Kafka broker: every record
+once in the table (chispa) and the group's committed offsets equal to the table's versions, for one query, two
+queries of one group sharing a topic and a table with a hand-over, and AvailableNow across a group."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from groupcoord.state_root import StateRoot
+from tests.spark.streaming.sink_helpers import Source, assert_exactly_once, sink_rows, start_query, wait_until
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def source(request: pytest.FixtureRequest, spark: SparkSession, tmp_path: Path) -> Source:
+    """A fresh state root registered in the session, with records from the embedded log or the Kafka broker."""
+    from groupcoord.spark import register
+
+    root = StateRoot.open(tmp_path / "state", create=True)
+    broker = request.getfixturevalue("kafka_broker") if request.param == "kafka" else None
+    register(spark, state_root=str(root.path))
+    return Source(root, broker)
+
+
+def unique(name: str) -> str:
+    """A topic name of its own (the broker is shared by the session)."""
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def test_one_query_available_now_writes_every_record_once(spark: SparkSession, source: Source,
+                                                          tmp_path: Path) -> None:
+    topic = unique("orders")
+    source.create(topic, partitions=4, records=2000)
+    query = start_query(spark, source, "one", topic, tmp_path / "table", tmp_path / "ckpt",
+                        maxOffsetsPerTrigger="600")
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert len(query.recentProgress) >= 3  # several batches, each one Delta commit and one group commit
+    assert_exactly_once(spark, source, "one", topic, tmp_path / "table")
+
+
+def test_two_queries_share_a_topic_and_a_table_and_one_hands_over(spark: SparkSession, source: Source,
+                                                                  tmp_path: Path) -> None:
+    """q1 reads alone, q2 joins (the partitions split), q1 stops part way (its partitions move to q2), q2
+    finishes; every record lands once in the one table both write."""
+    topic, table = unique("clicks"), tmp_path / "table"
+    source.create(topic, partitions=6, records=6000)
+    first = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt1", available_now=False,
+                        maxOffsetsPerTrigger="300")
+    wait_until(lambda: table.exists() and sink_rows(table).num_rows >= 600, 60, "q1's first batches")
+    second = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt2", available_now=False,
+                         maxOffsetsPerTrigger="300")
+    wait_until(lambda: any(p["numInputRows"] for p in second.recentProgress), 60, "q2's first rows")
+    assert sink_rows(table).num_rows < 6000, "q1 stops part way"
+    first.stop()
+    wait_until(lambda: sink_rows(table).num_rows >= 6000, 90, "q2 to take over q1's partitions and finish")
+    second.stop()
+    assert first.exception() is None and second.exception() is None
+    assert_exactly_once(spark, source, "pair", topic, table)
+
+
+def test_available_now_across_a_group_the_last_query_leaves_nothing_unread(spark: SparkSession, source: Source,
+                                                                           tmp_path: Path) -> None:
+    """q1 records its ends, more records arrive, q2 records the later ends; q1 finishes first and leaves, and q2,
+    the last, reads every partition up to the ends it recorded, the partitions it took over from q1 included."""
+    topic, table = unique("events"), tmp_path / "table"
+    source.create(topic, partitions=6, records=1800)
+    first = start_query(spark, source, "avail", topic, table, tmp_path / "ckpt1", maxOffsetsPerTrigger="1200")
+    source.append(topic, 1200, partitions=6)
+    second = start_query(spark, source, "avail", topic, table, tmp_path / "ckpt2", maxOffsetsPerTrigger="150")
+    first.awaitTermination(120)
+    assert second.isActive, "q1 finishes first"
+    second.awaitTermination(120)
+    assert first.exception() is None and second.exception() is None
+    assert_exactly_once(spark, source, "avail", topic, table)
+
