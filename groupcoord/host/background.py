@@ -20,6 +20,9 @@ Interface (others build on it; keep it stable):
 - ``start(timeout_s=30.0) -> str``: waits until this process holds the lease and serves; returns ``"HOST:PORT"``
   (the advertised address). Raises :class:`CoordinatorStartError` (after stopping again) when the lease cannot be
   taken in time (another live holder) or the host fails while starting.
+- ``start_or_stand_by(timeout_s=30.0) -> str | None``: as ``start``, but when another live process holds the lease
+  it returns ``None`` and keeps standing by (it takes the lease over when the holder's lease expires), as ``serve``
+  does.
 - ``address``: ``"HOST:PORT"`` while serving, else ``None``. ``serving``: True while this process is the holder.
 - ``stop(timeout_s=15.0)``: steps down (NOT_COORDINATOR to pending requests, drain, release the lease) and joins
   the thread. Idempotent. ``__enter__`` starts, ``__exit__`` stops.
@@ -34,6 +37,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -72,6 +76,7 @@ class BackgroundCoordinator:
         self.host = CoordinatorHost(self.root, self.host_config, assignment_runner=assignment_runner,
                                     on_ready=self._on_ready, on_standby=self._on_standby)
         self._ready = threading.Event()
+        self._standing_by = threading.Event()
         self._lock = threading.Lock()
         self._address: str | None = None
         self._standby_holder: str | None = None
@@ -97,13 +102,7 @@ class BackgroundCoordinator:
 
     def start(self, timeout_s: float = 30.0) -> str:
         """Start the thread and wait until this process serves; return the advertised ``HOST:PORT``."""
-        if self._thread is not None:
-            raise CoordinatorStartError("this BackgroundCoordinator was already started")
-        loop_ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(loop_ready,), daemon=True,
-                                        name=f"groupcoord-coordinator-{self.root.path.name}")
-        self._thread.start()
-        loop_ready.wait()
+        self._start_thread()
         self._ready.wait(timeout_s)
         address = self.address
         if address is not None and self._failure is None:
@@ -116,6 +115,26 @@ class BackgroundCoordinator:
         held = f"the lease is held by {holder}" if holder else "it did not finish loading"
         raise CoordinatorStartError(
             f"could not become the coordinator of {self.root.path} within {timeout_s:g} s: {held}")
+
+    def start_or_stand_by(self, timeout_s: float = 30.0) -> str | None:
+        """Start the thread; return the address once this process serves, or ``None`` once it stands by behind
+        another live holder (the thread keeps standing by, and serves when it takes the lease over)."""
+        self._start_thread()
+        deadline = time.monotonic() + timeout_s
+        while not self._ready.is_set() and not self._standing_by.is_set() and time.monotonic() < deadline:
+            self._ready.wait(0.05)
+        if self._failure is not None:
+            failure = self._failure
+            self.stop()
+            raise CoordinatorStartError(
+                f"the coordinator of {self.root.path} failed while starting: {failure}") from failure
+        address = self.address
+        if address is None and not self._standing_by.is_set():
+            self.stop()
+            raise CoordinatorStartError(
+                f"could not become the coordinator of {self.root.path} within {timeout_s:g} s: "
+                "it did not finish loading")
+        return address
 
     def stop(self, timeout_s: float = STOP_DEADLINE_S + 5.0) -> None:
         """Step down (NOT_COORDINATOR, drain, release the lease) and join the thread. Safe to call twice."""
@@ -143,6 +162,15 @@ class BackgroundCoordinator:
 
     # --- the thread -----------------------------------------------------------------------------------------------
 
+    def _start_thread(self) -> None:
+        if self._thread is not None:
+            raise CoordinatorStartError("this BackgroundCoordinator was already started")
+        loop_ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(loop_ready,), daemon=True,
+                                        name=f"groupcoord-coordinator-{self.root.path.name}")
+        self._thread.start()
+        loop_ready.wait()
+
     def _run(self, loop_ready: threading.Event) -> None:
         async def main() -> None:
             self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
@@ -167,3 +195,4 @@ class BackgroundCoordinator:
 
     def _on_standby(self, holder: str) -> None:
         self._standby_holder = holder
+        self._standing_by.set()

@@ -229,7 +229,7 @@ def _ensure_coordinator(spark: SparkSession, config: Config,
         log.info("using the coordinator of %s held by %s at %s", root.path, holder.holder, holder.address)
         return None, holder.address
     conf = spark.sparkContext.getConf()
-    listen = None if conf.contains(full_name("listen")) else f"{_driver_host(spark)}:0"
+    listen = None if conf.contains(full_name("listen")) else f"{driver_host(spark)}:0"
     runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
     coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, listen=listen)
     try:
@@ -244,7 +244,8 @@ def _ensure_coordinator(spark: SparkSession, config: Config,
     return coordinator, address
 
 
-def _driver_host(spark: SparkSession) -> str:
+def driver_host(spark: SparkSession) -> str:
+    """The address a driver-side coordinator binds: 127.0.0.1 in local mode, else ``spark.driver.host``."""
     sc = spark.sparkContext
     if _LOCAL_MASTER.fullmatch(sc.master or ""):
         return "127.0.0.1"

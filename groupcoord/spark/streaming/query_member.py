@@ -1,0 +1,115 @@
+"""The one group member of a streaming query, in the source's driver-side Python worker.
+
+It is a :class:`~groupcoord.member.GroupMember` (the threaded shell of the pure
+:class:`~groupcoord.member.protocol_machine.MemberMachine`): it reaches the coordinator over the wire, found through
+the state root's lease table, heartbeats from its own thread, and rebalances only when the source polls it, between
+micro-batches. On top it keeps, for every partition it owns, the generation in which it acquired it (what offsets and
+commits are fenced by), and publishes that as its :mod:`~groupcoord.spark.streaming.fences` fence after each poll.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from kafka.structs import TopicPartition
+
+from groupcoord.member import CommitFailedError, CoordinatorRequestError, CoordinatorUnavailableError, GroupMember
+from groupcoord.spark.streaming.fences import OwnershipFence, publish_fence, withdraw_fence
+from groupcoord.spark.streaming.options import SourceOptions
+
+log = logging.getLogger("groupcoord.spark.streaming.member")
+
+
+class _Acquisitions:
+    """The rebalance listener: which generation each owned partition was acquired in."""
+
+    def __init__(self) -> None:
+        self.member: GroupMember | None = None
+        self.acquired: dict[TopicPartition, int] = {}
+
+    def on_partitions_assigned(self, assigned: frozenset[TopicPartition]) -> None:
+        """Newly owned partitions come in the member's current generation."""
+        assert self.member is not None
+        generation = self.member.generation.generation_id
+        for tp in assigned:
+            self.acquired[tp] = generation
+
+    def on_partitions_revoked(self, revoked: frozenset[TopicPartition]) -> None:
+        """Given up cleanly: the previous batch has finished (the source polls only between batches)."""
+        for tp in revoked:
+            self.acquired.pop(tp, None)
+
+    def on_partitions_lost(self, lost: frozenset[TopicPartition]) -> None:
+        """Lost with the generation: nothing read from them may be committed any more."""
+        self.on_partitions_revoked(lost)
+
+
+class QueryMember:
+    """The query's member (see the module docstring). Used from one thread, the source's."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._acquisitions = _Acquisitions()
+        self.member = GroupMember(
+            options.group_id, topics=options.topics, pattern=options.pattern, state_root=options.state_root,
+            session_timeout_ms=options.session_timeout_ms, heartbeat_interval_ms=options.heartbeat_interval_ms,
+            rebalance_timeout_ms=options.rebalance_timeout_ms, assignors=options.assignors,
+            listener=self._acquisitions, options=options.member)
+        self._acquisitions.member = self.member
+        self._committed: dict[TopicPartition, int] = {}
+
+    @property
+    def member_id(self) -> str:
+        """This member's id in the group (empty before the first join)."""
+        return self.member.member_id
+
+    @property
+    def generation_id(self) -> int:
+        """The generation the member is in."""
+        return self.member.generation.generation_id
+
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, int]:
+        """Rebalance if needed; the owned partitions, each with the generation it was acquired in."""
+        owned = self.member.poll(timeout_ms)
+        acquired = {tp: g for tp, g in self._acquisitions.acquired.items() if tp in owned}
+        if self.member_id:
+            publish_fence(self.options.state_root, OwnershipFence(self.options.group_id, self.member_id,
+                                                                  self.generation_id, acquired))
+        return acquired
+
+    def owns(self, tp: TopicPartition, acquired: int) -> bool:
+        """True while ``tp`` is owned from the acquisition in generation ``acquired``."""
+        return self._acquisitions.acquired.get(tp) == acquired and tp in self.member.assignment()
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> bool:
+        """Commit ``offsets`` (next offsets) that differ from what this member last committed; True if done.
+
+        The caller has checked ownership; the coordinator checks member and generation. A refusal (the generation
+        ended) is logged, not raised: the partitions' next owner starts from the last committed offset or later.
+        """
+        changed = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
+        if not changed:
+            return True
+        try:
+            self.member.commit_sync(changed)
+        except (CommitFailedError, CoordinatorRequestError, CoordinatorUnavailableError) as exc:
+            log.warning("group %s: offsets %s not committed: %s", self.options.group_id,
+                        {f"{tp.topic}-{tp.partition}": o for tp, o in changed.items()}, exc)
+            return False
+        self._committed.update(changed)
+        return True
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed (next) offsets of ``partitions``; ``None`` where none is committed."""
+        fetched = self.member.committed(partitions)
+        return {tp: (o.offset if o is not None else None) for tp, o in fetched.items()}
+
+    def close(self) -> None:
+        """Leave the group (its partitions move on at once) and withdraw the fence."""
+        member_id = self.member_id
+        try:
+            self.member.close()
+        finally:
+            if member_id:
+                withdraw_fence(self.options.state_root, self.options.group_id, member_id)

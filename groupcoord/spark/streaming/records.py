@@ -1,0 +1,229 @@
+"""Reading one offset range of one partition as Arrow record batches in Spark's Kafka source schema (executor side).
+
+The schema is Spark's Kafka source's: ``key``, ``value`` (binary), ``topic``, ``partition``, ``offset``,
+``timestamp``, ``timestampType`` and, with ``includeHeaders``, ``headers`` (``array<struct<key, value>>``, null for
+a record without headers, as there).
+
+- :func:`embedded_batches` reads the state root's topic log (Arrow from Delta files, converted column-wise);
+- :func:`kafka_batches` reads a Kafka cluster with confluent-kafka (librdkafka decodes the record batches in native
+  code) and builds each Arrow batch from a whole ``consume()`` call's messages.
+
+``fail_on_data_loss`` is Spark's ``failOnDataLoss``: offsets of the range that retention removed fail the read with
+:class:`DataLossError`, or are skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+    from confluent_kafka._types import HeadersType
+    from pyspark.sql.types import StructType
+
+log = logging.getLogger("groupcoord.spark.streaming.records")
+
+READ_CHUNK_RECORDS = 100_000
+"""Most records of one Arrow batch read from the embedded log."""
+
+KAFKA_CONSUME_RECORDS = 10_000
+"""Most messages one ``consume()`` call of the Kafka reader returns (one Arrow batch)."""
+
+
+class DataLossError(RuntimeError):
+    """Offsets a batch planned to read are gone (retention, a recreated topic) and ``failOnDataLoss`` is true."""
+
+
+def kafka_source_schema(include_headers: bool) -> StructType:
+    """Spark's Kafka source schema (with ``headers`` when ``include_headers``)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+              StructField("partition", IntegerType()), StructField("offset", LongType()),
+              StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType())]
+    if include_headers:
+        fields.append(StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                                   StructField("value", BinaryType())]))))
+    return StructType(fields)
+
+
+def arrow_schema(include_headers: bool) -> pa.Schema:
+    """The Arrow schema Spark expects of the batches a read returns (its own conversion of the Spark schema)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(kafka_source_schema(include_headers), timezone="UTC")
+
+
+@dataclass(frozen=True)
+class RangeRead:
+    """What a read needs besides the range: the schema switches and where the records live."""
+
+    include_headers: bool
+    fail_on_data_loss: bool
+    state_root: str
+    bootstrap_servers: str | None = None
+    kafka_settings: Mapping[str, str] = field(default_factory=dict)
+    poll_timeout_ms: int = 120000
+
+
+def read_range(spec: RangeRead, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
+    """Records ``[low, high)`` of ``topic``-``partition`` from wherever ``spec`` says they live."""
+    if spec.bootstrap_servers is None:
+        return embedded_batches(spec, topic, partition, low, high)
+    return kafka_batches(spec, topic, partition, low, high)
+
+
+def _data_loss(spec: RangeRead, what: str) -> None:
+    if spec.fail_on_data_loss:
+        raise DataLossError(f"{what}. Some data may have been lost because it is no longer available (retention, "
+                            "or a deleted topic). If you want the query to go on, set failOnDataLoss to false.")
+    log.warning("%s; skipping them (failOnDataLoss is false)", what)
+
+
+# --- the embedded topic log -------------------------------------------------------------------------------------------
+
+def embedded_batches(spec: RangeRead, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
+    """Records ``[low, high)`` of a partition of the state root's topic log."""
+    from groupcoord.state_root import StateRoot
+    from groupcoord.topics import TopicLog
+
+    topic_log = TopicLog(StateRoot.open(spec.state_root), topic)
+    schema = arrow_schema(spec.include_headers)
+    position = low
+    log_start = topic_log.log_start_offset(partition)
+    if position < log_start:
+        _data_loss(spec, f"offsets {position} to {min(log_start, high) - 1} of {topic}-{partition} were removed "
+                         f"(the log starts at {log_start})")
+        position = log_start
+    while position < high:
+        table = topic_log.read(partition, position, min(READ_CHUNK_RECORDS, high - position))
+        if table.num_rows == 0:
+            _data_loss(spec, f"offsets {position} to {high - 1} of {topic}-{partition} are not in the log")
+            return
+        yield from _log_rows_as_kafka(table, topic, schema, spec.include_headers).to_batches()
+        position = int(table.column("offset")[-1].as_py()) + 1
+
+
+def _log_rows_as_kafka(table: pa.Table, topic: str, schema: pa.Schema, include_headers: bool) -> pa.Table:
+    rows = table.num_rows
+    timestamp_type = pc.fill_null(table.column("timestamp_type"), 0) if "timestamp_type" in table.column_names \
+        else pa.repeat(pa.scalar(0, pa.int32()), rows)
+    columns = [table.column("key"), table.column("value"), pa.repeat(pa.scalar(topic, pa.string()), rows),
+               table.column("partition"), table.column("offset"),
+               table.column("timestamp").cast(schema.field("timestamp").type), timestamp_type]
+    if include_headers:
+        header_type = schema.field("headers").type
+        if "headers" in table.column_names:
+            headers = table.column("headers").cast(header_type)
+            empty = pc.fill_null(pc.equal(pc.list_value_length(headers), 0), True)
+            columns.append(pc.if_else(empty, pa.nulls(rows, header_type), headers))
+        else:
+            columns.append(pa.nulls(rows, header_type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+# --- a Kafka cluster --------------------------------------------------------------------------------------------------
+
+def kafka_client_config(servers: str, settings: Mapping[str, str]) -> dict[str, object]:
+    """The confluent-kafka consumer settings of a reader: no group, no commits, errors on out-of-range offsets."""
+    return {"bootstrap.servers": servers, "group.id": "groupcoord-source-reader", "enable.auto.commit": False,
+            "enable.auto.offset.store": False, "auto.offset.reset": "error", "enable.partition.eof": False,
+            **settings}
+
+
+def kafka_batches(spec: RangeRead, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
+    """Records ``[low, high)`` of a partition of the Kafka cluster, read with librdkafka."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    assert spec.bootstrap_servers is not None
+    consumer = Consumer(kafka_client_config(spec.bootstrap_servers, spec.kafka_settings))
+    schema = arrow_schema(spec.include_headers)
+    timeout_s = spec.poll_timeout_ms / 1000
+    try:
+        earliest, latest = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+        position = low
+        if position < earliest:
+            _data_loss(spec, f"offsets {position} to {min(earliest, high) - 1} of {topic}-{partition} were removed "
+                             f"(the log starts at {earliest})")
+            position = earliest
+        if high > latest:
+            _data_loss(spec, f"offsets {max(latest, position)} to {high - 1} of {topic}-{partition} are not on the "
+                             f"cluster (its log ends at {latest})")
+            high = latest
+        if position >= high:
+            return
+        consumer.assign([TopicPartition(topic, partition, position)])
+        deadline = time.monotonic() + timeout_s
+        while position < high:
+            messages = consumer.consume(num_messages=min(KAFKA_CONSUME_RECORDS, high - position), timeout=0.5)
+            wanted = [m for m in messages if _offset(m) < high]
+            if wanted:
+                yield _messages_as_kafka(wanted, topic, partition, schema, spec.include_headers)
+                position = _offset(wanted[-1]) + 1
+                deadline = time.monotonic() + timeout_s
+            if len(wanted) < len(messages):
+                break  # past the range's end
+            # Gaps (compaction, transaction markers): the consumer's position tells where it really is.
+            (current,) = consumer.position([TopicPartition(topic, partition)])
+            position = max(position, current.offset)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out reading {topic}-{partition} at offset {position} (wanted up to "
+                                   f"{high - 1}) within kafkaConsumer.pollTimeoutMs={spec.poll_timeout_ms}")
+    finally:
+        consumer.close()
+
+
+def _offset(message: Message) -> int:
+    """A message's offset; an error message (which has none) raises it."""
+    from confluent_kafka import KafkaException
+
+    error, offset = message.error(), message.offset()
+    if error is not None or offset is None:
+        raise KafkaException(error)
+    return offset
+
+
+_TIMESTAMP_TYPE = {1: 0, 2: 1}
+"""librdkafka's TIMESTAMP_CREATE_TIME (1) and TIMESTAMP_LOG_APPEND_TIME (2) as Kafka's timestamp types (0, 1)."""
+
+
+def _messages_as_kafka(messages: Sequence[Message], topic: str, partition: int, schema: pa.Schema,
+                       include_headers: bool) -> pa.RecordBatch:
+    rows = len(messages)
+    timestamps = [m.timestamp() for m in messages]
+    columns = [
+        pa.array([m.key() for m in messages], pa.binary()),
+        pa.array([m.value() for m in messages], pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), rows),
+        pa.repeat(pa.scalar(partition, pa.int32()), rows),
+        pa.array([m.offset() for m in messages], pa.int64()),
+        pa.array([t[1] for t in timestamps], pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+        .cast(schema.field("timestamp").type),
+        pa.array([_TIMESTAMP_TYPE.get(t[0], 0) for t in timestamps], pa.int32()),
+    ]
+    if include_headers:
+        columns.append(pa.array([[{"key": k, "value": v} for k, v in _header_pairs(h)] if h else None
+                                 for h in (m.headers() for m in messages)], schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _header_pairs(headers: HeadersType) -> list[tuple[str, bytes | None]]:
+    """confluent-kafka's headers (a list of pairs, or a dict) as ``(key, value)`` pairs with byte values."""
+    items = list(headers.items()) if isinstance(headers, dict) else headers
+    return [(k, v.encode() if isinstance(v, str) else v) for k, v in items]

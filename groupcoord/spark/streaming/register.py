@@ -1,0 +1,119 @@
+"""``groupcoord.spark.register(spark)``: the ``groupcoord`` source (and sink) in a session, and the coordinator.
+
+::
+
+    import groupcoord.spark
+    groupcoord.spark.register(spark, state_root="/data/gc")
+    df = spark.readStream.format("groupcoord").option("group.id", "g").option("subscribe", "orders").load()
+
+It
+
+1. sets ``spark.groupcoord.state.root`` when ``state_root`` is given;
+2. registers the ``groupcoord`` source with the session's ``spark.groupcoord.*`` conf as the defaults of its
+   registry options (as they are now: later changes need another ``register``), and the ``groupcoord-delta`` sink
+   when :mod:`groupcoord.spark.streaming.sink` is installed;
+3. starts the state root's coordinator in this driver (a :class:`~groupcoord.host.background.BackgroundCoordinator`
+   with server-side assignment on this session), or, when another process holds the lease, stands by to take it
+   over when that process ends, as ``groupcoord serve`` does. Every application that registers is thus a standby.
+   One coordinator per state root per driver; :func:`stop_coordinators` (also run at exit) releases the leases.
+
+Returns the coordinator (serving or standing by), or ``None`` without a state root.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groupcoord.config import PREFIX, full_name, resolve_config
+from groupcoord.state_root import StateRoot
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from groupcoord.host.background import BackgroundCoordinator
+
+log = logging.getLogger("groupcoord.spark.streaming.register")
+
+COORDINATOR_START_TIMEOUT_S = 60.0
+
+_coordinators: dict[Path, BackgroundCoordinator] = {}
+_lock = threading.Lock()
+
+
+def session_groupcoord_conf(spark: SparkSession) -> dict[str, str]:
+    """The session's ``spark.groupcoord.*`` settings (static conf, then runtime conf), by full key name."""
+    conf = {k: v for k, v in spark.sparkContext.getConf().getAll() if k.startswith(PREFIX)}
+    runtime = {k: str(v) for k, v in spark.conf.getAll.items() if k.startswith(PREFIX)}
+    return {**conf, **runtime}
+
+
+def register(spark: SparkSession, state_root: str | Path | None = None, *,
+             start_coordinator: bool = True) -> BackgroundCoordinator | None:
+    """Register the source (and sink) and start or stand by for the coordinator (see the module docstring)."""
+    from groupcoord.spark.streaming.source import GroupcoordSource
+
+    if state_root is not None:
+        spark.conf.set(full_name("state.root"), str(state_root))
+    defaults = session_groupcoord_conf(spark)
+    config = resolve_config(spark_conf=defaults)
+
+    class SessionGroupcoordSource(GroupcoordSource):
+        """``groupcoord`` with this session's defaults (pickled by value with them)."""
+
+        session_defaults: Mapping[str, str] = defaults
+
+    spark.dataSource.register(SessionGroupcoordSource)
+    _register_sink(spark, state_root)
+    location = config["state.root"]
+    if location is None or not start_coordinator:
+        return None
+    return _coordinator(spark, StateRoot.open(location, create=True))
+
+
+def _register_sink(spark: SparkSession, state_root: str | Path | None) -> None:
+    try:
+        from groupcoord.spark.streaming.sink import register_sink
+    except ImportError:
+        log.info("the groupcoord-delta sink is not installed; registered the groupcoord source only")
+        return
+    register_sink(spark, {"state.root": str(state_root)} if state_root is not None else None)
+
+
+def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
+    from groupcoord.host.background import BackgroundCoordinator
+    from groupcoord.spark.assignment import spark_assignment_runner
+    from groupcoord.spark.members import driver_host
+
+    key = root.path.resolve()
+    with _lock:
+        running = _coordinators.get(key)
+        if running is not None:
+            return running
+        config = resolve_config(spark_conf=session_groupcoord_conf(spark))
+        listen = None if config["listen"] != resolve_config()["listen"] else f"{driver_host(spark)}:0"
+        runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
+        coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, listen=listen)
+        address = coordinator.start_or_stand_by(COORDINATOR_START_TIMEOUT_S)
+        if address is None:
+            log.info("standing by for the coordinator of %s (another process holds its lease)", root.path)
+        else:
+            log.info("coordinator of %s started in the driver at %s", root.path, address)
+        _coordinators[key] = coordinator
+        return coordinator
+
+
+def stop_coordinators() -> None:
+    """Stop every coordinator (serving or standing by) that ``register`` started in this process."""
+    with _lock:
+        running = list(_coordinators.values())
+        _coordinators.clear()
+    for coordinator in running:
+        coordinator.stop()
+
+
+atexit.register(stop_coordinators)
