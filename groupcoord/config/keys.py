@@ -137,6 +137,16 @@ REGISTRY.define("auto.offset.reset", str, "earliest",
                 choices=("earliest", "latest"))
 REGISTRY.define("max.records.per.batch", int, 10000,
                 "Most records a member reads from one partition for one sink commit.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("engine", str, "members",
+                "How the ingestion job reads (--engine): 'members' (executor tasks as group members, run_members) or "
+                "'structured' (Structured Streaming queries, readStream.format('groupcoord') into groupcoord-delta, "
+                "one query per member).", choices=("members", "structured"))
+REGISTRY.define("streaming.checkpoint", str, None,
+                "Structured engine: the directory of the queries' checkpoints (query-<i> each); default "
+                "<sink>/_checkpoints.")
+REGISTRY.define("streaming.trigger.ms", int, 1000,
+                "Structured engine without --available-now: the micro-batch interval of each query.", minimum=1,
+                maximum=INT32_MAX)
 REGISTRY.define("source.metadata.refresh.ms", int, 30000,
                 "How often the driver copies a Kafka source's partition counts into the topic catalog (they only "
                 "grow).", minimum=1, maximum=INT32_MAX)

@@ -30,15 +30,23 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The job's flags."""
-    parser = _Parser(prog=PROG, description="Ingest topics into a Delta table with Spark executors as the members "
-                                            "of a groupcoord consumer group, exactly once.")
+    parser = _Parser(prog=PROG, description="Ingest topics into a Delta table exactly once, as the members of a "
+                                            "groupcoord consumer group: Spark executor tasks (--engine members) or "
+                                            "Structured Streaming queries (--engine structured).")
     parser.add_argument("--group", metavar="G", help="consumer group id (spark.groupcoord.group.id)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--topics", metavar="T1,T2", help="topics to consume (spark.groupcoord.topics)")
     which.add_argument("--pattern", metavar="REGEX", help="topics matching REGEX (spark.groupcoord.pattern)")
     parser.add_argument("--source", metavar="embedded|kafka://HOST:PORT", help="spark.groupcoord.source")
     parser.add_argument("--sink", metavar="PATH", help="Delta table to append to (spark.groupcoord.sink)")
-    parser.add_argument("--members", type=int, metavar="N", help="executor members (spark.groupcoord.members)")
+    parser.add_argument("--engine", choices=("members", "structured"),
+                        help="members: executor tasks as group members; structured: one Structured Streaming query "
+                             "per member, into the groupcoord-delta sink (spark.groupcoord.engine)")
+    parser.add_argument("--members", type=int, metavar="N",
+                        help="group members: executor tasks, or queries with --engine structured "
+                             "(spark.groupcoord.members)")
+    parser.add_argument("--checkpoint", metavar="DIR",
+                        help="structured engine: the queries' checkpoints (spark.groupcoord.streaming.checkpoint)")
     parser.add_argument("--available-now", action="store_true", default=None,
                         help="consume up to the log ends seen at start, commit, leave, exit 0")
     parser.add_argument("--auto-offset-reset", choices=("earliest", "latest"),
@@ -51,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--conf", metavar="KEY=VALUE", action="append", default=[],
                         help="set a spark.groupcoord.* key (the prefix may be left out); repeatable")
     parser.add_argument("--demo-leave-after", type=int, metavar="N",
-                        help="demo: member 0 leaves the group after ingesting N records (shows a rebalance)")
+                        help="demo: member (or query) 0 leaves the group after ingesting N records (a rebalance)")
     parser.add_argument("--no-progress-tty", action="store_true", help="plain progress lines even on a TTY")
     return parser
 
@@ -84,7 +92,8 @@ def _run(args: argparse.Namespace) -> int:
         flags={"group.id": args.group, "topics": args.topics, "pattern": args.pattern, "source": args.source,
                "sink": args.sink, "members": args.members, "available.now": args.available_now,
                "auto.offset.reset": args.auto_offset_reset, "assignors": args.assignors,
-               "max.records.per.batch": args.max_records_per_batch,
+               "max.records.per.batch": args.max_records_per_batch, "engine": args.engine,
+               "streaming.checkpoint": args.checkpoint,
                "state.root": args.state_root or os.environ.get("GROUPCOORD_STATE_ROOT")},
     )
     ingest = IngestConfig.from_config(config)
@@ -94,6 +103,12 @@ def _run(args: argparse.Namespace) -> int:
         root = StateRoot.open(config["state.root"], create=True)
     except StateRootError as exc:
         raise ConfigError(str(exc)) from None
-    run_ingest(spark, ingest, root, demo_leave_after=args.demo_leave_after, config_keys=config,
-               tty=False if args.no_progress_tty else None)
+    tty = False if args.no_progress_tty else None
+    if config["engine"] == "structured":
+        from groupcoord.ingest.structured import run_structured
+
+        run_structured(spark, ingest, root, checkpoint=config["streaming.checkpoint"],
+                       trigger_ms=config["streaming.trigger.ms"], demo_leave_after=args.demo_leave_after, tty=tty)
+        return 0
+    run_ingest(spark, ingest, root, demo_leave_after=args.demo_leave_after, config_keys=config, tty=tty)
     return 0

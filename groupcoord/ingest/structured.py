@@ -1,0 +1,130 @@
+"""The ingestion job's Structured Streaming engine (``--engine structured``): queries instead of member tasks.
+
+:func:`run_structured` registers the ``groupcoord`` source and the ``groupcoord-delta`` sink in the session (the
+coordinator starts in this driver, or stands by), then starts ``members`` queries in the job's group, each
+``readStream.format("groupcoord")`` into ``writeStream.format("groupcoord-delta")`` on the same table, with a
+checkpoint of its own (``<streaming.checkpoint>/query-<i>``, by default under the table's ``_checkpoints``). Each
+query is one member of the group; they share the partitions and rebalance as they come and go.
+
+- ``--available-now``: every query ends once it read its partitions up to the log ends it recorded at start (and
+  leaves the group, so its partitions move to the queries still running; the last leaves nothing unread);
+- otherwise each query runs micro-batches (``streaming.trigger.ms``) until SIGTERM or SIGINT stops them all;
+- ``--demo-leave-after N``: query 0 stops once it has read ``N`` records, so its partitions move to the others.
+
+The sink table has the columns of the member engine's sink (``topic, partition, offset, timestamp, key, value``)
+and the same app transactions, so the lag table, the progress line and the exactly-once check read both alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groupcoord.ingest.catalog_sync import topic_filter
+from groupcoord.ingest.config import IngestConfig
+from groupcoord.ingest.job import stop_on_signal
+from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
+from groupcoord.ingest.sink import SINK_SCHEMA, DeltaSink
+from groupcoord.ingest.sources import SourceSpec
+from groupcoord.state_root import StateRoot
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger("groupcoord.ingest")
+
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class StructuredResult:
+    """How a run ended: the final progress sample and the records each query read."""
+
+    final: ProgressSample
+    records_read: tuple[int, ...]
+
+
+def query_checkpoint(config: IngestConfig, index: int, checkpoint: str | None) -> str:
+    """Where query ``index`` keeps its checkpoint."""
+    base = checkpoint or str(Path(config.sink.removeprefix("file://")) / "_checkpoints")
+    return str(Path(base) / f"query-{index}")
+
+
+def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, index: int, *,
+                checkpoint: str | None, trigger_ms: int) -> StreamingQuery:
+    """Start query ``index`` of the run (see the module docstring)."""
+    source = SourceSpec.parse(config.source, state_root=root)
+    reader = (spark.readStream.format("groupcoord").option("group.id", config.group_id)
+              .option("state.root", str(root.path)).option("startingOffsets", config.auto_offset_reset)
+              .option("maxRecordsPerPartition", str(config.max_records_per_batch))
+              .option("assignors", ",".join(config.assignors)))
+    reader = reader.option("subscribe", ",".join(config.topics)) if config.topics is not None else \
+        reader.option("subscribePattern", config.pattern or "")
+    if source.is_kafka:
+        reader = reader.option("kafka.bootstrap.servers", ",".join(source.bootstrap_servers))
+    writer = (reader.load().select(*SINK_SCHEMA.names).writeStream.format("groupcoord-delta")
+              .queryName(f"{config.group_id}-{index}").option("path", config.sink)
+              .option("group.id", config.group_id)
+              .option("checkpointLocation", query_checkpoint(config, index, checkpoint)))
+    writer = writer.trigger(availableNow=True) if config.available_now else \
+        writer.trigger(processingTime=f"{trigger_ms} milliseconds")
+    return writer.start()
+
+
+def records_read(query: StreamingQuery) -> int:
+    """Records the query has read so far (from its progress reports)."""
+    return sum(int(p.get("numInputRows", 0)) for p in query.recentProgress)
+
+
+def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *, checkpoint: str | None = None,
+                   trigger_ms: int = 1000, demo_leave_after: int | None = None, progress_interval_s: float = 2.0,
+                   tty: bool | None = None) -> StructuredResult:
+    """Run ``config.members`` queries in the job's group until they finish or are stopped (see the module)."""
+    from groupcoord.spark import register
+
+    register(spark, state_root=str(root.path))
+    source = SourceSpec.parse(config.source, state_root=root)
+    sink = DeltaSink(config.sink, config.group_id)
+    monitor = ProgressMonitor(root, source, sink, config.group_id, topic_filter(config.topics, config.pattern),
+                              interval_s=progress_interval_s, tty=tty)
+    stop_file = root.path / "_groupcoord" / "ingest" / f"stop-{uuid.uuid4().hex}"
+    queries: list[StreamingQuery] = []
+    with stop_on_signal(stop_file), monitor:
+        try:
+            for index in range(config.members):
+                queries.append(start_query(spark, config, root, index, checkpoint=checkpoint,
+                                           trigger_ms=trigger_ms))
+            log.info("group %s: %d structured streaming queries started", config.group_id, len(queries))
+            _watch(queries, stop_file, demo_leave_after)
+        finally:
+            for query in queries:
+                if query.isActive:
+                    query.stop()
+        final = monitor.stop()
+    stop_file.unlink(missing_ok=True)
+    failed = [q for q in queries if q.exception() is not None]
+    if failed:
+        raise RuntimeError(f"query {failed[0].name} failed: {failed[0].exception()}")
+    log.info("ingestion of group %s finished: %s", config.group_id, final.line())
+    return StructuredResult(final, tuple(records_read(q) for q in queries))
+
+
+def _watch(queries: list[StreamingQuery], stop_file: Path, demo_leave_after: int | None) -> None:
+    """Wait until every query ended; stop them all on a stop request or a failure; the demo's leave."""
+    leaving = queries[0] if demo_leave_after and len(queries) > 1 else None
+    while any(q.isActive for q in queries):
+        if stop_file.exists() or any(q.exception() is not None for q in queries if not q.isActive):
+            for query in queries:
+                query.stop()
+            return
+        if leaving is not None and leaving.isActive and records_read(leaving) >= (demo_leave_after or 0):
+            log.info("query %s leaves the group after %d records (demo); its partitions move", leaving.name,
+                     records_read(leaving))
+            leaving.stop()
+            leaving = None
+        time.sleep(_POLL_S)
