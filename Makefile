@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: help install run ingest checkpoint test test-fast lint bench bench-full conf clean
+.PHONY: help install run run-members ingest checkpoint test test-fast lint bench bench-full conf clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -22,9 +22,13 @@ $(STAMP): pyproject.toml jvm/spark/pom.xml jvm/kafka/pom.xml jvm/install_jars.py
 
 install: $(STAMP) ## create .venv, install groupcoord with its dev extras and fetch the JVM jars with Maven (once)
 
-run: install ## the pipeline under ./var: 12x100k-record topic -> streaming_ingest (spark-submit, 3 members, one leaves) -> describe, lag, exactly-once check
-	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \
+run: install ## the pipeline under ./var: 12x100k-record topic -> 2 Structured Streaming queries into groupcoord-delta (one stops, its partitions move), AvailableNow -> describe, lag, exactly-once check
+	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline --engine structured $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \
 	  echo "make run: $$(( $$(date +%s) - start ))s after install"; exit $$rc
+
+run-members: install ## the same pipeline with executor tasks as members (run_members: 3 members, one leaves)
+	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline --engine members $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \
+	  echo "make run-members: $$(( $$(date +%s) - start ))s after install"; exit $$rc
 
 # The jobs under bin/spark-submit (this venv's Spark, Delta's and the Kafka source's jars, Spark's logs at WARN):
 # ARGS are the job's flags (jobs/README.md), SPARK_ARGS spark-submit's own (--master, --conf spark.*).

@@ -1,8 +1,15 @@
-"""``make run``: the whole pipeline on one machine, under ``./var/demo`` (gitignored).
+"""``make run`` (and ``make run-members``): the whole pipeline on one machine, under ``./var/demo`` (gitignored).
 
 1. a fresh state root with topic ``demo``: 12 partitions, 100,000 records in the embedded log;
-2. ``jobs/streaming_ingest.py`` under ``bin/spark-submit`` in ``local[4,4]``: 3 executor members, member 0 leaves after
-   ``--demo-leave-after`` records (a rebalance), ``--available-now`` so the job ends when it caught up;
+2. ``jobs/streaming_ingest.py`` under ``bin/spark-submit`` in ``local[4,4]``, ``--available-now`` so the job ends when
+   it caught up, with one of two engines:
+
+   - ``--engine structured`` (``make run``): two Structured Streaming queries in one group,
+     ``readStream.format("groupcoord")`` into ``writeStream.format("groupcoord-delta")`` on one table; query 0 stops
+     after ``--leave-after`` records and its partitions move to query 1;
+   - ``--engine members`` (``make run-members``): 3 executor members; member 0 leaves after ``--leave-after``
+     records (a rebalance);
+
 3. ``groupcoord groups describe`` and a lag table (committed offset, sink transaction version, log end);
 4. the check: the sink holds exactly the 100,000 records, each once, and the committed offsets equal the sink's
    transaction versions. Exit 0 only when that holds.
@@ -72,7 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--var", default=str(REPO / "var" / "demo"), help="working directory (wiped first)")
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--members", type=int, default=3)
+    parser.add_argument("--engine", choices=("structured", "members"), default="structured",
+                        help="structured: queries into groupcoord-delta; members: executor tasks as members")
+    parser.add_argument("--members", type=int, default=None,
+                        help="queries (structured, default 2) or executor members (members, default 3)")
     parser.add_argument("--leave-after", type=int, default=15_000, help="member 0 leaves after N records")
     parser.add_argument("--batch", type=int, default=1000, help="max records per partition per sink commit")
     parser.add_argument("--assignors", default="server-cooperative-sticky",
@@ -89,13 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"[demo] topic {TOPIC}: {args.partitions} partitions, {args.records:,} records "
           f"({time.monotonic() - started:.1f}s)", flush=True)
 
+    members = args.members or (2 if args.engine == "structured" else 3)
     python = sys.executable
     command = [
         str(spark_submit().relative_to(REPO)), "--master", "local[4,4]", "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.shuffle.partitions=4", "--conf", f"spark.groupcoord.state.root={root.path}",
         "--conf", "spark.groupcoord.group.initial.rebalance.delay.ms=500",
         "jobs/streaming_ingest.py",
-        "--group", GROUP, "--topics", TOPIC, "--sink", str(sink_path), "--members", str(args.members),
+        "--engine", args.engine, "--group", GROUP, "--topics", TOPIC, "--sink", str(sink_path),
+        "--members", str(members),
         "--available-now", "--demo-leave-after", str(args.leave_after), "--max-records-per-batch", str(args.batch),
         "--assignors", args.assignors,
     ]
