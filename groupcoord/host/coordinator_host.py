@@ -52,7 +52,9 @@ from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state.materializer import Materializer, MaterializerConfig, run_materializer
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
+from groupcoord.topics.appender import TopicAppender
 from groupcoord.topics.maintenance import maintain_topic_logs
+from groupcoord.topics.producer_state import ProducerIdAllocator
 from groupcoord.topics.watch import CatalogWatcher
 
 log = logging.getLogger("groupcoord.host")
@@ -266,6 +268,7 @@ class _Term:
         )
         self.tasks: list[asyncio.Task[Any]] = []
         self.keeper: LeaseKeeper | None = None
+        self.appender: TopicAppender | None = None
         self.loop = asyncio.get_running_loop()
 
     async def serve(self) -> None:
@@ -306,8 +309,12 @@ class _Term:
             on_fenced=self.deposed.set,
         )
         topics = EmbeddedTopics(self.host.root)
+        # Produce's group commit and idempotent producers' state live for this term only (docs/compatibility.md).
+        self.appender = TopicAppender(self.host.root)
         endpoint = Endpoint(
-            build_dispatcher(topics=topics, service=self.service, topic_reader=topics), config=self.config.endpoint
+            build_dispatcher(topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
+                             producer_ids=ProducerIdAllocator(self.lease.epoch)),
+            config=self.config.endpoint,
         )
         self.host.coordinator, self.host.endpoint = core, endpoint
         try:
@@ -357,6 +364,8 @@ class _Term:
             self.lease = await asyncio.to_thread(self.keeper.stop)
         if self.host.endpoint is not None:
             await self.host.endpoint.stop()
+        if self.appender is not None:
+            await asyncio.to_thread(self.appender.close)  # commits what was queued; nothing waits for it any more
         await self.writer.close(drain=not deposed)
         await asyncio.to_thread(self.log.close)  # waits for a background checkpoint in progress
         if not deposed:

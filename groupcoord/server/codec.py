@@ -51,12 +51,14 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
+from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 from groupcoord.server.heartbeat_decode import FLEXIBLE_FROM, read_heartbeat_body, skip_empty_tag_section
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange, supported_range
 
 # (request class, response class) per served API.
 SCHEMAS: Mapping[ApiKey, tuple[Any, Any]] = {
+    ApiKey.PRODUCE: (ProduceRequest, ProduceResponse),
     ApiKey.FETCH: (FetchRequest, FetchResponse),
     ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
     ApiKey.METADATA: (MetadataRequest, MetadataResponse),
@@ -72,6 +74,7 @@ SCHEMAS: Mapping[ApiKey, tuple[Any, Any]] = {
     ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
     ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
     ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, OffsetDeleteResponse),
+    ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: identical in every header version
@@ -88,6 +91,10 @@ _HEARTBEAT_V4 = struct.Struct(">iiBihB")
 
 class RequestRejected(Exception):
     """A request frame this endpoint will not process; subclasses say why."""
+
+
+class CloseConnection(RequestRejected):
+    """An adapter asks to close the connection instead of answering (an acks-0 Produce that was refused)."""
 
 
 class MalformedFrame(RequestRejected):

@@ -16,10 +16,12 @@ from groupcoord.server.adapters.known_partitions import KnownPartitionsAdapter, 
 from groupcoord.server.adapters.list_offsets import ListOffsetsAdapter
 from groupcoord.server.adapters.metadata import MetadataAdapter
 from groupcoord.server.adapters.offsets import OffsetCommitMapping, OffsetDeleteMapping, OffsetFetchMapping
+from groupcoord.server.adapters.produce import InitProducerIdAdapter, ProduceAdapter
 from groupcoord.server.api import ApiHandler, Dispatcher
-from groupcoord.server.topic_data import TopicReader
+from groupcoord.server.topic_data import TopicReader, TopicWriter
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
+from groupcoord.topics.producer_state import ProducerIdAllocator
 
 # The APIs the core answers, and how each maps between the wire and the core's types.
 CORE_MAPPINGS: Mapping[ApiKey, Callable[[], CoreMapping]] = {
@@ -45,11 +47,15 @@ def build_dispatcher(
     topics: TopicSource | None = None,
     service: CoordinatorService | None = None,
     topic_reader: TopicReader | None = None,
+    topic_writer: TopicWriter | None = None,
+    producer_ids: ProducerIdAllocator | None = None,
     extra: Mapping[ApiKey, ApiHandler] | None = None,
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
 ) -> Dispatcher:
     """A dispatcher for ApiVersions, Metadata, FindCoordinator; every group and offset API when a coordinator
-    ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; plus the adapters in ``extra``.
+    ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; Produce and InitProducerId when a
+    ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0 allocator); plus the adapters
+    in ``extra``.
 
     With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
     there, as a Kafka broker checks its metadata; without, every topic is taken as it comes.
@@ -72,6 +78,9 @@ def build_dispatcher(
     if topic_reader is not None:
         handlers[ApiKey.LIST_OFFSETS] = ListOffsetsAdapter(topic_reader)
         handlers[ApiKey.FETCH] = FetchAdapter(topic_reader)
+    if topic_writer is not None:
+        handlers[ApiKey.PRODUCE] = ProduceAdapter(topic_writer)
+        handlers[ApiKey.INIT_PRODUCER_ID] = InitProducerIdAdapter(producer_ids or ProducerIdAllocator(0))
     handlers.update(extra or {})
     served = {key: ranges[key] for key in (*handlers, ApiKey.API_VERSIONS)}
     handlers[ApiKey.API_VERSIONS] = ApiVersionsAdapter(served)

@@ -159,8 +159,9 @@ class Endpoint:
                 if payload is None:
                     break
                 frame = await self._answer(payload, client_host)
-                writer.write(frame)
-                await writer.drain()
+                if frame is not None:  # an acks-0 Produce gets no answer
+                    writer.write(frame)
+                    await writer.drain()
         except RequestRejected as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except (ConnectionError, asyncio.CancelledError):
@@ -172,8 +173,9 @@ class Endpoint:
             with contextlib.suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
 
-    async def _answer(self, payload: bytes, client_host: str) -> bytes:
-        """The encoded response frame to one request payload; raises :class:`RequestRejected` to close."""
+    async def _answer(self, payload: bytes, client_host: str) -> bytes | None:
+        """The encoded response frame to one request payload (``None``: the request expects no answer); raises
+        :class:`RequestRejected` to close."""
         try:
             request = decode_request(payload, ranges=self._ranges)
         except UnsupportedApi as exc:
@@ -185,6 +187,8 @@ class Endpoint:
         handler = self._dispatcher[request.api_key]
         ctx = RequestContext(request, self.advertised_address, client_host)
         response = await self._run(handler, ctx)
+        if response is None:
+            return None
         correlation_id = request.header.correlation_id
         try:
             return encode_response(response, correlation_id=correlation_id)
@@ -205,6 +209,8 @@ class Endpoint:
         self._in_handler.add(task)
         try:
             return await handler.handle(ctx)
+        except RequestRejected:
+            raise
         except asyncio.CancelledError:
             if task not in self._cancelled_by_stop:
                 raise

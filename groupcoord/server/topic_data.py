@@ -1,17 +1,21 @@
-"""Read access to the embedded topic log for ListOffsets and Fetch.
+"""Access to the embedded topic log: reads for ListOffsets and Fetch, group-committed appends for Produce.
 
-Every method blocks on Delta reads: adapters call them off the event loop (``asyncio.to_thread``).
+Every read blocks on Delta reads: adapters call them off the event loop (``asyncio.to_thread``). Appends return a
+future instead (``asyncio.wrap_future``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from typing import Protocol
 
 from groupcoord.state_root import StateRoot
+from groupcoord.topics.appender import AppendResult
 from groupcoord.topics.catalog import TopicCatalog
-from groupcoord.topics.topic_log import PartitionOffsets, TopicLog, TopicRecord
+from groupcoord.topics.producer_state import ProducerBatch
+from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord, TopicLog, TopicRecord
 
 
 class TopicReader(Protocol):
@@ -51,3 +55,11 @@ class EmbeddedTopics:
             if log is None:
                 log = self._logs[topic] = TopicLog(self._root, topic, catalog=self._catalog)
             return log
+
+
+class TopicWriter(Protocol):
+    """What Produce needs from the topic logs: a group-committed append (``groupcoord.topics.appender``)."""
+
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+               producer: ProducerBatch | None = None) -> Future[AppendResult]:
+        """Queue one batch; the future resolves once it is durable (or fails with a ``TopicError``)."""

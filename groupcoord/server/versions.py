@@ -11,6 +11,9 @@ what kafka-python 3.x and librdkafka negotiate:
 - Fetch stops at v12 and ListOffsets at v7 for the same reason (Fetch v13+ names topics by id), and because
   higher ListOffsets versions would make kafka-python infer a 4.x broker.
 - Metadata stops at v12: v13 only adds a top-level error code for KRaft brokers.
+- Produce goes from v3 (the first with record batches v2, and the least the Java producer 4.x speaks) to v10: v11
+  would make kafka-python infer a 3.8 broker, v13 names topics by id. InitProducerId stops at v4: v5 and up belong
+  to transactions version 2 (KIP-890), which needs a transaction coordinator.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from enum import IntEnum
 class ApiKey(IntEnum):
     """The API keys this endpoint serves (Kafka's numbers)."""
 
+    PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
@@ -36,6 +40,7 @@ class ApiKey(IntEnum):
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
     API_VERSIONS = 18
+    INIT_PRODUCER_ID = 22
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
 
@@ -52,6 +57,7 @@ class VersionRange:
 
 
 SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
+    ApiKey.PRODUCE: VersionRange(3, 10),
     ApiKey.FETCH: VersionRange(4, 12),
     ApiKey.LIST_OFFSETS: VersionRange(1, 7),
     ApiKey.METADATA: VersionRange(0, 12),
@@ -65,6 +71,7 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_GROUPS: VersionRange(0, 6),
     ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.API_VERSIONS: VersionRange(0, 4),
+    ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
 }

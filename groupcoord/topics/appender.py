@@ -170,8 +170,9 @@ class TopicAppender:
             while queue.pending and (not taken or records + len(queue.pending[0].records)
                                      <= self._config.produce_batch_records):
                 item = queue.pending.popleft()
-                records += len(item.records)
-                taken.append(item)
+                if item.future.set_running_or_notify_cancel():  # a cancelled batch is dropped, not written
+                    records += len(item.records)
+                    taken.append(item)
             return taken
 
     def _commit(self, topic: str, batch: list[_Pending]) -> None:

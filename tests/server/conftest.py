@@ -25,6 +25,7 @@ from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.server.topics import StaticTopics
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
+from groupcoord.topics.appender import TopicAppender
 
 SOCKET_TIMEOUT = 5.0
 
@@ -174,8 +175,10 @@ class CoordinatorStack:
 def coordinator_stack(
     tmp_path: Path, start_endpoint: Callable[..., RunningEndpoint]
 ) -> Iterator[Callable[..., CoordinatorStack]]:
-    """Start a full stack; ``topics`` maps topic names to partition counts created in the catalog."""
+    """Start a full stack (the APIs ``serve`` answers, Produce included); ``topics`` maps topic names to partition
+    counts created in the catalog."""
     services: list[tuple[RunningEndpoint, CoordinatorService]] = []
+    appenders: list[TopicAppender] = []
 
     def start(topics: dict[str, int] | None = None, **coordinator_config: Any) -> CoordinatorStack:
         root = StateRoot.open(tmp_path / f"state-{len(services)}", create=True)
@@ -186,7 +189,9 @@ def coordinator_stack(
         log = InMemoryRecordLog()
         config = CoordinatorConfig(**{"initial_rebalance_delay_ms": 0, **coordinator_config})
         service = CoordinatorService(GroupCoordinator(config), persist=log_persister(log), tick_ms=20)
-        running = start_endpoint(build_dispatcher(topics=embedded, service=service, topic_reader=embedded))
+        appenders.append(TopicAppender(root, catalog=catalog))
+        running = start_endpoint(build_dispatcher(topics=embedded, service=service, topic_reader=embedded,
+                                                  topic_writer=appenders[-1]))
         running.call(service.start())
         services.append((running, service))
         return CoordinatorStack(running, service, log, root)
@@ -194,3 +199,5 @@ def coordinator_stack(
     yield start
     for running, service in services:
         running.call(service.stop())
+    for appender in appenders:
+        appender.close()

@@ -1,4 +1,5 @@
-"""Fetch v4-v12 over the embedded topic log: record batches v2, uncompressed, built with kafka-python's builder.
+"""Fetch v4-v12 over the embedded topic log: record batches v2 in the codec each record was produced in, with their
+headers and timestamp type (:mod:`groupcoord.server.record_batches`).
 
 No fetch sessions (KIP-227) are created: every response has session id 0 and lists every requested partition, which
 tells clients to keep sending full fetch requests. A request naming a session gets FETCH_SESSION_ID_NOT_FOUND.
@@ -14,17 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.consumer import FetchResponse
-from kafka.record import MemoryRecordsBuilder
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
+from groupcoord.server.record_batches import BatchRejected, build_fetch_batches
 from groupcoord.server.topic_data import TopicReader
 from groupcoord.topics.errors import TopicError
 from groupcoord.topics.topic_log import PartitionOffsets
 
 _NO_SESSION = 0
-_MAGIC_V2 = 2
-_NO_COMPRESSION = 0
 _NONE = -1
 
 _Topic = FetchResponse.FetchableTopicResponse
@@ -103,28 +102,25 @@ class FetchAdapter:
                 limit = min(p.partition_max_bytes, budget) if size else p.partition_max_bytes
                 records = b""
                 if p.fetch_offset < bounds.end and limit > 0:
-                    records = self._records(topic.topic, p.partition, p.fetch_offset, limit)
+                    try:
+                        records = self._records(topic.topic, p.partition, p.fetch_offset, limit, ctx.api_version)
+                    except BatchRejected as exc:
+                        parts.append(_partition(p.partition, exc.error.code, bounds))
+                        failed = True
+                        continue
                 size += len(records)
                 budget -= len(records)
                 parts.append(_partition(p.partition, Errors.NONE.code, bounds, records))
         return self._response(ctx, answered), size, failed
 
-    def _records(self, topic: str, partition: int, offset: int, limit: int) -> bytes:
-        """One uncompressed v2 record batch of ``topic``-``partition`` from ``offset``, at most ``limit`` bytes
-        unless the first record alone is larger."""
+    def _records(self, topic: str, partition: int, offset: int, limit: int, api_version: int) -> bytes:
+        """Record batches of ``topic``-``partition`` from ``offset``, at most ``limit`` bytes unless the first record
+        alone is larger."""
         try:
             rows = self._reader.read(topic, partition, offset, self._limits.max_records_per_partition)
         except TopicError:
             return b""  # the log moved between reading its bounds and its records; the next fetch sees it
-        if not rows:
-            return b""
-        builder = MemoryRecordsBuilder(_MAGIC_V2, _NO_COMPRESSION, limit, offset=rows[0].offset)
-        for row in rows:
-            timestamp_ms = int(row.timestamp.timestamp() * 1000)
-            if builder.append(timestamp_ms, row.key, row.value) is None:
-                break
-        builder.close()
-        return bytes(builder.buffer())
+        return build_fetch_batches(rows, limit, api_version=api_version)
 
 
 def _partition(index: int, error_code: int, bounds: PartitionOffsets | None = None, records: bytes | None = None

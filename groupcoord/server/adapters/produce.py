@@ -1,0 +1,142 @@
+"""Produce v3-v10 into the embedded topic log, and InitProducerId for idempotent producers.
+
+Each partition's batch is read and checked (:mod:`groupcoord.server.record_batches`), then queued on the topic's
+group commit (:class:`~groupcoord.server.topic_data.TopicWriter`). With acks 1 or -1 the answer waits until every
+batch is durable in its Delta table (or ``timeout_ms`` passes: REQUEST_TIMED_OUT for what is still waiting, as Kafka
+answers a replication timeout); acks 0 gets no answer at all, and a refused batch then closes the connection, which is
+how Kafka tells an acks-0 producer. A request with a transactional id is refused with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this endpoint has no transaction coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import Future
+from typing import Any
+
+from kafka.protocol.producer import ProduceResponse
+
+from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.server.api import RequestContext
+from groupcoord.server.codec import CloseConnection
+from groupcoord.server.record_batches import BatchRejected, read_produce_batch
+from groupcoord.server.topic_data import TopicWriter
+from groupcoord.topics.appender import AppendResult
+from groupcoord.topics.errors import TopicError
+from groupcoord.topics.producer_state import NO_PRODUCER_ID, ProducerIdAllocator
+
+log = logging.getLogger("groupcoord.server.adapters.produce")
+
+_ACKS = (0, 1, -1)
+_NONE = -1
+_Topic = ProduceResponse.TopicProduceResponse
+_Partition = _Topic.PartitionProduceResponse
+
+Outcome = Future[AppendResult] | ErrorCode
+
+
+class ProduceAdapter:
+    """Answers Produce through a :class:`TopicWriter`."""
+
+    def __init__(self, writer: TopicWriter) -> None:
+        self._writer = writer
+
+    async def handle(self, ctx: RequestContext) -> Any:
+        """Queue every partition's batch; answer once they are durable (``None``, no answer, for acks 0)."""
+        body = ctx.body
+        if body.transactional_id is not None:
+            return self.error_response(ctx, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if body.acks not in _ACKS:
+            return self.error_response(ctx, Errors.INVALID_REQUIRED_ACKS)
+        outcomes: dict[str, list[tuple[int, Outcome]]] = {}
+        for topic in body.topic_data:
+            for partition in topic.partition_data:
+                outcomes.setdefault(topic.name, []).append((partition.index, self._submit(ctx, topic.name,
+                                                                                           partition)))
+        if body.acks == 0:
+            refused = [_error_now(o) for parts in outcomes.values() for _, o in parts]
+            first = next((error for error in refused if error is not None), None)
+            if first is not None:
+                raise CloseConnection(f"acks=0 produce refused with {first.name}")
+            return None
+        waiting = [asyncio.wrap_future(o) for parts in outcomes.values() for _, o in parts if isinstance(o, Future)]
+        for wrapper in waiting:  # read below from the thread-side futures; never leave a failure unretrieved
+            wrapper.add_done_callback(_retrieve)
+        if waiting:
+            await asyncio.wait(waiting, timeout=max(body.timeout_ms, 0) / 1000)
+        return ctx.response(
+            responses=[_Topic(name=name, partition_responses=[_answer(index, o) for index, o in parts])
+                       for name, parts in outcomes.items()],
+            throttle_time_ms=0,
+        )
+
+    def _submit(self, ctx: RequestContext, topic: str, partition: Any) -> Outcome:
+        try:
+            batch = read_produce_batch(partition.records, api_version=ctx.api_version)
+        except BatchRejected as exc:
+            log.info("refused a batch for %s-%d from %s: %s", topic, partition.index, ctx.client_id, exc)
+            return exc.error
+        return self._writer.append(topic, partition.index, batch.records, producer=batch.producer)
+
+    def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
+        """``error`` for every partition of the request."""
+        return ctx.response(
+            responses=[_Topic(name=t.name, partition_responses=[_answer(p.index, error) for p in t.partition_data])
+                       for t in ctx.body.topic_data],
+            throttle_time_ms=0,
+        )
+
+
+def _error_now(outcome: Outcome) -> ErrorCode | None:
+    """The error of a batch refused before its commit (a bad batch, an unknown partition), else ``None``."""
+    if isinstance(outcome, ErrorCode):
+        return outcome
+    if outcome.done() and outcome.exception() is not None:
+        return _error_of(outcome.exception())
+    return None
+
+
+def _error_of(failure: BaseException | None) -> ErrorCode:
+    """The Kafka error a failed append answers with (a topic error carries its own)."""
+    return failure.error if isinstance(failure, TopicError) else Errors.UNKNOWN_SERVER_ERROR
+
+
+def _retrieve(wrapper: asyncio.Future[AppendResult]) -> None:
+    if not wrapper.cancelled():
+        wrapper.exception()
+
+
+def _answer(index: int, outcome: Outcome) -> Any:
+    if isinstance(outcome, ErrorCode):
+        return _partition(index, outcome)
+    if not outcome.done():
+        return _partition(index, Errors.REQUEST_TIMED_OUT)
+    if outcome.exception() is not None:
+        return _partition(index, _error_of(outcome.exception()))
+    result = outcome.result()
+    return _partition(index, Errors.NONE, base_offset=result.base_offset, log_start_offset=result.log_start_offset)
+
+
+def _partition(index: int, error: ErrorCode, *, base_offset: int = _NONE, log_start_offset: int = _NONE) -> Any:
+    return _Partition(index=index, error_code=error.code, base_offset=base_offset, log_append_time_ms=_NONE,
+                      log_start_offset=log_start_offset, record_errors=[], error_message=None)
+
+
+class InitProducerIdAdapter:
+    """Gives idempotent producers a new producer id at epoch 0 (Kafka's answer without a transactional id)."""
+
+    def __init__(self, allocator: ProducerIdAllocator) -> None:
+        self._allocator = allocator
+
+    async def handle(self, ctx: RequestContext) -> Any:
+        """A fresh producer id, or TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a transactional producer."""
+        if ctx.body.transactional_id is not None:
+            return self.error_response(ctx, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return ctx.response(throttle_time_ms=0, error_code=Errors.NONE.code, producer_id=self._allocator.next_id(),
+                            producer_epoch=0)
+
+    def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
+        """``error`` with no producer id."""
+        return ctx.response(throttle_time_ms=0, error_code=error.code, producer_id=NO_PRODUCER_ID,
+                            producer_epoch=_NONE)

@@ -1,0 +1,155 @@
+"""Record batches on the wire: reading a Produce request's batch, and building Fetch's batches from the topic log.
+
+Reading follows Kafka's checks for Produce v3+ (``ProduceRequest.validateRecords`` and the log validator): exactly one
+batch per partition, magic 2, a codec Kafka knows (zstd from Produce v7 on), a valid CRC, a record count that matches,
+no control or transactional batches. Each failure is a :class:`BatchRejected` carrying Kafka's error for that
+partition. The records keep their key, value, headers and timestamp; the batch's codec is kept too. Their timestamp
+type is CreateTime, as Kafka's log stores a producer's batch for a topic of the default ``message.timestamp.type``.
+
+Building groups consecutive rows that share a timestamp type and a codec (and, for LogAppendTime, a timestamp) into
+one batch in that codec, so a consumer gets the batches back compressed as they were produced.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kafka.errors import CorruptRecordError, UnsupportedCodecError
+from kafka.record import MemoryRecords, MemoryRecordsBuilder
+from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.util import calc_crc32c
+
+from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.topics.log_table import COMPRESSION_NAMES, CREATE_TIME, LOG_APPEND_TIME
+from groupcoord.topics.producer_state import NO_PRODUCER_ID, ProducerBatch
+from groupcoord.topics.topic_log import ProducerRecord, TopicRecord
+
+_MAGIC_V2 = 2
+_ZSTD = COMPRESSION_NAMES.index("zstd")
+ZSTD_MIN_PRODUCE_VERSION = 7
+"""Produce versions below 7 may not carry zstd batches (KIP-110)."""
+ZSTD_MIN_FETCH_VERSION = 10
+"""Fetch versions below 10 may not receive zstd batches (KIP-110)."""
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MILLISECOND = dt.timedelta(milliseconds=1)
+_ATTRIBUTES = struct.Struct(">h")
+
+
+class BatchRejected(Exception):
+    """A partition's records were refused with Kafka's ``error``."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class ProducedBatch:
+    """What a Produce request holds for one partition: its records, and its idempotence fields (if any)."""
+
+    records: list[ProducerRecord]
+    producer: ProducerBatch | None
+
+
+def millis_to_datetime(millis: int) -> dt.datetime:
+    """A Kafka timestamp (milliseconds since the epoch, exact) as a UTC datetime."""
+    return _EPOCH + dt.timedelta(milliseconds=millis)
+
+
+def datetime_to_millis(when: dt.datetime) -> int:
+    """A UTC datetime as Kafka's milliseconds since the epoch (exact integer arithmetic)."""
+    return (when - _EPOCH) // _MILLISECOND
+
+
+def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch:
+    """The records of one partition of a Produce request (v3+), or :class:`BatchRejected`."""
+    batches = MemoryRecords(data or b"")
+    batch = batches.next_batch() if batches.has_next() else None
+    if batch is None:
+        raise BatchRejected(Errors.INVALID_RECORD,
+                            f"Produce requests with version {api_version} must have exactly one record batch per "
+                            "partition")
+    if batch.magic != _MAGIC_V2 or not isinstance(batch, DefaultRecordBatch):
+        raise BatchRejected(Errors.INVALID_RECORD,
+                            f"Produce requests with version {api_version} are only allowed to contain record batches "
+                            "with magic version 2")
+    if batches.has_next():
+        raise BatchRejected(Errors.INVALID_RECORD,
+                            f"Produce requests with version {api_version} are only allowed to contain exactly one "
+                            "record batch per partition")
+    codec = batch.compression_type
+    if codec >= len(COMPRESSION_NAMES) or (codec == _ZSTD and api_version < ZSTD_MIN_PRODUCE_VERSION):
+        raise BatchRejected(Errors.UNSUPPORTED_COMPRESSION_TYPE,
+                            f"Compression codec {codec} is not supported by Produce v{api_version}")
+    if batch.is_control_batch or batch.is_transactional:
+        raise BatchRejected(Errors.INVALID_RECORD, "Transactional and control batches are not accepted here")
+    if not batch.validate_crc():
+        raise BatchRejected(Errors.CORRUPT_MESSAGE, "Record batch failed its CRC check")
+    compression = COMPRESSION_NAMES[codec]
+    try:
+        records = [
+            ProducerRecord(record.value, key=record.key, timestamp=millis_to_datetime(record.timestamp),
+                           headers=tuple(record.headers), timestamp_type=CREATE_TIME, compression=compression)
+            for record in batch
+        ]
+    except (CorruptRecordError, UnsupportedCodecError, ValueError, OSError) as exc:
+        raise BatchRejected(Errors.CORRUPT_MESSAGE, f"Record batch does not parse: {exc}") from None
+    if len(records) != batch.records_count or not records:
+        raise BatchRejected(Errors.CORRUPT_MESSAGE,
+                            f"Record batch says {batch.records_count} records but holds {len(records)}")
+    producer = None
+    if batch.producer_id != NO_PRODUCER_ID and batch.base_sequence >= 0:
+        producer = ProducerBatch(batch.producer_id, batch.producer_epoch, batch.base_sequence, len(records))
+    return ProducedBatch(records, producer)
+
+
+def _run_key(record: TopicRecord) -> tuple[int, str, dt.datetime | None]:
+    return (record.timestamp_type, record.compression,
+            record.timestamp if record.timestamp_type == LOG_APPEND_TIME else None)
+
+
+def build_fetch_batches(rows: Sequence[TopicRecord], limit: int, *, api_version: int) -> bytes:
+    """Batches of ``rows`` (consecutive offsets) up to about ``limit`` bytes; the first record always fits.
+
+    Stops before a zstd run when ``api_version`` cannot receive zstd; raises :class:`BatchRejected`
+    (UNSUPPORTED_COMPRESSION_TYPE, as Kafka answers) when that run is the first.
+    """
+    out = bytearray()
+    start, full = 0, False
+    while start < len(rows) and not full and (not out or len(out) < limit):
+        key = _run_key(rows[start])
+        codec = COMPRESSION_NAMES.index(key[1]) if key[1] in COMPRESSION_NAMES else 0
+        if codec == _ZSTD and api_version < ZSTD_MIN_FETCH_VERSION:
+            if not out:
+                raise BatchRejected(Errors.UNSUPPORTED_COMPRESSION_TYPE,
+                                    f"Fetch v{api_version} cannot receive zstd record batches")
+            break
+        builder = MemoryRecordsBuilder(_MAGIC_V2, codec, max(limit - len(out), 1), offset=rows[start].offset)
+        end = start
+        while end < len(rows) and _run_key(rows[end]) == key:
+            row = rows[end]
+            if builder.append(datetime_to_millis(row.timestamp), row.key, row.value, list(row.headers)) is None:
+                full = True
+                break
+            end += 1
+        if end == start:
+            break
+        builder.close()
+        batch = bytearray(builder.buffer())
+        if key[0] == LOG_APPEND_TIME:
+            _mark_log_append_time(batch)
+        out += batch
+        start = end
+    return bytes(out)
+
+
+def _mark_log_append_time(batch: bytearray) -> None:
+    """Set a built batch's timestamp type to LogAppendTime and recompute its CRC (kafka-python builds CreateTime)."""
+    offset = DefaultRecordBatch.ATTRIBUTES_OFFSET
+    (attributes,) = _ATTRIBUTES.unpack_from(batch, offset)
+    _ATTRIBUTES.pack_into(batch, offset, attributes | DefaultRecordBatch.TIMESTAMP_TYPE_MASK)
+    struct.pack_into(">I", batch, DefaultRecordBatch.CRC_OFFSET, calc_crc32c(memoryview(batch)[offset:]))
