@@ -18,6 +18,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 GROUP_METADATA_KEY = "groupcoord_group"
 """The commit-info key naming the group whose offsets a sink commit carries."""
 
+MEMBER_METADATA_KEY = "groupcoord_member"
+"""The commit-info key naming the member that read a ``groupcoord-delta`` commit's batch (who wrote what)."""
+
 RESET_OFFSETS_METADATA = "groupcoord:reset-offsets"
 """The metadata ``groupcoord groups reset-offsets --execute`` commits offsets with: the reset marker. A sink accepts
 a batch that starts past its version (which would otherwise be a gap) only at an offset committed with it."""
@@ -35,10 +38,12 @@ def transaction_versions(table: DeltaTable, group_id: str,
     return {(t, p): table.transaction_version(app_id(group_id, t, p)) for t, p in partitions}
 
 
-def offsets_commit(group_id: str, ends: Mapping[tuple[str, int], int], *,
-                   max_commit_retries: int | None = None) -> CommitProperties:
-    """Commit properties carrying one app transaction per partition of ``ends`` (its end offset as the version)."""
+def offsets_commit(group_id: str, ends: Mapping[tuple[str, int], int], *, max_commit_retries: int | None = None,
+                   metadata: Mapping[str, str] | None = None) -> CommitProperties:
+    """Commit properties carrying one app transaction per partition of ``ends`` (its end offset as the version),
+    and the group (plus ``metadata``) in the commit info."""
     transactions = [Transaction(app_id(group_id, t, p), end) for (t, p), end in sorted(ends.items())]
-    return CommitProperties(app_transactions=transactions, custom_metadata={GROUP_METADATA_KEY: group_id},
+    return CommitProperties(app_transactions=transactions,
+                            custom_metadata={**(metadata or {}), GROUP_METADATA_KEY: group_id},
                             max_commit_retries=max_commit_retries)
 

@@ -26,7 +26,7 @@ from groupcoord.spark.streaming.sink_plan import (
     TopicPartitionKey,
     plan_commit,
 )
-from groupcoord.topics.app_transactions import offsets_commit, transaction_versions
+from groupcoord.topics.app_transactions import MEMBER_METADATA_KEY, offsets_commit, transaction_versions
 
 log = logging.getLogger("groupcoord.spark.streaming.sink")
 
@@ -50,9 +50,12 @@ class BatchCommit:
 
 
 def commit_batch(table_dir: str, schema: pa.Schema, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
-                 files: Sequence[PartitionFile], *, resets: ResetMarkers, attempts: int = 5) -> BatchCommit:
-    """Commit one batch's files (see the module docstring); raises :class:`SinkGapError` on a refused gap."""
+                 files: Sequence[PartitionFile], *, resets: ResetMarkers, attempts: int = 5,
+                 reader: str | None = None) -> BatchCommit:
+    """Commit one batch's files (see the module docstring); raises :class:`SinkGapError` on a refused gap.
+    ``reader``, the member that read the batch, is recorded in the commit info."""
     table = DeltaTable(table_dir)
+    info = {MEMBER_METADATA_KEY: reader} if reader else None
     for attempt in range(1, attempts + 1):
         if attempt > 1:
             table.update_incremental()
@@ -69,7 +72,7 @@ def commit_batch(table_dir: str, schema: pa.Schema, group_id: str, ranges: Mappi
         kept = [*plan.keep, *(new for _, new in rewritten if new is not None)]
         try:
             table.create_write_transaction([f.add_action() for f in kept], "append", schema,
-                                           commit_properties=offsets_commit(group_id, plan.ends))
+                                           commit_properties=offsets_commit(group_id, plan.ends, metadata=info))
         except CommitFailedError as exc:
             remove_files([new for old, new in rewritten if new is not None and new is not old], table_dir)
             log.info("batch of group %s: a concurrent commit wrote the same partitions (%s); planning again "
