@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,56 +11,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.assignors import get_assignor
 from tests.assignors.builders import MEMBERS, OWNED, PARTITIONS, Assignment, as_dict
-from tests.assignors.properties import balance_by_moves, check_balanced, check_keeps_all, check_sticky, check_valid
+from tests.assignors.properties import check_balanced, check_keeps_all, check_sticky, check_valid
+from tests.assignors.strategies import Case, cases, owning_balanced
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 K = 6
 SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@dataclass(frozen=True)
-class Case:
-    """One random group: subscriptions, partition counts per topic and owned partitions per member."""
-
-    subs: dict[str, list[str]]
-    counts: dict[str, int]
-    owned: dict[str, list[tuple[str, int]]]
-
-
-@st.composite
-def cases(draw: st.DrawFn, *, homogeneous: bool) -> Case:
-    topics = [f"t{i}" for i in range(draw(st.integers(1, 3)))]
-    counts = {t: draw(st.integers(1, 7)) for t in topics}
-    members = [f"m{i}" for i in range(draw(st.integers(1, 5)))]
-    if homogeneous:
-        subs = {m: list(topics) for m in members}
-    else:
-        subs = {m: draw(st.lists(st.sampled_from([*topics, "absent"]), min_size=1, unique=True)) for m in members}
-    owned: dict[str, list[tuple[str, int]]] = {m: [] for m in members}
-    for t, n in counts.items():
-        for p in range(n):
-            holder = draw(st.sampled_from([None, *members]))
-            if holder is not None:
-                owned[holder].append((t, p))
-    return Case(subs, counts, owned)
-
-
-@st.composite
-def owning_balanced(draw: st.DrawFn, *, subset: bool) -> Case:
-    """A heterogeneous group whose owned partitions are a valid, globally balanced assignment (a random one, built
-    in Python by :func:`balance_by_moves` from random holders), or a random subset of one."""
-    case = draw(cases(homogeneous=False))
-    holders: dict[str, list[tuple[str, int]]] = {m: [] for m in case.subs}
-    for t, n in case.counts.items():
-        subscribers = [m for m, topics in case.subs.items() if t in topics]
-        for p in range(n):
-            if subscribers:
-                holders[draw(st.sampled_from(subscribers))].append((t, p))
-    balanced = balance_by_moves(holders, case.subs)
-    if subset:
-        balanced = {m: [tp for tp in tps if draw(st.booleans())] for m, tps in balanced.items()}
-    return Case(case.subs, case.counts, {m: tps for m, tps in balanced.items() if tps})
 
 
 def _frames(spark: SparkSession, groups: Sequence[Case],

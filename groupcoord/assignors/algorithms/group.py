@@ -1,0 +1,161 @@
+"""One group's inputs as plain Python values, and the facts every algorithm starts from.
+
+The same definitions as the Spark plans' :mod:`groupcoord.assignors.prepare`:
+
+- member order follows Java's ``MemberInfo``: static members (with a ``group_instance_id``) first, by instance id,
+  then dynamic members by member id; ``rank`` is the 0-based position in that order;
+- a member *subscribes* to the topics of its list that exist (have a partition in the input);
+- a partition is *assignable* when some member subscribes to its topic;
+- the *claims* are the owned rows of the group's highest generation (a null generation counts as -1); a claim is
+  *valid* (the member owns the partition) when it is the partition's only claimant, its member still subscribes to
+  the topic and the partition is assignable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from groupcoord.assignors.errors import AssignorInputError
+
+Key = tuple[str, int]
+"""A partition: ``(topic, partition)``."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member as the ``members`` input gives it."""
+
+    member_id: str
+    topics: tuple[str, ...]
+    group_instance_id: str | None = None
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition as the ``partitions`` input gives it (``racks``: the racks of its replicas)."""
+
+    topic: str
+    partition: int
+    racks: tuple[str, ...] = ()
+    weight: float = 1.0
+
+    @property
+    def key(self) -> Key:
+        """``(topic, partition)``."""
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A row of the ``owned`` input: ``member_id`` says it owns the partition, as of ``generation``."""
+
+    member_id: str
+    topic: str
+    partition: int
+    generation: int | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group's inputs, checked and with the facts the algorithms read (computed once, on first use)."""
+
+    members: tuple[Member, ...]
+    partitions: tuple[Partition, ...]
+    claims: tuple[Claim, ...] = ()
+    group_id: str = ""
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    @cached_property
+    def ranked(self) -> tuple[Member, ...]:
+        """The members in Java's ``MemberInfo`` order (``rank`` is the index)."""
+        return tuple(sorted(self.members, key=lambda m: (m.group_instance_id is None, m.group_instance_id or "",
+                                                          m.member_id)))
+
+    @cached_property
+    def rank(self) -> dict[str, int]:
+        """Each member's rank."""
+        return {m.member_id: i for i, m in enumerate(self.ranked)}
+
+    @cached_property
+    def rack(self) -> dict[str, str | None]:
+        """Each member's rack."""
+        return {m.member_id: m.rack for m in self.members}
+
+    @cached_property
+    def partition(self) -> dict[Key, Partition]:
+        """Each partition by its key."""
+        return {p.key: p for p in self.partitions}
+
+    @cached_property
+    def subscribed(self) -> dict[str, frozenset[str]]:
+        """Each member's subscribed topics that exist."""
+        existing = {p.topic for p in self.partitions}
+        return {m.member_id: frozenset(t for t in m.topics if t in existing) for m in self.members}
+
+    @cached_property
+    def subscribers(self) -> dict[str, tuple[str, ...]]:
+        """Each subscribed topic's subscribers, in member order."""
+        result: dict[str, list[str]] = {}
+        for member in self.ranked:
+            for topic in sorted(self.subscribed[member.member_id]):
+                result.setdefault(topic, []).append(member.member_id)
+        return {t: tuple(ms) for t, ms in result.items()}
+
+    @cached_property
+    def assignable(self) -> tuple[Partition, ...]:
+        """The partitions of subscribed topics, in (topic, partition) order."""
+        return tuple(sorted((p for p in self.partitions if p.topic in self.subscribers), key=lambda p: p.key))
+
+    @cached_property
+    def top_claims(self) -> frozenset[tuple[str, Key]]:
+        """Every claim of the highest generation, as ``(member_id, (topic, partition))``."""
+        if not self.claims:
+            return frozenset()
+        top = max(-1 if c.generation is None else c.generation for c in self.claims)
+        return frozenset((c.member_id, (c.topic, c.partition)) for c in self.claims
+                         if (-1 if c.generation is None else c.generation) == top)
+
+    @cached_property
+    def owned(self) -> dict[Key, str]:
+        """The valid claims: partition -> its one owner (see the module docstring)."""
+        claimants = Counter(key for _, key in self.top_claims)
+        assignable = {p.key for p in self.assignable}
+        return {key: member for member, key in self.top_claims
+                if claimants[key] == 1 and key in assignable and key[0] in self.subscribed.get(member, ())}
+
+    @cached_property
+    def homogeneous(self) -> bool:
+        """Whether every member that subscribes to an existing topic subscribes to the same ones."""
+        return len({topics for topics in self.subscribed.values() if topics}) <= 1
+
+
+def check(group: Group) -> None:
+    """Raise :class:`AssignorInputError` for the value errors the Spark plans report (same messages)."""
+    seen = Counter(m.member_id for m in group.members)
+    for member in group.members:
+        if member.member_id is None or seen[member.member_id] > 1:
+            raise AssignorInputError(f"duplicate or null member_id {member.member_id or 'null'} in group "
+                                     f"'{group.group_id}'")
+    keys = Counter(p.key for p in group.partitions)
+    for p in group.partitions:
+        if keys[p.key] > 1:
+            raise AssignorInputError(f"duplicate partition {p.topic}-{p.partition}")
+        if p.partition is None or p.partition < 0:
+            raise AssignorInputError(f"negative or null partition {p.topic}-{p.partition}")
+        if p.weight < 0:
+            raise AssignorInputError(f"negative weight for partition {p.topic}")
+    for claim in group.claims:
+        if claim.partition is not None and claim.partition < 0:
+            raise AssignorInputError(f"negative partition in owned: {claim.topic}-{claim.partition}")
+
+
+def group_of(members: Iterable[Member], partitions: Iterable[Partition], claims: Sequence[Claim] = (),
+             group_id: str = "") -> Group:
+    """A :class:`Group` from iterables (checked)."""
+    return Group(tuple(members), tuple(partitions), tuple(claims), group_id)
