@@ -162,6 +162,10 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             view, self._log_view = self._log_view, None
             view.close()
 
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions the query's member owns now (none before the first ``latestOffset``)."""
+        return self._member.member.assignment() if self._member is not None else frozenset()
+
     # --- the executor side -------------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The records of one :class:`OffsetRange`, as Arrow batches."""
