@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.admin.describe import committed_offsets
+from groupcoord.spark.streaming.sink_group import reset_markers
 from groupcoord.state_root import StateRoot
 from tests.cli.conftest import BASE_TIME, RECORDS, TOPIC, Cli, LiveGroup, commit, table_rows
 
@@ -60,6 +61,8 @@ def test_export_then_from_file_round_trips_and_execute_commits(billing: StateRoo
     assert executed.code == 0, executed.err
     assert table_rows(executed.out)[1:] == [[GROUP, TOPIC, "0", "7"], [GROUP, TOPIC, "2", "7"]]
     assert committed_offsets(billing, GROUP) == {(TOPIC, 0): 7, (TOPIC, 1): 10, (TOPIC, 2): 7}
+    # the reset marker the groupcoord-delta sink accepts a jump with (docs/compatibility.md)
+    assert reset_markers(str(billing.path), GROUP) == {(TOPIC, 0): 7, (TOPIC, 2): 7}
 
 
 def test_as_of_restores_the_offsets_before_a_bad_reset(billing: StateRoot, cli: Cli) -> None:
