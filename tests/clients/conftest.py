@@ -1,0 +1,80 @@
+"""The target of the client suite, and each client.
+
+The target is ``groupcoord serve --no-spark`` over a state root holding the scenarios' topic with records (the
+group settings of the parity suite: Kafka's defaults, no initial rebalance delay). With
+``GROUPCOORD_CLIENTS_ORACLE=kafka`` it is a Kafka 4.4.0 dev broker with the same topic and records instead, to check
+what the scenarios expect against Kafka's own coordinator.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from groupcoord.devbroker import TEST_JVM_OPTIONS, KafkaBroker, Record
+from groupcoord.devbroker.java_build import java_command
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
+from tests.clients.line_client import LineClient, LineProcess
+from tests.clients.scenarios import HEARTBEAT_MS, PARTITIONS, RECORDS_PER_PARTITION, SESSION_MS, TOPIC, Client
+from tests.host.conftest import ServeProcess
+from tests.parity.targets import GROUP_SETTINGS
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_DIR = Path(__file__).resolve().parent / "node"
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "GroupClient.java"
+JAVA_BUILD = REPO / "var" / "clients-java"
+ORACLE_ENV = "GROUPCOORD_CLIENTS_ORACLE"
+
+
+def _records() -> list[tuple[int, bytes]]:
+    return [(p, f"record-{p}-{i}".encode()) for p in range(PARTITIONS) for i in range(RECORDS_PER_PARTITION)]
+
+
+@pytest.fixture(scope="package")
+def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``HOST:PORT`` of the target, which holds :data:`TOPIC` with :data:`RECORDS_PER_PARTITION` records in each
+    partition."""
+    workdir = tmp_path_factory.mktemp("clients")
+    if os.environ.get(ORACLE_ENV) == "kafka":
+        with KafkaBroker.start(workdir / "kafka", properties=GROUP_SETTINGS, jvm_options=TEST_JVM_OPTIONS) as broker:
+            broker.create_topic(TOPIC, PARTITIONS)
+            broker.produce(TOPIC, [Record(value, partition=p) for p, value in _records()])
+            yield broker.bootstrap
+        return
+    root = workdir / "root"
+    state_root = StateRoot.open(root, create=True)
+    catalog = TopicCatalog(state_root)
+    catalog.create(TOPIC, PARTITIONS)
+    TopicLog(state_root, TOPIC, catalog=catalog).produce(ProducerRecord(value, partition=p) for p, value in _records())
+    settings = [arg for key, value in GROUP_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
+    process = ServeProcess(root, *settings, log_path=workdir / "serve.log")
+    try:
+        address = process.wait_ready()
+        yield f"{address.host}:{address.port}"
+    finally:
+        try:
+            process.terminate()
+        finally:
+            process.close()
+
+
+def node_client(bootstrap: str, log_path: Path) -> LineClient:
+    """kafkajs in a node process (``tests/clients/node``, installed by ``make install``)."""
+    if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
+        pytest.fail("kafkajs is not installed in tests/clients/node: run `make install`")
+    command = ["node", "group_client.js", bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS), str(HEARTBEAT_MS)]
+    return LineClient(LineProcess(command, log_path=log_path, cwd=NODE_DIR), static_membership=False)
+
+
+def java_client(bootstrap: str, log_path: Path) -> LineClient:
+    """Kafka's Java consumer and admin client (``tests/clients/java/GroupClient.java``, compiled at first use)."""
+    command = java_command(JAVA_SOURCE, JAVA_BUILD, bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS),
+                           str(HEARTBEAT_MS), jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=WARN"))
+    return LineClient(LineProcess(command, log_path=log_path), static_membership=True)
+
+
+ClientFactory = Callable[[str, Path], Client]
