@@ -15,7 +15,8 @@ from bench import report
 
 BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "assign_java", "load_time", "simulate", "fuzz",
                                  "member_capacity", "failover", "rebalance_latency", "assign_heterogeneous",
-                                 "rebalance_soak", "peer_rebalance", "peer_commits", "peer_ingest", "streaming_ingest")
+                                 "rebalance_soak", "peer_rebalance", "peer_commits", "peer_ingest", "streaming_ingest",
+                                 "produce")
 
 
 def main(argv: list[str] | None = None) -> int:
