@@ -93,12 +93,21 @@ def sink_table_schema(stream: pa.Schema) -> pa.Schema:
 
 
 def check_table_schema(table: pa.Schema, stream: pa.Schema, path: str) -> None:
-    """Refuse an existing table whose columns differ from the stream's."""
-    have = [(f.name, f.type) for f in table]
-    want = [(f.name, f.type) for f in stream]
+    """Refuse an existing table whose columns differ from the stream's (large and view string and binary types
+    count as the plain ones: Delta has one string and one binary type)."""
+    have = [(f.name, _plain(f.type)) for f in table]
+    want = [(f.name, _plain(f.type)) for f in stream]
     if have != want:
         missing = [f"{n} {t}" for n, t in want if (n, t) not in have]
         extra = [f"{n} {t}" for n, t in have if (n, t) not in want]
         raise SinkOptionError(f"groupcoord-delta: the table at {path} has other columns than the stream "
                               f"(the stream's not in the table: {', '.join(missing) or 'none'}; the table's not in "
                               f"the stream: {', '.join(extra) or 'none'})")
+
+
+def _plain(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        return pa.string()
+    if pa.types.is_large_binary(kind) or pa.types.is_binary_view(kind):
+        return pa.binary()
+    return kind
