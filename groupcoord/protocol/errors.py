@@ -63,6 +63,8 @@ class Errors:
         "The topic name breaks Kafka's naming rule.")
     INVALID_REQUIRED_ACKS = ErrorCode(
         21, "INVALID_REQUIRED_ACKS", False, "A Produce request's acks is not 0, 1 or -1.")
+    INVALID_TIMESTAMP = ErrorCode(
+        32, "INVALID_TIMESTAMP", False, "A producer's record batch claims LogAppendTime, which only the log may set.")
     ILLEGAL_GENERATION = ErrorCode(
         22, "ILLEGAL_GENERATION", False,
         "The request names a generation other than the group's current one.")

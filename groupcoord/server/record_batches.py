@@ -2,9 +2,10 @@
 
 Reading follows Kafka's checks for Produce v3+ (``ProduceRequest.validateRecords`` and the log validator): exactly one
 batch per partition, magic 2, a codec Kafka knows (zstd from Produce v7 on), a valid CRC, a record count that matches,
-no control or transactional batches. Each failure is a :class:`BatchRejected` carrying Kafka's error for that
-partition. The records keep their key, value, headers and timestamp; the batch's codec is kept too. Their timestamp
-type is CreateTime, as Kafka's log stores a producer's batch for a topic of the default ``message.timestamp.type``.
+no control or transactional batches, a sequence with a producer id, and no LogAppendTime set by the producer. Each
+failure is a :class:`BatchRejected` carrying Kafka's error for that partition. The records keep their key, value,
+headers and timestamp; the batch's codec is kept too. Their timestamp type is CreateTime, as Kafka's log stores a
+producer's batch for a topic of the default ``message.timestamp.type``.
 
 Building groups consecutive rows that share a timestamp type and a codec (and, for LogAppendTime, a timestamp) into
 one batch in that codec, so a consumer gets the batches back compressed as they were produced.
@@ -85,10 +86,15 @@ def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch
     if codec >= len(COMPRESSION_NAMES) or (codec == _ZSTD and api_version < ZSTD_MIN_PRODUCE_VERSION):
         raise BatchRejected(Errors.UNSUPPORTED_COMPRESSION_TYPE,
                             f"Compression codec {codec} is not supported by Produce v{api_version}")
-    if batch.is_control_batch or batch.is_transactional:
-        raise BatchRejected(Errors.INVALID_RECORD, "Transactional and control batches are not accepted here")
     if not batch.validate_crc():
         raise BatchRejected(Errors.CORRUPT_MESSAGE, "Record batch failed its CRC check")
+    if batch.is_control_batch or batch.is_transactional:
+        raise BatchRejected(Errors.INVALID_RECORD, "Transactional and control batches are not accepted here")
+    if batch.producer_id != NO_PRODUCER_ID and batch.base_sequence < 0:
+        raise BatchRejected(Errors.INVALID_RECORD,
+                            f"Invalid sequence number {batch.base_sequence} with producer id {batch.producer_id}")
+    if batch.timestamp_type == LOG_APPEND_TIME:
+        raise BatchRejected(Errors.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime")
     compression = COMPRESSION_NAMES[codec]
     try:
         records = [
@@ -98,11 +104,11 @@ def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch
         ]
     except (CorruptRecordError, UnsupportedCodecError, ValueError, OSError) as exc:
         raise BatchRejected(Errors.CORRUPT_MESSAGE, f"Record batch does not parse: {exc}") from None
-    if len(records) != batch.records_count or not records:
-        raise BatchRejected(Errors.CORRUPT_MESSAGE,
+    if len(records) != batch.records_count or len(records) != batch.last_offset_delta + 1:
+        raise BatchRejected(Errors.INVALID_RECORD,
                             f"Record batch says {batch.records_count} records but holds {len(records)}")
     producer = None
-    if batch.producer_id != NO_PRODUCER_ID and batch.base_sequence >= 0:
+    if batch.producer_id != NO_PRODUCER_ID:
         producer = ProducerBatch(batch.producer_id, batch.producer_epoch, batch.base_sequence, len(records))
     return ProducedBatch(records, producer)
 

@@ -198,9 +198,17 @@ def test_a_transactional_producer_is_refused_fatally(broker: Broker, raw_client:
     assert broker.records(0) == []
 
 
+_BASE_SEQUENCE_OFFSET = struct.calcsize(">qiibIhiqqqh")
+
+
 def _with_attributes(data: bytes, attributes: int) -> bytes:
+    return _patched(data, ">h", DefaultRecordBatch.ATTRIBUTES_OFFSET, attributes)
+
+
+def _patched(data: bytes, layout: str, offset: int, value: int) -> bytes:
+    """``data`` with one header field replaced, and its CRC recomputed."""
     patched = bytearray(data)
-    struct.pack_into(">h", patched, DefaultRecordBatch.ATTRIBUTES_OFFSET, attributes)
+    struct.pack_into(layout, patched, offset, value)
     crc = calc_crc32c(memoryview(patched)[DefaultRecordBatch.ATTRIBUTES_OFFSET:])
     struct.pack_into(">I", patched, DefaultRecordBatch.CRC_OFFSET, crc)
     return bytes(patched)
@@ -223,6 +231,9 @@ REFUSALS: dict[str, tuple[Callable[[], Any], int]] = {
     "bad crc": (lambda: _produce(0, _corrupted(_batch([b"x"]))), 2),
     "control batch": (lambda: _produce(0, _with_attributes(_batch([b"x"]), 0x20)), 87),
     "acks 2": (lambda: _produce(0, _batch([b"x"]), acks=2), 21),
+    "log append time": (lambda: _produce(0, _with_attributes(_batch([b"x"]), 0x08)), 32),
+    "producer id without a sequence": (
+        lambda: _produce(0, _patched(_batch([b"x"], producer=(9, 0, 0)), ">i", _BASE_SEQUENCE_OFFSET, -1)), 87),
 }
 
 
