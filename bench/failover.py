@@ -39,6 +39,8 @@ from bench.results_io import write_result
 from bench.serve_process import ServeProcess
 from groupcoord.log.lease import current_holder
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, decode_assignment, encode_assignment
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
 
 GROUP, TOPIC = "failover", "events"
 PARTITIONS = 200
@@ -231,6 +233,8 @@ async def _wait_until(condition: Any, timeout: float, step: float = 0.05) -> boo
 
 async def _run(work: Path, members: int, timeout: float) -> FailoverOutcome:
     root = work / "root"
+    # The members commit offsets of TOPIC: serve refuses partitions its catalog lacks, as Kafka does.
+    TopicCatalog(StateRoot.open(root, create=True)).create(TOPIC, PARTITIONS)
     holder = ServeProcess(root, *FAST_LEASE, log_path=work / "holder.log")
     standby: ServeProcess | None = None
     stop = asyncio.Event()

@@ -34,9 +34,11 @@ from typing import Any
 from kafka.protocol.consumer import OffsetCommitRequest
 
 from bench.loadgen import CLIENT_ID, Connection, cpu_seconds, percentile, read_payload
-from bench.peer_targets import RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
+from bench.peer_targets import GROUPCOORD, RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
 from bench.results_io import write_result
 from groupcoord.devbroker import KafkaBroker
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
 
 TOPIC = "commits"
 OFFSET_VARIANTS = 4
@@ -184,6 +186,8 @@ def main(full: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="peer-commits-") as work:
         for side in SIDES:
             with coordinator(side, Path(work) / side, {}, on_start=create_topic) as endpoint:
+                if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
+                    TopicCatalog(StateRoot.open(Path(work) / side / "root")).create(TOPIC, partitions_each)
                 rows += asyncio.run(measure_side(endpoint, loads))
     write_result(
         "peer_commits",

@@ -16,6 +16,8 @@ import pytest
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 
 from groupcoord.server.api import BrokerAddress
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
 from tests.server.conftest import RawClient
 
 FAST_LEASE = ("--conf", "lease.timeout.ms=3000", "--conf", "lease.renew.interval.ms=500",
@@ -82,13 +84,28 @@ class ServeProcess:
         self._stderr.close()
 
 
+COMMITTED_TOPICS = {"t": 8, "t1": 1}
+"""The topics whose offsets the host tests commit. ``serve`` refuses partitions its catalog lacks (Kafka's
+UNKNOWN_TOPIC_OR_PARTITION), so the :func:`serve` fixture creates them in every root it creates."""
+
+
+def with_committed_topics(root: Path) -> Path:
+    """``root``, created with :data:`COMMITTED_TOPICS` in its catalog when it does not exist yet."""
+    if not root.exists():
+        catalog = TopicCatalog(StateRoot.open(root, create=True))
+        for name, partitions in COMMITTED_TOPICS.items():
+            catalog.create(name, partitions)
+    return root
+
+
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
-    """Start ``serve`` processes over ``tmp_path / "root"`` (or ``root=``); all are killed after the test."""
+    """Start ``serve`` processes over ``tmp_path / "root"`` (or ``root=``; a new root gets :data:`COMMITTED_TOPICS`);
+    all are killed after the test."""
     started: list[ServeProcess] = []
 
     def start(*args: str, root: Path | None = None, env: dict[str, str] | None = None) -> ServeProcess:
-        process = ServeProcess(root or tmp_path / "root", *args, env=env,
+        process = ServeProcess(with_committed_topics(root or tmp_path / "root"), *args, env=env,
                                log_path=tmp_path / f"serve-{len(started)}.log")
         started.append(process)
         return process
