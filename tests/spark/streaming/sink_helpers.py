@@ -86,6 +86,24 @@ class Source:
         return {} if self.broker is None else {"kafka.bootstrap.servers": self.broker.bootstrap}
 
 
+FAST_COORDINATOR = {"spark.groupcoord.group.initial.rebalance.delay.ms": "200"}
+"""A test's groups form within a fraction of a second, not Kafka's 3 s."""
+
+
+def register_root(spark: SparkSession, root: StateRoot) -> None:
+    """``groupcoord.spark.register`` the state root: the source, the sink, and its coordinator in this driver, with
+    :data:`FAST_COORDINATOR` (set for the registration only)."""
+    from groupcoord.spark import register
+
+    for key, value in FAST_COORDINATOR.items():
+        spark.conf.set(key, value)
+    try:
+        register(spark, state_root=str(root.path))
+    finally:
+        for key in FAST_COORDINATOR:
+            spark.conf.unset(key)
+
+
 def start_query(spark: SparkSession, source: Source, group: str, topic: str, table: Path, checkpoint: Path, *,
                 available_now: bool = True, sink_format: str = "groupcoord-delta", name: str | None = None,
                 sink_options: Mapping[str, str] | None = None, **options: str) -> StreamingQuery:
@@ -96,7 +114,8 @@ def start_query(spark: SparkSession, source: Source, group: str, topic: str, tab
     for key, value in {**FAST_MEMBER, **source.options(), **options}.items():
         reader = reader.option(key, value)
     writer = reader.load().select(*COLUMNS).writeStream.format(sink_format)
-    sink = {"path": str(table), "group.id": group, "checkpointLocation": str(checkpoint), **(sink_options or {})}
+    sink = {"path": str(table), "group.id": group, "checkpointLocation": str(checkpoint),
+            "state.root": str(source.root.path), **(sink_options or {})}
     for key, value in sink.items():
         writer = writer.option(key, value)
     if name is not None:

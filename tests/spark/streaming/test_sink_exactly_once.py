@@ -11,7 +11,14 @@ import pytest
 from pyspark.sql import SparkSession
 
 from groupcoord.state_root import StateRoot
-from tests.spark.streaming.sink_helpers import Source, assert_exactly_once, sink_rows, start_query, wait_until
+from tests.spark.streaming.sink_helpers import (
+    Source,
+    assert_exactly_once,
+    register_root,
+    sink_rows,
+    start_query,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -19,11 +26,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 @pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
 def source(request: pytest.FixtureRequest, spark: SparkSession, tmp_path: Path) -> Source:
     """A fresh state root registered in the session, with records from the embedded log or the Kafka broker."""
-    from groupcoord.spark import register
-
     root = StateRoot.open(tmp_path / "state", create=True)
     broker = request.getfixturevalue("kafka_broker") if request.param == "kafka" else None
-    register(spark, state_root=str(root.path))
+    register_root(spark, root)
     return Source(root, broker)
 
 

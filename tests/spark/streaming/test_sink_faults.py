@@ -25,7 +25,15 @@ from groupcoord.spark.streaming.sink import DeltaStreamWriter, GroupcoordDeltaSi
 from groupcoord.spark.streaming.sink_plan import TopicPartitionKey
 from groupcoord.spark.streaming.sink_source import SourceBatch
 from groupcoord.state_root import StateRoot
-from tests.spark.streaming.sink_helpers import Source, assert_exactly_once, sink_rows, start_query, versions, wait_until
+from tests.spark.streaming.sink_helpers import (
+    Source,
+    assert_exactly_once,
+    register_root,
+    sink_rows,
+    start_query,
+    versions,
+    wait_until,
+)
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]  # pyspark's copy is unannotated
 
@@ -35,10 +43,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 @pytest.fixture
 def source(spark: SparkSession, tmp_path: Path) -> Source:
     """A fresh state root on the embedded topic log, registered in the session."""
-    from groupcoord.spark import register
-
     root = StateRoot.open(tmp_path / "state", create=True)
-    register(spark, state_root=str(root.path))
+    register_root(spark, root)
     return Source(root)
 
 

@@ -18,7 +18,7 @@ from groupcoord.spark.streaming.sink_options import (
 )
 from groupcoord.state_root import StateRoot
 from groupcoord.topics.local_delta import open_or_create
-from tests.spark.streaming.sink_helpers import Source, start_query
+from tests.spark.streaming.sink_helpers import Source, register_root, start_query
 
 GOOD = {"path": "/tmp/t", "group.id": "g", "checkpointLocation": "file:///tmp/c", "state.root": "/tmp/s"}
 
@@ -58,10 +58,8 @@ def test_an_existing_table_of_other_columns_is_refused() -> None:
 
 @pytest.mark.spark
 def test_a_query_with_a_bad_sink_fails_at_start_naming_the_problem(spark: SparkSession, tmp_path: Path) -> None:
-    from groupcoord.spark import register
-
     root = StateRoot.open(tmp_path / "state", create=True)
-    register(spark, state_root=str(root.path))
+    register_root(spark, root)
     source = Source(root)
     source.create("orders", partitions=2, records=10)
     wrong = tmp_path / "wrong"
