@@ -14,14 +14,11 @@ and groupcoord's time runs to the collected output (``toArrow()``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +39,7 @@ from bench.assign_java_cases import (
     write_assignment,
 )
 from groupcoord.config.jars import kafka_classpath
+from groupcoord.devbroker.java_build import compiled_classes, java_tool
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -79,35 +77,10 @@ class Measured:
                    output)
 
 
-def java_tool(name: str) -> str:
-    """``$JAVA_HOME/bin/<name>`` when set, else ``<name>`` on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / name).exists():
-        return str(Path(home) / "bin" / name)
-    found = shutil.which(name)
-    if found is None:
-        raise RuntimeError(f"{name} not found: install a JDK (17+) or set JAVA_HOME")
-    return found
-
-
 def harness_classes() -> Path:
-    """The folder holding the compiled harness, compiling it first when this version of the source is not built.
-
-    Each version compiles into a fresh folder that is renamed into place, so concurrent callers never see half a
-    build.
-    """
-    target = BUILD / hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    if (target / "AssignorHarness.class").exists():
-        return target
-    BUILD.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=BUILD, prefix=".build-"))
-    subprocess.run([java_tool("javac"), "-Xlint:-removal", "-d", str(staging), "-cp", kafka_classpath(),
-                    str(SOURCE)], check=True, capture_output=True, text=True)
-    try:
-        staging.rename(target)
-    except OSError:  # another process built the same source first
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    """The folder holding the compiled harness (compiled once per version of the source, see
+    :func:`groupcoord.devbroker.java_build.compiled_classes`)."""
+    return compiled_classes(SOURCE, BUILD)
 
 
 def _run(command: list[str], timeout: float | None) -> str:

@@ -1,0 +1,60 @@
+"""Helpers of the source's tests: fast settings, producing to the embedded log, readers driven as Spark drives them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+from kafka.structs import TopicPartition
+
+from groupcoord.member import GroupMember, MemberOptions
+from groupcoord.spark.streaming.options import parse_source_options
+from groupcoord.spark.streaming.source import GroupcoordStreamReader
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
+
+FAST_CONF = {
+    "spark.groupcoord.listen": "127.0.0.1:0",
+    "spark.groupcoord.group.min.session.timeout.ms": "500",
+    "spark.groupcoord.group.initial.rebalance.delay.ms": "0",
+    "spark.groupcoord.member.retry.backoff.ms": "20",
+    "spark.groupcoord.member.retry.backoff.max.ms": "200",
+    "spark.groupcoord.member.request.timeout.ms": "10000",
+    "spark.groupcoord.assignor.warmup": "false",
+}
+"""Coordinator and member settings that keep these tests short (no initial rebalance delay, short backoffs)."""
+
+SOURCE_TIMING = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "300", "rebalance.timeout.ms": "30000"}
+"""Member timing of the tests' queries: a lost member is noticed in seconds, a stuck rebalance fails in 30 s."""
+
+
+def produce(root: StateRoot, topic: str, partitions: int, per_partition: int, *, first: int = 0) -> None:
+    """``per_partition`` records to each partition of ``topic`` (created when missing): value ``<p>-<n>``."""
+    if topic not in TopicCatalog(root).partition_counts():
+        TopicCatalog(root).create(topic, partitions)
+    TopicLog(root, topic).produce([ProducerRecord(f"{p}-{n}".encode(), key=f"k{n}".encode(), partition=p)
+                                   for p in range(partitions) for n in range(first, first + per_partition)])
+
+
+def reader(root: StateRoot, topic: str, **options: str) -> GroupcoordStreamReader:
+    """A stream reader of group ``g`` as the source builds it from its options (client-side cooperative-sticky)."""
+    values = {"group.id": "g", "state.root": str(root.path), "subscribe": topic, "startingOffsets": "earliest",
+              "assignors": "cooperative-sticky", **SOURCE_TIMING, **options}
+    return GroupcoordStreamReader(parse_source_options(values, FAST_CONF))
+
+
+def read_batch(source: GroupcoordStreamReader, start: Mapping[str, Any], end: Mapping[str, Any]) -> pa.Table:
+    """What the executors would read for the batch from ``start`` to ``end``."""
+    batches = [batch for part in source.partitions(dict(start), dict(end)) for batch in source.read(part)]
+    return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def committed(root: StateRoot, group: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:
+    """The group's committed offsets, fetched by a client that does not join."""
+    client = GroupMember(group, topics=sorted({tp.topic for tp in partitions}), state_root=root.path,
+                         options=MemberOptions(request_timeout_ms=10000))
+    try:
+        return {tp: (o.offset if o is not None else None) for tp, o in client.committed(partitions).items()}
+    finally:
+        client.close()

@@ -1,0 +1,123 @@
+"""The source's driver side against a real coordinator, called as Spark calls it (no Spark needed for that):
+one reader's batches, a cooperative hand-over between two readers, and the late commit of a previous owner."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from kafka.structs import TopicPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from groupcoord.spark.streaming.offsets import commit_batch_offsets, commit_fenced
+from groupcoord.spark.streaming.source import GroupcoordStreamReader
+from groupcoord.spark.streaming.source_offset import SourceOffset
+from groupcoord.state_root import StateRoot
+from tests.spark.streaming.source_helpers import committed, produce, read_batch, reader
+
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+ALL = ReadAllAvailable()
+
+
+def _rows(table: pa.Table) -> list[tuple[int, int, bytes]]:
+    return sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
+                      table.column("value").to_pylist(), strict=True))
+
+
+@pytest.mark.usefixtures("source_coordinator")
+def test_one_reader_reads_its_batches_and_commits_them(source_root: StateRoot) -> None:
+    produce(source_root, "t", 2, 5)
+    source = reader(source_root, "t", maxOffsetsPerTrigger="6")
+    try:
+        start = source.initialOffset()
+        first = source.latestOffset(start, source.getDefaultReadLimit())
+        assert _rows(read_batch(source, start, first)) == [(p, n, f"{p}-{n}".encode()) for p in (0, 1)
+                                                           for n in range(3)]
+        second = source.latestOffset(first, ReadMaxRows(6))
+        table = read_batch(source, first, second)
+        assert _rows(table) == [(p, n, f"{p}-{n}".encode()) for p in (0, 1) for n in (3, 4)]
+        assert table.schema.names == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+        assert set(table.column("topic").to_pylist()) == {"t"} and set(table.column("timestampType").to_pylist()) == {0}
+        assert source.latestOffset(second, ALL) == second  # nothing new: no batch
+        assert committed(source_root, "g", [T0, T1]) == {T0: 5, T1: 5}  # committed when the next batch was planned
+    finally:
+        source.stop()
+
+
+def _poll_until_owning(source: GroupcoordStreamReader, deadline: float) -> frozenset[TopicPartition]:
+    """Plan batches as an idle query does (every trigger) until the reader owns a partition."""
+    start = source.initialOffset()
+    while time.monotonic() < deadline:
+        assert source.latestOffset(start, ALL) == start  # nothing to read: no batch
+        if source.assignment():
+            return source.assignment()
+        time.sleep(0.1)
+    raise AssertionError("the second reader never got a partition")
+
+
+@pytest.mark.usefixtures("source_coordinator")
+def test_a_late_commit_of_a_previous_owner_never_moves_offsets_back(source_root: StateRoot, tmp_path: Path) -> None:
+    produce(source_root, "t", 2, 10)
+    first, second = reader(source_root, "t"), reader(source_root, "t")
+    try:
+        a_start = first.initialOffset()
+        a_end = first.latestOffset(a_start, ALL)  # A owns both partitions and reads 0..9 of each
+        assert {tp: p.next for tp, p in SourceOffset.from_dict(a_end).positions.items()} == {T0: 10, T1: 10}
+
+        # B joins; A's next planning (its batch has finished) commits 10/10, then gives one partition up.
+        b_result: dict[str, frozenset[TopicPartition]] = {}
+        joining = threading.Thread(target=lambda: b_result.update(owned=_poll_until_owning(
+            second, time.monotonic() + 60)))
+        joining.start()
+        a_next = first.latestOffset(a_end, ALL)
+        joining.join(90)
+        (moved,) = b_result["owned"]
+        (kept,) = (tp for tp in (T0, T1) if tp != moved)
+        assert a_next == a_end  # no new records for A's remaining partition
+        assert committed(source_root, "g", [T0, T1]) == {T0: 10, T1: 10}
+
+        # B reads the moved partition from the committed offset on, and commits further.
+        produce(source_root, "t", 2, 5, first=10)
+        b_start = second.initialOffset()
+        b_end = second.latestOffset(b_start, ALL)
+        assert _rows(read_batch(second, b_start, b_end)) == [(moved.partition, n, f"{moved.partition}-{n}".encode())
+                                                             for n in range(10, 15)]
+        second.latestOffset(b_end, ALL)  # the next planning commits B's batch
+        assert committed(source_root, "g", [moved])[moved] == 15
+
+        # A's late commit(end) of its first batch (Spark calls it after planning the next one) names the moved
+        # partition at 10: fenced, it commits nothing for it.
+        first.commit(a_end)
+        assert committed(source_root, "g", [moved])[moved] == 15
+        # The sink helper fences the same way, from the batch's checkpointed offset.
+        checkpoint = tmp_path / "checkpoint"
+        (checkpoint / "offsets").mkdir(parents=True)
+        (checkpoint / "offsets" / "0").write_text("v1\n{}\n" + json.dumps(a_end) + "\n")
+        result = commit_batch_offsets("g", {(moved.topic, moved.partition): 10, (kept.topic, kept.partition): 10},
+                                      state_root=source_root.path, checkpoint_location=checkpoint, batch_id=0)
+        assert result.committed == {(kept.topic, kept.partition): 10}
+        assert "moved" in result.skipped[(moved.topic, moved.partition)]
+        assert committed(source_root, "g", [T0, T1]) == {kept: 10, moved: 15}
+        # A member that left has no fence: nothing it read is committed any more.
+        first.stop()
+        left = commit_fenced("g", {(kept.topic, kept.partition): 10}, state_root=source_root.path,
+                             read=SourceOffset.from_dict(a_end))
+        assert left.committed == {} and "left the group" in left.skipped[(kept.topic, kept.partition)]
+    finally:
+        first.stop()
+        second.stop()
+
+
+@pytest.mark.usefixtures("source_coordinator")
+def test_a_position_outside_the_log_fails_with_fail_on_data_loss(source_root: StateRoot) -> None:
+    produce(source_root, "t", 1, 3)
+    strict = reader(source_root, "t", startingOffsets='{"t": {"0": 7}}')
+    try:
+        with pytest.raises(RuntimeError, match="failOnDataLoss"):
+            strict.latestOffset(strict.initialOffset(), ALL)
+    finally:
+        strict.stop()
