@@ -28,10 +28,12 @@ from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicLog
 from groupcoord.topics.app_transactions import transaction_versions
 from groupcoord.topics.local_delta import local_dataset
+from tests.spark.streaming.source_helpers import FAST_CONF, SOURCE_TIMING
 
 COLUMNS = ["topic", "partition", "offset", "value"]
-FAST_MEMBER = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "300", "rebalance.timeout.ms": "20000"}
-"""Member timings short enough for a test to see a dead query's partitions move within seconds."""
+FAST_MEMBER = {**SOURCE_TIMING, "assignors": "cooperative-sticky"}
+"""Member timings short enough for a test to see a dead query's partitions move within seconds; the group's leader
+assigns (no Spark job per rebalance)."""
 
 
 @dataclass
@@ -86,8 +88,8 @@ class Source:
         return {} if self.broker is None else {"kafka.bootstrap.servers": self.broker.bootstrap}
 
 
-FAST_COORDINATOR = {"spark.groupcoord.group.initial.rebalance.delay.ms": "200"}
-"""A test's groups form within a fraction of a second, not Kafka's 3 s."""
+FAST_COORDINATOR = {key: value for key, value in FAST_CONF.items() if key != "spark.groupcoord.listen"}
+"""The source tests' coordinator settings: no initial rebalance delay, short backoffs, no planner warm-up."""
 
 
 def register_root(spark: SparkSession, root: StateRoot) -> None:
