@@ -66,7 +66,8 @@ def build_dispatcher(
     availability = service.availability if service is not None else _serving
     handlers: dict[ApiKey, ApiHandler] = {
         ApiKey.METADATA: MetadataAdapter(topics if topics is not None else StaticTopics()),
-        ApiKey.FIND_COORDINATOR: FindCoordinatorAdapter(availability=availability),
+        ApiKey.FIND_COORDINATOR: FindCoordinatorAdapter(availability=availability,
+                                                        transactions=topic_writer is not None),
     }
     if service is not None:
         for key, mapping in CORE_MAPPINGS.items():

@@ -141,10 +141,7 @@ def find_coordinator(target: Target, group: str, version: int) -> Observation:
     return observation
 
 
-@pytest.mark.parametrize("version", [
-    0, *(pytest.param(v, marks=differs(
-        "FindCoordinator of a transactional id (key type 1): Kafka answers NO_ERROR (it is also the transaction "
-        "coordinator), groupcoord INVALID_REQUEST")) for v in range(1, 7))])
+@pytest.mark.parametrize("version", range(7))
 def test_find_coordinator(targets: tuple[Target, Target], request: pytest.FixtureRequest, version: int) -> None:
     assert_parity(targets, find_coordinator, group_name(request.node.name), version)
 

@@ -1,4 +1,10 @@
-"""FindCoordinator: this endpoint coordinates every group; batched lookups (v4+) are answered key by key."""
+"""FindCoordinator: this endpoint coordinates every group; batched lookups (v4+) are answered key by key.
+
+Where the endpoint serves InitProducerId it also answers for transactional ids (key type 1) with itself, as a Kafka
+broker does: a transactional producer then learns from InitProducerId that its transactional id is refused
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED: there is no transaction coordinator), the answer Kafka gives where ACLs allow
+no transactional id.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 _NO_NODE = -1
 
 
@@ -19,19 +26,21 @@ def _always_available() -> ErrorCode:
 
 
 class FindCoordinatorAdapter:
-    """Points group keys at this endpoint.
+    """Points group keys (and, with ``transactions``, transactional ids) at this endpoint.
 
     ``availability()`` returns the error to answer instead (``Errors.NONE`` when serving); the runtime uses it to
-    answer COORDINATOR_NOT_AVAILABLE while loading or standing by. Non-group key types get INVALID_REQUEST.
+    answer COORDINATOR_NOT_AVAILABLE while loading or standing by. Other key types get INVALID_REQUEST.
     """
 
-    def __init__(self, *, availability: Callable[[], ErrorCode] = _always_available) -> None:
+    def __init__(self, *, availability: Callable[[], ErrorCode] = _always_available,
+                 transactions: bool = False) -> None:
         self._availability = availability
+        self._key_types = {GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE} if transactions else {GROUP_KEY_TYPE}
 
     async def handle(self, ctx: RequestContext) -> Any:
         """Answer each requested key."""
         error = self._availability()
-        if ctx.body.key_type != GROUP_KEY_TYPE:
+        if ctx.body.key_type not in self._key_types:
             error = Errors.INVALID_REQUEST
         return self._answer(ctx, error)
 
