@@ -84,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--members", type=int, default=None,
                         help="queries (structured, default 2) or executor members (members, default 3)")
     parser.add_argument("--leave-after", type=int, default=15_000, help="member 0 leaves after N records")
-    parser.add_argument("--batch", type=int, default=1000, help="max records per partition per sink commit")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="records per sink commit: per query and micro-batch (structured, default 10000), per "
+                             "member and partition (members, default 1000)")
     parser.add_argument("--assignors", default="server-cooperative-sticky",
                         help="assignors the members offer (cooperative-sticky: leader-side, no Spark assignment job)")
     args = parser.parse_args(argv)
@@ -99,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"[demo] topic {TOPIC}: {args.partitions} partitions, {args.records:,} records "
           f"({time.monotonic() - started:.1f}s)", flush=True)
 
-    members = args.members or (2 if args.engine == "structured" else 3)
+    structured = args.engine == "structured"
+    members = args.members or (2 if structured else 3)
+    batch = args.batch or (10_000 if structured else 1000)
     python = sys.executable
     command = [
         str(spark_submit().relative_to(REPO)), "--master", "local[4,4]", "--conf", "spark.ui.enabled=false",
@@ -108,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "jobs/streaming_ingest.py",
         "--engine", args.engine, "--group", GROUP, "--topics", TOPIC, "--sink", str(sink_path),
         "--members", str(members),
-        "--available-now", "--demo-leave-after", str(args.leave_after), "--max-records-per-batch", str(args.batch),
+        "--available-now", "--demo-leave-after", str(args.leave_after), "--max-records-per-batch", str(batch),
         "--assignors", args.assignors,
     ]
     print("[demo] $ " + " ".join(command), flush=True)

@@ -11,7 +11,8 @@ query is one member of the group; they share the partitions and rebalance as the
 - otherwise each query runs micro-batches (``streaming.trigger.ms``) until SIGTERM or SIGINT stops them all;
 - ``--demo-leave-after N``: query 0 stops once it has read ``N`` records, so its partitions move to the others.
 
-The sink table has the columns of the member engine's sink (``topic, partition, offset, timestamp, key, value``)
+``max.records.per.batch`` is each query's ``maxOffsetsPerTrigger`` (records per micro-batch in all, shared among
+its partitions by backlog, as Spark's Kafka source does). The sink table has the columns of the member engine's sink (``topic, partition, offset, timestamp, key, value``)
 and the same app transactions, so the lag table, the progress line and the exactly-once check read both alike.
 """
 
@@ -61,7 +62,7 @@ def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, inde
     source = SourceSpec.parse(config.source, state_root=root)
     reader = (spark.readStream.format("groupcoord").option("group.id", config.group_id)
               .option("state.root", str(root.path)).option("startingOffsets", config.auto_offset_reset)
-              .option("maxRecordsPerPartition", str(config.max_records_per_batch))
+              .option("maxOffsetsPerTrigger", str(config.max_records_per_batch))
               .option("assignors", ",".join(config.assignors)))
     reader = reader.option("subscribe", ",".join(config.topics)) if config.topics is not None else \
         reader.option("subscribePattern", config.pattern or "")
