@@ -12,8 +12,9 @@ query is one member of the group; they share the partitions and rebalance as the
 - ``--demo-leave-after N``: query 0 stops once it has read ``N`` records, so its partitions move to the others.
 
 ``max.records.per.batch`` is each query's ``maxOffsetsPerTrigger`` (records per micro-batch in all, shared among
-its partitions by backlog, as Spark's Kafka source does). The sink table has the columns of the member engine's sink (``topic, partition, offset, timestamp, key, value``)
-and the same app transactions, so the lag table, the progress line and the exactly-once check read both alike.
+its partitions by backlog, as Spark's Kafka source does). The sink table has the columns of the member engine's
+sink (``topic, partition, offset, timestamp, key, value``) and the same app transactions, so the lag table, the
+progress line and the exactly-once check read both alike.
 """
 
 from __future__ import annotations
