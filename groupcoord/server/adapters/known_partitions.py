@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from groupcoord.protocol.errors import Errors
+from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.protocol.requests import GroupRequest
 from groupcoord.protocol.responses import PartitionError, TopicPartitionErrors
 from groupcoord.runtime.service import CoordinatorService
 from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
@@ -48,6 +49,9 @@ class PartitionScreening(CoreMapping, Protocol):
     def named_partitions(self, ctx: RequestContext) -> list[TopicPartitionKey]:
         """Every partition ``ctx.body`` names, in request order (duplicates kept)."""
 
+    def unscreened(self, ctx: RequestContext) -> Sequence[GroupRequest]:
+        """The core requests of every named partition, existing or not (what :meth:`to_core` screens)."""
+
 
 class KnownPartitionsAdapter(CoreAdapter):
     """A :class:`CoreAdapter` that brings :class:`KnownTopics` up to date before its mapping screens a request."""
@@ -61,6 +65,12 @@ class KnownPartitionsAdapter(CoreAdapter):
         """Learn the named partitions, then answer as a :class:`CoreAdapter` does."""
         await self._known.learn(self._screening.named_partitions(ctx))
         return await super().handle(ctx)
+
+    def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
+        """``error`` for every named partition (a request refused as a whole is not screened: while the coordinator
+        loads, every partition gets the loading error, as from Kafka)."""
+        requests = self._screening.unscreened(ctx)
+        return self._screening.to_wire(ctx, requests, [error] * len(requests))
 
 
 def with_unknown(named: Sequence[TopicPartitionKey], sent: Iterable[TopicPartitionKey],

@@ -80,6 +80,10 @@ class OffsetCommitMapping:
         """Every partition the request commits."""
         return [(topic.name, p.partition_index) for topic in ctx.body.topics for p in topic.partitions]
 
+    def unscreened(self, ctx: RequestContext) -> Sequence[GroupRequest]:
+        """One core OffsetCommitRequest of every named partition."""
+        return [self._requested(ctx)]
+
     def to_core(self, ctx: RequestContext) -> Sequence[GroupRequest]:
         """One core OffsetCommitRequest of the existing partitions (none when no partition exists)."""
         request = self._requested(ctx)
@@ -243,14 +247,23 @@ class OffsetDeleteMapping:
         """Every partition the request deletes."""
         return [(topic.name, p.partition_index) for topic in ctx.body.topics for p in topic.partitions]
 
+    def unscreened(self, ctx: RequestContext) -> Sequence[GroupRequest]:
+        """One core OffsetDeleteRequest of every named partition."""
+        return [self._request(ctx, self.named_partitions(ctx))]
+
     def to_core(self, ctx: RequestContext) -> Sequence[GroupRequest]:
         """One core OffsetDeleteRequest (of the existing partitions only, with ``known`` topics)."""
+        known = self._known
+        return [self._request(ctx, [(topic, partition) for topic, partition in self.named_partitions(ctx)
+                                    if known is None or known.exists(topic, partition)])]
+
+    @staticmethod
+    def _request(ctx: RequestContext, partitions: list[TopicPartitionKey]) -> OffsetDeleteRequest:
         by_topic: dict[str, list[int]] = {}
-        for topic, partition in self.named_partitions(ctx):
-            if self._known is None or self._known.exists(topic, partition):
-                by_topic.setdefault(topic, []).append(partition)
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
         topics = tuple(OffsetFetchTopic(name, tuple(parts)) for name, parts in by_topic.items())
-        return [OffsetDeleteRequest(group_id=ctx.body.group_id, topics=topics)]
+        return OffsetDeleteRequest(group_id=ctx.body.group_id, topics=topics)
 
     def to_wire(self, ctx: RequestContext, requests: Sequence[GroupRequest], outcomes: Sequence[Outcome]) -> Any:
         """The group error and the per-partition errors."""
