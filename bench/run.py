@@ -15,6 +15,7 @@ from bench import report
 
 BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "assign_java", "load_time", "simulate", "fuzz",
                                  "member_capacity", "failover", "rebalance_latency", "assign_heterogeneous",
+                                 "assign_engines", "assign_first_rebalance", "assign_demo",
                                  "rebalance_soak", "peer_rebalance", "peer_commits", "peer_ingest", "streaming_ingest",
                                  "produce")
 

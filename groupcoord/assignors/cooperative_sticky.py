@@ -4,8 +4,8 @@ A partition whose owner changes is revoked first: the round-1 output is the stic
 heterogeneous subscriptions, as ``sticky``'s) minus every partition that a previous (highest-generation) claimant
 other than its target owner still holds. Once the members have revoked it, the next round (``owned`` = round-1
 output) hands it to its new owner, so assignments converge within two rounds: round 1's output is a subset of a balanced
-assignment, and the target keeps every owned partition that balance allows (for heterogeneous groups the global
-balance starts from all of them, see :mod:`groupcoord.assignors.global_balance`). Worked example: C0 owned [t0p0,
+assignment, and the target keeps every owned partition of such a subset (for heterogeneous groups too, see
+:mod:`groupcoord.assignors.algorithms.global_balance`). Worked example: C0 owned [t0p0,
 t0p1], C1 joins::
 
     round 1: C0: [t0p0]          (t0p1 revoked, not yet given to C1)

@@ -23,8 +23,8 @@ def declared_heterogeneous(members: DataFrame) -> bool:
     """Whether some group's members declare different topic lists (as sets).
 
     A superset of the heterogeneous groups: a topic that does not exist can make declared lists differ while the
-    existing subscriptions agree; such a group takes the rounds and finds nothing to move. Inputs with a bad
-    ``topics`` column answer False here and are rejected by the input validation.
+    existing subscriptions agree; the plan then finds the group homogeneous and gives it the homogeneous target. Inputs
+    with a bad ``topics`` column answer False here and are rejected by the input validation.
     """
     fields = {field.name: field.dataType for field in members.schema.fields}
     if not isinstance(fields.get("topics"), T.ArrayType) or plan.is_constant_column(members, "topics"):

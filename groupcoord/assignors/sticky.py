@@ -1,8 +1,8 @@
 """``sticky``: KIP-54's sticky assignor semantics, balance first and then stickiness, with no iteration.
 
-Valid (a member only gets topics it subscribes to; every partition of a subscribed topic goes to one member),
-balanced (counts differ by at most one, or no partition could move to a member with two fewer that subscribes to its
-topic: heterogeneous groups are balanced globally, see :mod:`groupcoord.assignors.global_balance`) and sticky (as
+Valid (a member only gets topics it subscribes to; every partition of a subscribed topic goes to one member), balanced
+(counts differ by at most one, or no partition could move to a member with two fewer that subscribes to its topic:
+heterogeneous groups are balanced globally, see :mod:`groupcoord.assignors.algorithms.global_balance`) and sticky (as
 many owned partitions kept as balance allows).
 Worked example: C0 owned [t0p0, t0p1, t0p2], C1 owned nothing, C2 joins; t0 has four partitions::
 

@@ -4,11 +4,11 @@
 ``assign`` decides on the driver whether the call may hold a heterogeneous group (:func:`declared_heterogeneous`,
 no job for constant or driver-local inputs: see :mod:`groupcoord.assignors.homogeneity`).
 
-Only when the answer is yes does the plan get the rounds of :mod:`groupcoord.assignors.global_balance` (jobs run
-inside ``assign``); when it is no, the homogeneous plan runs (``Prepared.homogeneous``). A caller that knows its
-subscriptions skips the check with the keyword-only option ``subscriptions="homogeneous"`` or ``"heterogeneous"``
-(default ``"auto"``); saying ``"homogeneous"`` for a heterogeneous group yields a valid assignment balanced topic by
-topic only (a bare option is not a proof: the general plan runs, with its per-topic scopes).
+Only when the answer is yes does the plan hand its heterogeneous groups to :mod:`groupcoord.assignors.global_balance`
+(one Python task per group, in the same job); when it is no, the homogeneous plan runs (``Prepared.homogeneous``). A
+caller that knows its subscriptions skips the check with the keyword-only option ``subscriptions="homogeneous"`` or
+``"heterogeneous"`` (default ``"auto"``); saying ``"homogeneous"`` for a heterogeneous group yields a valid assignment
+balanced topic by topic only (a bare option is not a proof: the general plan runs, with its per-topic scopes).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class GloballyBalancedAssignor(Assignor):
             raise ValueError(f"subscriptions must be one of {known}, got {self.subscriptions!r}")
 
     def assign(self, members: DataFrame, partitions: DataFrame, owned: DataFrame | None = None) -> DataFrame:
-        """See :meth:`Assignor.assign`; heterogeneous calls run their balancing rounds here (see module doc)."""
+        """See :meth:`Assignor.assign` (and the module docstring for the subscriptions check)."""
         if self.subscriptions == "auto":
             mode: SubscriptionsMode = "heterogeneous" if declared_heterogeneous(members) else "homogeneous"
             checked = dataclasses.replace(self, subscriptions=mode, _proven=True)

@@ -1,11 +1,11 @@
 """``uniform``: the KIP-848 server-side assignor: balance first, then stickiness, rack-aware.
 
-Homogeneous groups are balanced to within one partition per member; heterogeneous groups globally (counts within
-one, or no partition could move to a member with two fewer that subscribes to its topic; see
-:mod:`groupcoord.assignors.global_balance`). It differs from ``sticky`` in what a member over its quota keeps, and in
-what a member that must give partitions up gives first: rack locality ranks above stickiness, so a rebalance also
-moves partitions towards their racks. Worked example: C0 (rack a) owned [t0p0 (racks b), t0p1 (racks a)], C1
-(rack b) joins::
+Homogeneous groups are balanced to within one partition per member; heterogeneous groups globally (counts within one, or
+no partition could move to a member with two fewer that subscribes to its topic; see
+:mod:`groupcoord.assignors.algorithms.global_balance`). It differs from ``sticky`` in what a member over its quota
+keeps, and in what a member that must give partitions up gives first: rack locality ranks above stickiness, so a
+rebalance also moves partitions towards their racks. Worked example: C0 (rack a) owned [t0p0 (racks b), t0p1 (racks a)],
+C1 (rack b) joins::
 
     C0: [t0p1]
     C1: [t0p0]

@@ -1,8 +1,11 @@
-"""Server-side assignment: every pending ``server-<assignor>`` group of one moment in one batched Spark job.
+"""Server-side assignment: every pending ``server-<assignor>`` group of one moment, on the driver or in one Spark job.
 
 The host hands :class:`SparkAssignmentRunner` a list of ``NeedsAssignment`` effects. Groups are bucketed by
-assignor name; each bucket becomes one DataFrame call in the assignors' ``group_id`` batch mode, and the output
-comes back through Arrow and is encoded as ConsumerProtocol Assignments per member.
+assignor name. A bucket of at most :data:`DRIVER_PARTITIONS` assignable partitions runs on the driver, in Python
+(:mod:`groupcoord.assignors.algorithms`: the same rows as the Spark plan, proven by ``tests/assignors/
+test_engines_agree.py``), with no Spark at all; a larger bucket, and every ``weighted`` one, becomes one DataFrame
+call in the assignors' ``group_id`` batch mode, whose output comes back through Arrow. Either way the rows are
+encoded as ConsumerProtocol Assignments per member.
 """
 
 from __future__ import annotations
@@ -31,9 +34,16 @@ from groupcoord.topics import TopicCatalog
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from groupcoord.assignors.algorithms import Group
+
 log = logging.getLogger("groupcoord.spark.assignment")
 
 SERVER_PREFIX = "server-"
+
+DRIVER_PARTITIONS = 200_000
+"""A bucket of at most this many assignable partitions (over its groups) is assigned on the driver in Python, not
+by a Spark job. Measured (``bench/assign_engines.py``, docs/assignor-tuning.md): the Python engine is faster than a
+warm Spark call below about this size on the 2-core reference machine, and a cold Spark call costs seconds more."""
 
 _WARMED_CONTEXTS: set[str] = set()
 """Application ids of the SparkContexts whose planner was warmed (see :meth:`SparkAssignmentRunner.warm_up`)."""
@@ -81,8 +91,9 @@ class SparkAssignmentRunner:
 
     ``partition_counts`` returns the current topic catalog (topic -> partitions); ``racks`` optionally returns
     each topic's per-partition racks; ``weights_path`` is the checkpoint job's ``partition_weights`` table, read
-    once per call (:mod:`groupcoord.spark.weights`; unmeasured partitions weigh 1.0). The SparkSession is obtained
-    lazily on the first call.
+    once per call (:mod:`groupcoord.spark.weights`; unmeasured partitions weigh 1.0). ``driver_partitions``: buckets
+    up to this size run on the driver (see :data:`DRIVER_PARTITIONS`; 0 sends every bucket to Spark). The
+    SparkSession is obtained lazily, on the first bucket that needs it.
     """
 
     def __init__(
@@ -92,8 +103,10 @@ class SparkAssignmentRunner:
         session: Callable[[], SparkSession] = local_session,
         racks: Callable[[str], Sequence[Sequence[str]] | None] | None = None,
         weights_path: Path | None = None,
+        driver_partitions: int = DRIVER_PARTITIONS,
     ) -> None:
         self._partition_counts = partition_counts
+        self._driver_partitions = driver_partitions
         self._session_factory = session
         self._session: SparkSession | None = None
         self._racks = racks
@@ -143,8 +156,8 @@ class SparkAssignmentRunner:
         return await asyncio.to_thread(self.assign, batch)
 
     def assign(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
-        """Blocking form of :meth:`__call__`: one Spark job per assignor name used in ``batch`` (only the newest
-        generation of each group is assigned; older ones could not complete anyway)."""
+        """Blocking form of :meth:`__call__`: per assignor name used in ``batch``, the driver's Python engine or one
+        Spark job (only the newest generation of each group is assigned; older ones could not complete anyway)."""
         from groupcoord.assignors import ASSIGNOR_NAMES
 
         answers: list[CompleteAssignment] = []
@@ -155,6 +168,11 @@ class SparkAssignmentRunner:
             else:
                 log.warning("group %s asks for unknown server-side assignor %r", effect.group_id, effect.assignor)
                 answers.append(_error(effect))
+        counts = dict(self._partition_counts()) if buckets else {}
+        for name in [n for n, effects in buckets.items() if self._on_driver(n, effects, counts)]:
+            started = time.perf_counter()
+            answers.extend(self._assign_on_driver(name, buckets.pop(name), counts))
+            log.info("assigned group(s) with server-%s on the driver in %.3f s", name, time.perf_counter() - started)
         if not buckets:
             return answers
         self._busy += 1
@@ -164,6 +182,51 @@ class SparkAssignmentRunner:
         finally:
             self._busy -= 1
         return answers
+
+    def _on_driver(self, name: str, effects: Sequence[NeedsAssignment], counts: Mapping[str, int]) -> bool:
+        """Whether bucket ``name`` is small enough for the driver and its assignor has a Python engine."""
+        from groupcoord.assignors.algorithms import PYTHON_ASSIGNORS
+
+        if name not in PYTHON_ASSIGNORS:
+            return False
+        size = 0
+        for effect in effects:
+            topics = {t for member in effect.members for t in member.topics or ()}
+            size += sum(counts.get(t, 0) for t in topics)
+        return size <= self._driver_partitions
+
+    def _assign_on_driver(self, name: str, effects: Sequence[NeedsAssignment],
+                          counts: Mapping[str, int]) -> list[CompleteAssignment]:
+        """The Python engine: each group on its own, no Spark (bad input values raise ``AssignorInputError``, as on
+        the Spark path)."""
+        from groupcoord.assignors.algorithms import assign
+
+        rows = []
+        for effect in effects:
+            placed = assign(self._group(effect, counts), name)
+            rows += [{"group_id": effect.group_id, "member_id": member, "topic": topic, "partition": partition}
+                     for (topic, partition), member in placed.items()]
+        return _answers(effects, rows)
+
+    def _group(self, effect: NeedsAssignment, counts: Mapping[str, int]) -> Group:
+        """``effect``'s group as the Python engine's input (the same rows :meth:`_inputs` gives Spark)."""
+        from groupcoord.assignors.algorithms import Claim, Group, Member, Partition
+
+        members: list[Member] = []
+        claims: list[Claim] = []
+        wanted: set[str] = set()
+        for member in effect.members:
+            topics = tuple(member.topics or ())
+            wanted.update(topics)
+            members.append(Member(member.member_id, topics, member.group_instance_id))
+            claims.extend(Claim(member.member_id, tp.topic, p, effect.generation_id - 1)
+                          for tp in member.owned for p in tp.partitions)
+        partitions: list[Partition] = []
+        for topic in sorted(wanted):
+            racks = self._racks(topic) if self._racks else None
+            partitions.extend(Partition(topic, p, tuple(racks[p]) if racks else ())
+                              for p in range(counts.get(topic, 0)))
+        return Group(tuple(members), tuple(partitions), tuple(claims), effect.group_id)
 
     def _assign_buckets(self, buckets: Mapping[str, Sequence[NeedsAssignment]],
                         batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
@@ -191,22 +254,7 @@ class SparkAssignmentRunner:
         if isinstance(assignor, GloballyBalancedAssignor):
             # The topic sets were compared here, so "homogeneous" is proven (see GloballyBalancedAssignor).
             assignor = dataclasses.replace(assignor, subscriptions=_subscriptions(effects), _proven=True)
-        result = to_arrow(assignor.assign(members, partitions, owned)).to_pylist()
-        by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-        for row in result:
-            by_member[(row["group_id"], row["member_id"])][row["topic"]].append(row["partition"])
-        answers = []
-        for effect in effects:
-            assignments = {}
-            for member in effect.members:
-                topics = by_member.get((effect.group_id, member.member_id), {})
-                assignment = Assignment(
-                    partitions=tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(topics.items()))
-                )
-                assignments[member.member_id] = encode_assignment(assignment)
-            answers.append(CompleteAssignment(group_id=effect.group_id, generation_id=effect.generation_id,
-                                              assignments=assignments))
-        return answers
+        return _answers(effects, to_arrow(assignor.assign(members, partitions, owned)).to_pylist())
 
     def _inputs(
         self, spark: SparkSession, effects: Sequence[NeedsAssignment], counts: Mapping[str, int],
@@ -261,6 +309,25 @@ def _subscriptions(effects: Sequence[NeedsAssignment]) -> SubscriptionsMode:
         if len({frozenset(member.topics or ()) for member in effect.members}) > 1:
             return "heterogeneous"
     return "homogeneous"
+
+
+def _answers(effects: Sequence[NeedsAssignment], rows: Sequence[Mapping[str, Any]]) -> list[CompleteAssignment]:
+    """Output rows (``group_id, member_id, topic, partition``) as each group's encoded Assignments per member."""
+    by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        by_member[(row["group_id"], row["member_id"])][row["topic"]].append(row["partition"])
+    answers = []
+    for effect in effects:
+        assignments = {}
+        for member in effect.members:
+            topics = by_member.get((effect.group_id, member.member_id), {})
+            assignment = Assignment(
+                partitions=tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(topics.items()))
+            )
+            assignments[member.member_id] = encode_assignment(assignment)
+        answers.append(CompleteAssignment(group_id=effect.group_id, generation_id=effect.generation_id,
+                                          assignments=assignments))
+    return answers
 
 
 def _error(effect: NeedsAssignment) -> CompleteAssignment:

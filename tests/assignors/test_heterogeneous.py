@@ -129,12 +129,11 @@ def test_cooperative_round_two_keeps_every_round_one_partition(spark: SparkSessi
     check_keeps_all(round2, round1)
 
 
-@pytest.mark.xfail(strict=True, reason="global_balance's moves are local: this completion needs a chain through m1 "
-                                       "(issue 20 replaces the rounds)")
 @pytest.mark.parametrize("name", ["sticky", "uniform"])
 def test_a_subset_needing_a_chain_of_moves_is_still_kept_whole(spark: SparkSession, name: str) -> None:
     """Found by the property test (explore profile): every owned partition can stay (m0 5, m2 5, m1 4, m3 3 is
-    globally balanced), yet the rounds evened the loads to 5, 4, 4, 4 by taking m2's owned t2p0 to m1."""
+    globally balanced); the former rounds of pairwise moves evened the loads to 5, 4, 4, 4 by taking m2's owned t2p0
+    to m1."""
     subs = {"m0": ["t0"], "m1": ["t1", "t2"], "m2": ["t0", "absent", "t1", "t2"], "m3": ["absent", "t1"]}
     counts = {"t0": 7, "t1": 6, "t2": 4}
     owned = {"m0": [("t0", 0), ("t0", 4), ("t0", 5), ("t0", 6)], "m1": [("t1", 1), ("t1", 2)],

@@ -126,7 +126,7 @@ class Group:
         """The valid claims: partition -> its one owner (see the module docstring)."""
         claimants = Counter(key for _, key in self.top_claims)
         assignable = {p.key for p in self.assignable}
-        return {key: member for member, key in self.top_claims
+        return {key: member for member, key in sorted(self.top_claims)
                 if claimants[key] == 1 and key in assignable and key[0] in self.subscribed.get(member, ())}
 
     @cached_property

@@ -12,15 +12,18 @@ Worked example: C0 and C1 both subscribe to t0 and t1, three partitions each::
 from __future__ import annotations
 
 from groupcoord.assignors.algorithms.fill import Slots, fill
-from groupcoord.assignors.algorithms.group import Group, Key
+from groupcoord.assignors.algorithms.group import Group, Key, Partition
 
 
 def assign_range(group: Group, *, rack_aware: bool = True) -> dict[Key, str]:
     """Partition -> member."""
     racks = {m.member_id: m.rack for m in group.members}
     placed: dict[Key, str] = {}
+    by_topic: dict[str, list[Partition]] = {}
+    for partition in group.assignable:
+        by_topic.setdefault(partition.topic, []).append(partition)
     for topic, subscribers in group.subscribers.items():
-        partitions = [p for p in group.assignable if p.topic == topic]
+        partitions = by_topic[topic]
         quota, extra = divmod(len(partitions), len(subscribers))
         slots = [Slots(m, i, racks[m], quota + (1 if i < extra else 0)) for i, m in enumerate(subscribers)]
         placed.update(fill(partitions, slots, rack_aware=rack_aware))

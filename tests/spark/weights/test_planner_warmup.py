@@ -50,8 +50,9 @@ def test_warm_up_waits_while_busy_and_ends_when_stopped() -> None:
 
 
 def test_a_real_assignment_during_the_warm_up_gets_its_own_answer(spark: SparkSession) -> None:
-    """A real call waits for the warm-up call under way (one assignment at a time), then is answered as usual."""
-    runner = SparkAssignmentRunner(lambda: {"orders": 4}, session=lambda: spark)
+    """A real call on Spark waits for the warm-up call under way (one assignment at a time), then is answered as
+    usual."""
+    runner = SparkAssignmentRunner(lambda: {"orders": 4}, session=lambda: spark, driver_partitions=0)
     warming = threading.Thread(target=runner.warm_up, kwargs={"again": True})
     warming.start()
     members = tuple(AssignmentMember(member_id=f"c{i}", group_instance_id=None, topics=("orders",), owned=(),

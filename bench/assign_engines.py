@@ -1,0 +1,108 @@
+"""Where the driver's Python engine stops paying: the coordinator's runner on the driver against the same runner on
+Spark, same batches, same process (issue 20; sets :data:`groupcoord.spark.assignment.DRIVER_PARTITIONS`).
+
+Each case is a batch of ``NeedsAssignment`` effects, as the coordinator hands them over: fresh groups (nothing owned)
+and the rebalance after one member joined (every other member owning its share of the fresh answer), every member on
+every topic (``homogeneous``) or on a random half of them (``heterogeneous``). Both engines run through
+:class:`~groupcoord.spark.assignment.SparkAssignmentRunner` (``driver_partitions`` above the size, or 0), encoding
+included; Spark is warm (each assignor ran twice at the size first). The answers of both engines are compared.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import statistics
+import time
+from typing import Any
+
+from bench.results_io import write_result
+from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
+from groupcoord.protocol.consumer_protocol import TopicPartitions, decode_assignment
+
+ASSIGNORS = ("cooperative-sticky", "range")
+QUICK = ((1, 10, 100, 10), (1, 100, 10_000, 100), (100, 10, 100, 10), (1, 1000, 100_000, 100))
+FULL = (*QUICK, (1, 2000, 200_000, 200), (1, 2000, 500_000, 500))
+
+
+def _batch(groups: int, members: int, partitions: int, topics: int, *, heterogeneous: bool,
+           assignor: str) -> list[NeedsAssignment]:
+    rng = random.Random(7)
+    names = [f"t{t}" for t in range(topics)]
+    batch = []
+    for g in range(groups):
+        subs = [tuple(t for t in names if rng.random() < 0.5) or (names[i % topics],) if heterogeneous
+                else tuple(names) for i in range(members)]
+        batch.append(NeedsAssignment(
+            group_id=f"g{g}", generation_id=1, protocol_name=f"server-{assignor}", assignor=assignor,
+            members=tuple(AssignmentMember(member_id=f"member-{i}", group_instance_id=None, topics=subs[i], owned=(),
+                                           metadata=b"") for i in range(members))))
+    return batch
+
+
+def _rebalance(batch: list[NeedsAssignment], answers: list[Any]) -> list[NeedsAssignment]:
+    """Each group one generation later: every member owning what it was given, and a new member on all topics."""
+    by_group = {a.group_id: a for a in answers}
+    result = []
+    for effect in batch:
+        given = by_group[effect.group_id].assignments
+        members = tuple(AssignmentMember(member_id=m.member_id, group_instance_id=None, topics=m.topics, metadata=b"",
+                                         owned=tuple(TopicPartitions(tp.topic, tp.partitions)
+                                                     for tp in decode_assignment(given[m.member_id]).partitions))
+                        for m in effect.members)
+        topics = tuple(sorted({t for m in effect.members for t in m.topics or ()}))
+        joined = AssignmentMember(member_id="member-new", group_instance_id=None, topics=topics, owned=(), metadata=b"")
+        result.append(NeedsAssignment(group_id=effect.group_id, generation_id=2, protocol_name=effect.protocol_name,
+                                      assignor=effect.assignor, members=(*members, joined)))
+    return result
+
+
+def _timed(runner: Any, batch: list[NeedsAssignment], repeats: int) -> tuple[float, list[Any]]:
+    seconds, answers = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        answers = runner.assign(batch)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), answers
+
+
+def main(full: bool) -> None:
+    """Time both engines on every case; write ``bench/results/assign_engines.json``."""
+    from groupcoord.spark.assignment import SparkAssignmentRunner
+    from groupcoord.spark.session import local_session
+
+    spark = local_session(master="local[*]", app_name="groupcoord-bench-engines", shuffle_partitions=4,
+                          extra={"spark.driver.memory": "6g"})
+    rows = []
+    for groups, members, partitions, topics in FULL if full else QUICK:
+        counts = {f"t{t}": partitions // topics for t in range(topics)}
+        driver = SparkAssignmentRunner(functools.partial(dict, counts), session=lambda: spark,
+                                       driver_partitions=10**9)
+        on_spark = SparkAssignmentRunner(functools.partial(dict, counts), session=lambda: spark, driver_partitions=0)
+        for heterogeneous in (False, True):
+            for assignor in ASSIGNORS:
+                if heterogeneous and assignor == "range":
+                    continue
+                fresh = _batch(groups, members, partitions, topics, heterogeneous=heterogeneous, assignor=assignor)
+                python_s, answers = _timed(driver, fresh, 3)
+                rebalance = _rebalance(fresh, answers)
+                python_rebalance_s, python_answers = _timed(driver, rebalance, 3)
+                _timed(on_spark, fresh, 2)  # warm-up at this size
+                spark_s, spark_answers = _timed(on_spark, fresh, 3)
+                _timed(on_spark, rebalance, 1)
+                spark_rebalance_s, spark_rebalance = _timed(on_spark, rebalance, 3)
+                same = (sorted(map(repr, answers)) == sorted(map(repr, spark_answers))
+                        and sorted(map(repr, python_answers)) == sorted(map(repr, spark_rebalance)))
+                rows.append({"assignor": assignor, "subscriptions": "heterogeneous" if heterogeneous else
+                             "homogeneous", "groups": groups, "members": members, "partitions": partitions,
+                             "python_fresh_s": round(python_s, 3), "spark_fresh_s": round(spark_s, 3),
+                             "python_rebalance_s": round(python_rebalance_s, 3),
+                             "spark_rebalance_s": round(spark_rebalance_s, 3), "same_answers": same})
+                print(rows[-1], flush=True)
+    write_result("assign_engines", title="Server-side assignment: the driver's Python engine vs Spark (warm)",
+                 rows=rows,
+                 notes=("The coordinator's runner (SparkAssignmentRunner.assign, encoding included) on the same "
+                        "batches with the Python engine and with every bucket on Spark (warm: two untimed calls at "
+                        "each size first); p50 of 3. fresh: nothing owned; rebalance: one member joined, the others "
+                        "owning the fresh answer. partitions are per group. same_answers: both engines answered "
+                        "byte for byte alike."))

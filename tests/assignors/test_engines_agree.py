@@ -1,0 +1,86 @@
+"""The two engines give identical rows: each assignor's DataFrame plan (one batched Spark call) and its Python
+algorithm (:mod:`groupcoord.assignors.algorithms`, one group at a time), on random batches with static members,
+racks, stale generations and conflicting claims. The coordinator runs small groups on the Python engine, so this is
+what lets it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+
+from groupcoord.assignors import get_assignor
+from groupcoord.assignors.algorithms import PYTHON_ASSIGNORS, Claim, Group, Member, Partition, assign
+from groupcoord.assignors.collect import to_arrow
+from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+K = 5
+SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+RACKS = ("a", "b", "c")
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One group as both engines' input."""
+
+    members: tuple[Member, ...]
+    partitions: tuple[Partition, ...]
+    claims: tuple[Claim, ...]
+
+
+@st.composite
+def groups(draw: st.DrawFn, *, homogeneous: bool) -> Drawn:
+    topics = [f"t{i}" for i in range(draw(st.integers(1, 3)))]
+    racked = draw(st.booleans())
+    partitions = tuple(
+        Partition(t, p, tuple(draw(st.lists(st.sampled_from(RACKS), max_size=2, unique=True))) if racked else ())
+        for t in topics for p in range(draw(st.integers(1, 6))))
+    names = [f"m{i}" for i in range(draw(st.integers(1, 5)))]
+    members = tuple(
+        Member(m, tuple(topics) if homogeneous else
+               tuple(draw(st.lists(st.sampled_from([*topics, "absent"]), min_size=1, unique=True))),
+               draw(st.sampled_from([None, None, f"static-{m}"])),
+               draw(st.sampled_from([None, *RACKS])) if racked else None)
+        for m in names)
+    claims = tuple(
+        Claim(draw(st.sampled_from([*names, "gone"])), p.topic, p.partition, draw(st.sampled_from([1, 1, 1, 2])))
+        for p in partitions for _ in range(draw(st.sampled_from([0, 1, 1, 2]))))
+    return Drawn(members, partitions, claims)
+
+
+def batches() -> st.SearchStrategy[list[Drawn]]:
+    return st.one_of(st.lists(groups(homogeneous=True), min_size=K, max_size=K),
+                     st.lists(st.one_of(groups(homogeneous=True), groups(homogeneous=False)), min_size=K, max_size=K))
+
+
+def _spark_rows(spark: SparkSession, name: str, drawn: list[Drawn]) -> set[tuple[str, str, str, int]]:
+    members = [(f"g{g}", m.member_id, m.group_instance_id, list(m.topics), m.rack)
+               for g, d in enumerate(drawn) for m in d.members]
+    partitions = [(f"g{g}", p.topic, p.partition, list(p.racks) or None, None)
+                  for g, d in enumerate(drawn) for p in d.partitions]
+    owned = [(f"g{g}", c.member_id, c.topic, c.partition, c.generation) for g, d in enumerate(drawn) for c in d.claims]
+    frames = (local_frame(spark, members, MEMBER_SCHEMA), local_frame(spark, partitions, PARTITION_SCHEMA),
+              local_frame(spark, owned, OWNED_SCHEMA))
+    table = to_arrow(get_assignor(name).assign(*frames))
+    return {(r["group_id"], r["member_id"], r["topic"], r["partition"]) for r in table.to_pylist()}
+
+
+def _python_rows(name: str, drawn: list[Drawn]) -> set[tuple[str, str, str, int]]:
+    rows = set()
+    for g, d in enumerate(drawn):
+        placed = assign(Group(d.members, d.partitions, d.claims, f"g{g}"), name)
+        rows |= {(f"g{g}", member, topic, partition) for (topic, partition), member in placed.items()}
+    return rows
+
+
+@SETTINGS
+@given(drawn=batches())
+@pytest.mark.parametrize("name", PYTHON_ASSIGNORS)
+def test_the_plan_and_the_python_algorithm_give_the_same_rows(spark: SparkSession, name: str,
+                                                              drawn: list[Drawn]) -> None:
+    assert _spark_rows(spark, name, drawn) == _python_rows(name, drawn)
