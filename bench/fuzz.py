@@ -32,6 +32,8 @@ from kafka.protocol.consumer import (
     SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.record import MemoryRecordsBuilder
 
 from bench.fuzz_target import FuzzFailure, FuzzTarget, iterate
 from bench.results_io import write_result
@@ -60,7 +62,13 @@ def _seed_request(key: ApiKey, version: int) -> Any:
     commit_partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
     fetch_partition = FetchRequest.FetchTopic.FetchPartition
     list_partition = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+    produce_data = ProduceRequest.TopicProduceData
     builders: dict[ApiKey, Callable[[], Any]] = {
+        ApiKey.PRODUCE: lambda: ProduceRequest(
+            version=version, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[produce_data(
+                name="t1", partition_data=[produce_data.PartitionProduceData(index=0, records=_record_batch())])]),
+        ApiKey.INIT_PRODUCER_ID: lambda: InitProducerIdRequest(
+            version=version, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1),
         ApiKey.API_VERSIONS: lambda: ApiVersionsRequest(version=version, client_software_name="fuzz",
                                                 client_software_version="1.0"),
         ApiKey.METADATA: lambda: MetadataRequest(
@@ -109,6 +117,15 @@ def _seed_request(key: ApiKey, version: int) -> Any:
                                     partition_max_bytes=1 << 16)])]),
     }
     return builders[key]()
+
+
+def _record_batch() -> bytes:
+    """An idempotent v2 record batch of two records, one with a header."""
+    builder = MemoryRecordsBuilder(2, 0, 1 << 16, producer_id=1, producer_epoch=0, base_sequence=0)
+    builder.append(1_700_000_000_000, b"k", b"v", [("h", b"1")])
+    builder.append(1_700_000_000_001, None, b"w", [])
+    builder.close()
+    return bytes(builder.buffer())
 
 
 def seed_frames() -> list[bytes]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import io
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -45,8 +45,10 @@ from groupcoord.server.codec import (
 from groupcoord.server.dispatcher import build_dispatcher, served_ranges
 from groupcoord.server.framing import read_frame
 from groupcoord.server.versions import ApiKey
+from groupcoord.topics.appender import AppendResult
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
-from groupcoord.topics.topic_log import PartitionOffsets, TopicRecord
+from groupcoord.topics.producer_state import ProducerBatch
+from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord, TopicRecord
 
 MAX_REQUEST_BYTES = 64 * 1024
 """``socket.request.max.bytes`` of the target: small, so that oversized frames are easy to produce."""
@@ -55,6 +57,8 @@ TOPICS = {"t1": 3, "events": 2}
 """The topics Metadata, ListOffsets and Fetch know; each partition holds :data:`RECORDS_PER_PARTITION` records."""
 
 RECORDS_PER_PARTITION = 5
+NO_ANSWER: dict[str, Any] = {}
+"""What an acks-0 Produce gets: no response at all (counted as answered, with no error codes)."""
 _SPINS = 25  # loop iterations an answer may take before its request counts as parked (waiting for other members)
 _CLOCK_STEP_MS = 37  # manual clock advance per input: session and rebalance timers do expire during a long run
 
@@ -91,7 +95,11 @@ class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 class MemoryTopics:
-    """A small read-only topic log in memory: a ``TopicSource`` and ``TopicReader`` without Delta reads."""
+    """A small topic log in memory: a ``TopicSource``, ``TopicReader`` and ``TopicWriter`` without Delta I/O.
+
+    Appends are acknowledged at once (the wire checks of Produce still run) and are not readable afterwards, so
+    every input sees the same records.
+    """
 
     def __init__(self, partition_counts: Mapping[str, int], records_per_partition: int) -> None:
         self._counts = dict(partition_counts)
@@ -107,6 +115,16 @@ class MemoryTopics:
         if topic not in self._counts:
             raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
         return {p: PartitionOffsets(0, self._records) for p in range(self._counts[topic])}
+
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+               producer: ProducerBatch | None = None) -> concurrent.futures.Future[AppendResult]:
+        """Acknowledge ``records`` at once at the partition's end, or fail as the real appender does."""
+        future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()
+        if not 0 <= partition < self._counts.get(topic, 0):
+            future.set_exception(UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}"))
+        else:
+            future.set_result(AppendResult(self._records, 0))
+        return future
 
     def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> list[TopicRecord]:
         """The records from ``from_offset`` on."""
@@ -149,7 +167,8 @@ class FuzzTarget:
         self.core = GroupCoordinator(CoordinatorConfig(initial_rebalance_delay_ms=0))
         self.service = CoordinatorService(self.core, persist=log_persister(self.log), clock=lambda: self.now_ms)
         topics = MemoryTopics(TOPICS, RECORDS_PER_PARTITION)
-        self.dispatcher = build_dispatcher(topics=topics, service=self.service, topic_reader=topics)
+        self.dispatcher = build_dispatcher(topics=topics, service=self.service, topic_reader=topics,
+                                           topic_writer=topics)
         self.ranges = served_ranges(self.dispatcher)
         self.broker = BrokerAddress("127.0.0.1", 9092)
         self.inputs = 0
@@ -229,9 +248,16 @@ class FuzzTarget:
             task.cancel()  # a JoinGroup waiting for the group, a Fetch long poll: the endpoint would wait too
             await asyncio.wait({task})
             return None
+        rejected = task.exception()
+        if isinstance(rejected, RequestRejected):
+            raise rejected  # an acks-0 Produce refused: the endpoint closes the connection
         if task.exception() is not None:
             raise FuzzFailure(f"the {request.api_key.name} v{request.api_version} adapter raised "
                               f"{task.exception()!r}", data)
+        if task.result() is None:
+            if request.api_key != ApiKey.PRODUCE or request.body.acks != 0:
+                raise FuzzFailure(f"the {request.api_key.name} v{request.api_version} adapter answered nothing", data)
+            return NO_ANSWER
         return self._round_trip(task.result(), request.api_key, request.header.correlation_id, data, request)
 
     def _round_trip(self, response: Any, api_key: ApiKey, correlation_id: int, data: bytes,

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.coordinator.records import decode_record
@@ -24,6 +26,7 @@ from groupcoord.state_root import STATE_FORMAT_VERSION, StateRoot, StateRootErro
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from groupcoord.topics.local_delta import open_if_exists
 from groupcoord.topics.log_table import CREATE_TIME, TOPIC_LOG_SCHEMA
+from tests.host.conftest import ServeProcess
 from tests.narrowing import expect
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "state_format1"
@@ -117,3 +120,27 @@ def test_migrating_twice_changes_nothing(full_format1_root: Path) -> None:
     assert after is not None and after.version() == before
     assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION
     assert set(FORMAT2_TOPIC_LOG_COLUMNS.names) <= set(after.schema().to_arrow().names)
+
+
+@pytest.mark.integration
+def test_a_release_0_1_0_root_serves_its_records_offsets_and_new_produce(
+    full_format1_root: Path, serve: Callable[..., ServeProcess]
+) -> None:
+    address = serve(root=full_format1_root).wait_ready()
+    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION
+    bootstrap = f"{address.host}:{address.port}"
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    sent = producer.send("orders", b"after", key=b"k4", partition=0, headers=[("trace", b"t")]).get(timeout=15)
+    producer.close()
+    assert sent.offset == 3
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="g1", enable_auto_commit=False,
+                             consumer_timeout_ms=5000, request_timeout_ms=10000)
+    partition = TopicPartition("orders", 0)
+    consumer.assign([partition])
+    assert consumer.committed(partition) == 2
+    consumer.seek_to_beginning(partition)
+    got = [record for batch in consumer.poll(timeout_ms=5000).values() for record in batch]
+    consumer.close()
+    assert [(r.offset, r.key, r.value, list(r.headers)) for r in got] == [
+        (0, b"k0", b"o-0", []), (1, None, b"o-1", []), (2, b"k3", b"o-3", []), (3, b"k4", b"after", [("trace", b"t")])]
+    assert [r.timestamp for r in got[:3]] == [1_793_534_400_000, 1_793_534_401_000, 1_793_534_403_000]

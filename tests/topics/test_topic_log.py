@@ -162,7 +162,8 @@ def test_topic_log_table_is_delta_1_2_partitioned_by_partition(log: TopicLog, ro
     assert table.metadata().partition_columns == ["partition"]
     fields = {f.name: str(f.type) for f in pa.schema(table.schema().to_arrow())}
     assert fields == {"partition": "int32", "offset": "int64", "timestamp": "timestamp[us, tz=UTC]",
-                      "key": "binary", "value": "binary"}
+                      "key": "binary", "value": "binary", "timestamp_type": "int32", "compression": "string",
+                      "headers": "list<element: struct<key: string not null, value: binary>>"}
 
 
 def test_one_hundred_thousand_records_produce_in_one_commit_quickly(log: TopicLog, root: StateRoot) -> None:
