@@ -16,10 +16,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from groupcoord.assignors.fill import fill
-from groupcoord.assignors.lineage import cut
 from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.scopes import SCOPE, scoped
-from groupcoord.assignors.sql import Subquery
+from groupcoord.spark.plan.lineage import cut
+from groupcoord.spark.plan.sql import Subquery
 
 _FRESH_SLOTS_SQL = (
     "SELECT _g, _s, member_id, rank, rack, floor(_p / _n) + CASE WHEN _position < _p % _n THEN 1 ELSE 0 END AS deficit "

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import groupcoord.assignors.partitioning as partitioning
+import groupcoord.spark.plan.partitioning as partitioning
 from groupcoord.assignors import ASSIGNOR_NAMES, get_assignor
 from groupcoord.spark import plan
 from groupcoord.spark.assignment import MEMBER_SCHEMA, PARTITION_SCHEMA, local_frame

@@ -3,10 +3,13 @@
 Everything in groupcoord that reaches past PySpark's public API (``_jdf``, ``_jsc``, ``_jvm``, JVM classes) does it
 here, behind this interface:
 
-- facts, read without a job (:mod:`~groupcoord.spark.plan.facts`): :func:`max_rows`, :func:`estimated_bytes`,
-  :func:`is_constant_column`, :func:`registered_executors`;
+- facts, read without a job (:mod:`~groupcoord.spark.plan.facts`): :func:`max_rows`, :func:`known_empty`,
+  :func:`estimated_bytes`, :func:`is_constant_column`, :func:`registered_executors`;
 - leaves and plans (:mod:`~groupcoord.spark.plan.leaves`): :func:`checkpoint_leaf`, :func:`detached`,
   :func:`plan_now`;
+- the assignors' plan tuning, built on those: :mod:`~groupcoord.spark.plan.lineage` (cutting a plan into leaves under
+  the planning settings), :mod:`~groupcoord.spark.plan.partitioning` (one exchange per input, or one task for small
+  inputs), :mod:`~groupcoord.spark.plan.sql` (plans as SQL texts over named frames);
 - the switch (:mod:`~groupcoord.spark.plan.gate`): :data:`INTERNALS_ENV`, :data:`VERIFIED_SPARK_VERSIONS`,
   :func:`internals_of`, :func:`failed_features`.
 
@@ -25,7 +28,13 @@ Spark-version-dependent tuning lives), while the rest of ``groupcoord.spark`` si
 
 from __future__ import annotations
 
-from groupcoord.spark.plan.facts import estimated_bytes, is_constant_column, max_rows, registered_executors
+from groupcoord.spark.plan.facts import (
+    estimated_bytes,
+    is_constant_column,
+    known_empty,
+    max_rows,
+    registered_executors,
+)
 from groupcoord.spark.plan.gate import INTERNALS_ENV, VERIFIED_SPARK_VERSIONS, failed_features, internals_of
 from groupcoord.spark.plan.leaves import checkpoint_leaf, detached, plan_now
 
@@ -38,6 +47,7 @@ __all__ = [
     "failed_features",
     "internals_of",
     "is_constant_column",
+    "known_empty",
     "max_rows",
     "plan_now",
     "registered_executors",

@@ -60,3 +60,15 @@ def registered_executors(context: SparkContext) -> int | None:
         return int(context._jsc.sc().getExecutorMemoryStatus().size()) - 1  # the driver is listed too
 
     return through_internals("registered_executors", context, internal, lambda: None)
+
+
+def known_empty(frame: DataFrame) -> bool:
+    """True when ``frame``'s optimised plan has at most zero rows (no job runs; False when unknown).
+
+    An assignor call plans branches it may not need: the owned claims (a fresh group owns nothing) and the same-rack
+    matching (no member has a rack, or no partition a replica rack). Spark folds a filter whose condition is constant
+    false (``rack`` is a null literal, a column was absent) to an empty relation, and evaluates filters over
+    driver-local rows (``createDataFrame``) while optimising; anything it cannot prove keeps the branch, so skipping
+    never changes a result.
+    """
+    return max_rows(frame) == 0

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-import groupcoord.assignors.partitioning as partitioning
+import groupcoord.spark.plan.partitioning as partitioning
 from groupcoord.assignors import get_assignor
 from groupcoord.spark import plan
 from groupcoord.spark.plan import gate

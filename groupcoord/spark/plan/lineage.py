@@ -12,11 +12,11 @@ for the duration of one ``assign`` call (one lock, one switch, one restore per c
 
 - adaptive execution off: it would run shuffle stages while planning (``assign`` would be eager, a job per cut);
 - broadcast joins off: a broadcast is collected when the plan is prepared (again a job per cut), and the inputs are
-  co-partitioned by group (:mod:`groupcoord.assignors.partitioning`) so a broadcast would only add work;
+  co-partitioned by group (:mod:`groupcoord.spark.plan.partitioning`) so a broadcast would only add work;
 - ``requireAllClusterKeysForCoPartition`` off: join sides hash-partitioned by the group alone are co-partitioned for
   any join keyed by the group and more, so the plans need no exchange beyond the one per input;
 - ``spark.sql.shuffle.partitions`` set to the call's partition count: the inputs' first windows, partitioned by the
-  group alone, are where the one exchange per input is planned (:mod:`groupcoord.assignors.partitioning`).
+  group alone, are where the one exchange per input is planned (:mod:`groupcoord.spark.plan.partitioning`).
 
 The settings are session-wide. The lock serialises assignor calls; a query that another thread plans on the same
 session during those milliseconds would see them too (results are the same, only the plan shape differs), so the
@@ -31,7 +31,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 
-from groupcoord.spark import plan
+from groupcoord.spark.plan.leaves import checkpoint_leaf, plan_now
 
 _PLANNING: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
@@ -47,7 +47,7 @@ _ACTIVE = threading.local()
 def planning(session: SparkSession, *, shuffle_partitions: int, single_task: bool = False) -> Iterator[None]:
     """Hold the assignors' planning settings on ``session`` (under a lock) while the body builds and cuts a plan.
 
-    ``single_task``: the inputs are small and run as one task (:mod:`groupcoord.assignors.partitioning`); their
+    ``single_task``: the inputs are small and run as one task (:mod:`groupcoord.spark.plan.partitioning`); their
     plans then skip whole-stage code generation, whose generated source costs more to produce than it saves on a few
     hundred rows.
     """
@@ -80,13 +80,13 @@ def planning(session: SparkSession, *, shuffle_partitions: int, single_task: boo
 
 def cut(frame: DataFrame) -> DataFrame:
     """Return ``frame`` as a lazily computed local checkpoint: same rows, a leaf in any later plan that keeps a
-    usable partitioning (:func:`groupcoord.spark.plan.checkpoint_leaf`).
+    usable partitioning (:func:`groupcoord.spark.plan.leaves.checkpoint_leaf`).
 
     Must be called inside :func:`planning`.
     """
     if not getattr(_ACTIVE, "depth", 0):
         raise RuntimeError("lineage.cut() outside lineage.planning()")
-    return plan.checkpoint_leaf(frame, single_partition=single_task_call())
+    return checkpoint_leaf(frame, single_partition=single_task_call())
 
 
 def cut_unless_single_task(frame: DataFrame) -> DataFrame:
@@ -104,7 +104,7 @@ def single_task_call() -> bool:
 
 def planned(frame: DataFrame) -> DataFrame:
     """Return ``frame`` with its physical plan made now, under :func:`planning`'s settings
-    (:func:`groupcoord.spark.plan.plan_now`).
+    (:func:`groupcoord.spark.plan.leaves.plan_now`).
 
     An action on the returned frame runs that plan whatever the session's settings are then; a frame derived from
     it is planned again (same rows, perhaps another plan shape). Cheaper than :func:`cut` (which plans twice) for a
@@ -112,4 +112,4 @@ def planned(frame: DataFrame) -> DataFrame:
     """
     if not getattr(_ACTIVE, "depth", 0):
         raise RuntimeError("lineage.planned() outside lineage.planning()")
-    return plan.plan_now(frame)
+    return plan_now(frame)
