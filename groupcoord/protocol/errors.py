@@ -45,6 +45,9 @@ class Errors:
     UNKNOWN_TOPIC_OR_PARTITION = ErrorCode(
         3, "UNKNOWN_TOPIC_OR_PARTITION", True,
         "No such topic or partition in the catalog.")
+    NOT_LEADER_OR_FOLLOWER = ErrorCode(
+        6, "NOT_LEADER_OR_FOLLOWER", True,
+        "This process no longer serves the partition (it is stepping down); refresh metadata and retry.")
     REQUEST_TIMED_OUT = ErrorCode(7, "REQUEST_TIMED_OUT", True, "The operation did not finish within its time limit.")
     OFFSET_METADATA_TOO_LARGE = ErrorCode(
         12, "OFFSET_METADATA_TOO_LARGE", False,

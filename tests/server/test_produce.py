@@ -28,7 +28,7 @@ from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog, TopicsConfig
 from groupcoord.topics.appender import TopicAppender
 from groupcoord.topics.log_table import COMPRESSION_NAMES, CREATE_TIME, LOG_APPEND_TIME
-from tests.server.conftest import RawClient, RunningEndpoint
+from tests.server.conftest import RawClient, RunningEndpoint, decode_response
 
 pytestmark = pytest.mark.integration
 
@@ -293,3 +293,23 @@ def _raw_fetch(broker: Broker, partition: int, *, version: int) -> Any:
         return client.request(request).responses[0].partitions[0]
     finally:
         client.close()
+
+
+def test_a_produce_in_flight_when_the_endpoint_stops_is_told_to_find_the_leader_again(
+    tmp_path: Path, start_endpoint: Callable[..., RunningEndpoint], raw_client: Callable[..., RawClient]
+) -> None:
+    root = StateRoot.open(tmp_path / "slow", create=True)
+    TopicCatalog(root).create(TOPIC, 1)
+    appender = TopicAppender(root, config=TopicsConfig(produce_linger_ms=2000))  # the batch waits for its commit
+    topics = EmbeddedTopics(root)
+    running = start_endpoint(build_dispatcher(topics=topics, topic_reader=topics, topic_writer=appender))
+    client = raw_client(running.address)
+    request = _produce(0, _batch([b"late"]))
+    client.send_raw(client.encode(request))
+    time.sleep(0.3)
+    running.call(running.endpoint.stop())
+    payload = client.read_frame()
+    assert payload is not None
+    answer = decode_response(request, payload)
+    assert answer.responses[0].partition_responses[0].error_code == 6  # NOT_LEADER_OR_FOLLOWER: retriable
+    appender.close()

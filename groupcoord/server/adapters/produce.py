@@ -80,7 +80,10 @@ class ProduceAdapter:
         return self._writer.append(topic, partition.index, batch.records, producer=batch.producer)
 
     def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
-        """``error`` for every partition of the request."""
+        """``error`` for every partition of the request. NOT_COORDINATOR (the endpoint stepping down) is answered as
+        NOT_LEADER_OR_FOLLOWER, what a Kafka broker that stopped leading the partition answers."""
+        if error is Errors.NOT_COORDINATOR:
+            error = Errors.NOT_LEADER_OR_FOLLOWER
         return ctx.response(
             responses=[_Topic(name=t.name, partition_responses=[_answer(p.index, error) for p in t.partition_data])
                        for t in ctx.body.topic_data],
