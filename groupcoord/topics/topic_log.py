@@ -157,10 +157,13 @@ class TopicLog:
                 return ProduceResult((), table.version(), 0)
 
             def attempt(current: DeltaTable) -> tuple[tuple[int, int], ...]:
-                offsets = self._number(targets, self._offsets_at(current))
+                before = self._offsets_at(current)
+                offsets = self._number(targets, before)
                 write_deltalake(current, self._arrow_batch(batch, targets, offsets), mode="append",
                                 partition_by=PARTITION_COLUMNS,
                                 commit_properties=cas_commit_properties(groupcoord_operation="produce"))
+                # The commit was conditional on the version read: the new bounds are known without a re-read.
+                self._cached = (current.version(), _appended(before, targets, offsets))
                 return tuple(zip(targets, offsets, strict=True))
 
             outcome = commit_with_retry(table, attempt, policy=self._policy,
@@ -274,6 +277,17 @@ class TopicLog:
         if self._cached[0] != version:
             self._cached = (version, _offsets_from_stats(table))
         return self._cached[1]
+
+
+def _appended(before: dict[int, PartitionOffsets], targets: list[int], offsets: list[int]
+              ) -> dict[int, PartitionOffsets]:
+    """The partition bounds after appending records at ``offsets`` of partitions ``targets`` to ``before``."""
+    after = dict(before)
+    for partition, offset in zip(targets, offsets, strict=True):
+        bounds = after.get(partition)
+        after[partition] = PartitionOffsets(offset if bounds is None else bounds.start,
+                                            offset + 1 if bounds is None else max(bounds.end, offset + 1))
+    return after
 
 
 def _offsets_from_stats(table: DeltaTable) -> dict[int, PartitionOffsets]:

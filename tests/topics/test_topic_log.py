@@ -219,3 +219,10 @@ def test_four_concurrent_producer_processes_leave_dense_offsets_without_duplicat
     # 120 winning commits; the producers really raced, so some commits were lost, re-read and retried.
     assert len(DeltaTable(str(location / "topics" / "race")).history()) == 1 + 120
     assert sum(int(out) for out, _ in outputs) > 120
+
+
+def test_the_producers_own_bounds_after_a_commit_match_a_fresh_readers(log: TopicLog, root: StateRoot) -> None:
+    for n in range(3):
+        log.produce(_records(5 + n, prefix=f"b{n}-"))
+        log.produce(_records(2, partition=n))
+    assert log.offsets() == TopicLog(root, "events").offsets()
