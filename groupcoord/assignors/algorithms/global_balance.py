@@ -353,9 +353,11 @@ def _keeping_every_pin(group: Group, *, rack_aware: bool) -> dict[Key, str] | No
                      group.group_id, budget)
         return None
     placed = dict(group.owned)
+    pinned: dict[tuple[str, str], int] = {}
+    for (topic, _), member in group.owned.items():
+        pinned[(member, topic)] = pinned.get((member, topic), 0) + 1
     for topic in topics:
-        owed = {m: counts[m].get(topic, 0) - sum(1 for k, o in group.owned.items() if k[0] == topic and o == m)
-                for m in group.subscribers[topic]}
+        owed = {m: counts[m].get(topic, 0) - pinned.get((m, topic), 0) for m in group.subscribers[topic]}
         slots = [Slots(m, group.rank[m], group.rack[m], n) for m, n in owed.items() if n > 0]
         placed.update(fill([group.partition[k] for k in free[topic]], slots, rack_aware=rack_aware))
     return placed

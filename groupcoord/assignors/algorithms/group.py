@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from groupcoord.assignors.errors import AssignorInputError
@@ -42,11 +42,11 @@ class Partition:
     partition: int
     racks: tuple[str, ...] = ()
     weight: float = 1.0
+    key: Key = field(init=False, repr=False, compare=False)
+    """``(topic, partition)``."""
 
-    @property
-    def key(self) -> Key:
-        """``(topic, partition)``."""
-        return (self.topic, self.partition)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.topic, self.partition))
 
 
 @dataclass(frozen=True)
@@ -113,20 +113,22 @@ class Group:
         return tuple(sorted((p for p in self.partitions if p.topic in self.subscribers), key=lambda p: p.key))
 
     @cached_property
-    def top_claims(self) -> frozenset[tuple[str, Key]]:
-        """Every claim of the highest generation, as ``(member_id, (topic, partition))``."""
+    def top_claims(self) -> dict[tuple[str, Key], None]:
+        """Every claim of the highest generation, as ``(member_id, (topic, partition))`` (a dict as an ordered set,
+        in input order)."""
         if not self.claims:
-            return frozenset()
+            return {}
         top = max(-1 if c.generation is None else c.generation for c in self.claims)
-        return frozenset((c.member_id, (c.topic, c.partition)) for c in self.claims
-                         if (-1 if c.generation is None else c.generation) == top)
+        return dict.fromkeys((c.member_id, (c.topic, c.partition)) for c in self.claims
+                             if (-1 if c.generation is None else c.generation) == top)
 
     @cached_property
     def owned(self) -> dict[Key, str]:
-        """The valid claims: partition -> its one owner (see the module docstring)."""
+        """The valid claims: partition -> its one owner (see the module docstring). In input order: the algorithms
+        sort what they iterate."""
         claimants = Counter(key for _, key in self.top_claims)
         assignable = {p.key for p in self.assignable}
-        return {key: member for member, key in sorted(self.top_claims)
+        return {key: member for member, key in self.top_claims
                 if claimants[key] == 1 and key in assignable and key[0] in self.subscribed.get(member, ())}
 
     @cached_property

@@ -59,7 +59,7 @@ def balanced_target(group: Group, *, rack_aware: bool = True, racks_first: bool 
 
 def revoking(group: Group, target: dict[Key, str]) -> dict[Key, str]:
     """``cooperative-sticky``'s round: ``target`` minus every partition another member still claims."""
-    claimants: dict[Key, set[str]] = {}
+    claimant: dict[Key, str | None] = {}  # the one claimant, or None for several
     for member, key in group.top_claims:
-        claimants.setdefault(key, set()).add(member)
-    return {key: member for key, member in target.items() if claimants.get(key, {member}) <= {member}}
+        claimant[key] = member if claimant.get(key, member) == member else None
+    return {key: member for key, member in target.items() if claimant.get(key, member) == member}
