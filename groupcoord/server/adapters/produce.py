@@ -2,10 +2,12 @@
 
 Each partition's batch is read and checked (:mod:`groupcoord.server.record_batches`), then queued on the topic's
 group commit (:class:`~groupcoord.server.topic_data.TopicWriter`). With acks 1 or -1 the answer waits until every
-batch is durable in its Delta table (or ``timeout_ms`` passes: REQUEST_TIMED_OUT for what is still waiting, as Kafka
-answers a replication timeout); acks 0 gets no answer at all, and a refused batch then closes the connection, which is
-how Kafka tells an acks-0 producer. A request with a transactional id is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this endpoint has no transaction coordinator.
+batch is durable in its Delta table: that commit is this log's local append, which a Kafka leader also completes
+before it answers whatever ``timeout_ms`` says (the timeout only bounds waiting for followers, and there are none). A
+commit that keeps losing to other writers ends with REQUEST_TIMED_OUT after ``topics.commit.timeout.ms``. acks 0 gets
+no answer at all, and a refused batch then closes the connection, which is how Kafka tells an acks-0 producer. A
+request with a transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this endpoint has no
+transaction coordinator.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class ProduceAdapter:
         for wrapper in waiting:  # read below from the thread-side futures; never leave a failure unretrieved
             wrapper.add_done_callback(_retrieve)
         if waiting:
-            await asyncio.wait(waiting, timeout=max(body.timeout_ms, 0) / 1000)
+            await asyncio.wait(waiting)
         return ctx.response(
             responses=[_Topic(name=name, partition_responses=[_answer(index, o) for index, o in parts])
                        for name, parts in outcomes.items()],
@@ -113,8 +115,6 @@ def _retrieve(wrapper: asyncio.Future[AppendResult]) -> None:
 def _answer(index: int, outcome: Outcome) -> Any:
     if isinstance(outcome, ErrorCode):
         return _partition(index, outcome)
-    if not outcome.done():
-        return _partition(index, Errors.REQUEST_TIMED_OUT)
     if outcome.exception() is not None:
         return _partition(index, _error_of(outcome.exception()))
     result = outcome.result()
