@@ -69,7 +69,7 @@ def test_a_static_leader_restarting_at_v9_leads_and_skips_the_assignment(ctx: Co
 def test_describe_while_preparing_a_rebalance_shows_the_last_assignments(ctx: CoordinatorTestContext) -> None:
     """Metadata and the protocol only while Stable; each member's last assignment in every state."""
     leader, follower, _ = _static_group(ctx)
-    ctx.join("g", protos=protocols("range"))
+    ctx.join_new("g")  # a new member: PreparingRebalance
     [described] = ctx.call(DescribeGroupsRequest(groups=("g",))).groups
     assert described.state == GroupState.PREPARING_REBALANCE.value and described.protocol == ""
     by_id = {m.member_id: m for m in described.members}
