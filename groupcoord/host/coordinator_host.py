@@ -51,7 +51,7 @@ from groupcoord.server.endpoint import Endpoint, EndpointConfig
 from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state.materializer import Materializer, MaterializerConfig, run_materializer
 from groupcoord.state_root import StateRoot
-from groupcoord.topics import TopicCatalog
+from groupcoord.topics import TopicCatalog, TopicsConfig
 from groupcoord.topics.appender import TopicAppender
 from groupcoord.topics.maintenance import maintain_topic_logs
 from groupcoord.topics.producer_state import ProducerIdAllocator
@@ -91,6 +91,7 @@ class HostConfig:
     log: LogConfig = field(default_factory=LogConfig)
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     materializer: MaterializerConfig = field(default_factory=MaterializerConfig)
+    topics: TopicsConfig = field(default_factory=TopicsConfig)
     holder_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}")
     metadata_refresh_ms: int = 1000
     standby_poll_ms: int = 500
@@ -109,6 +110,7 @@ class HostConfig:
             log=LogConfig.from_config(config),
             coordinator=CoordinatorConfig.from_config(config),
             materializer=MaterializerConfig.from_config(config),
+            topics=TopicsConfig.from_config(config),
             metadata_refresh_ms=config["metadata.refresh.ms"],
             holder_id=holder_id or base.holder_id,
         )
@@ -310,7 +312,7 @@ class _Term:
         )
         topics = EmbeddedTopics(self.host.root)
         # Produce's group commit and idempotent producers' state live for this term only (docs/compatibility.md).
-        self.appender = TopicAppender(self.host.root)
+        self.appender = TopicAppender(self.host.root, config=self.config.topics)
         endpoint = Endpoint(
             build_dispatcher(topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
                              producer_ids=ProducerIdAllocator(self.lease.epoch)),
