@@ -30,12 +30,10 @@ _Deleted = WireDeleteGroupsResponse.DeletableGroupResult
 # Kafka's state name for a group it cannot describe.
 _DEAD = "Dead"
 
-GROUP_OPERATIONS = sum(1 << code for code in (3, 6, 8, 10, 11))
+GROUP_OPERATIONS = frozenset({3, 6, 8, 10, 11})
 """The authorized operations Kafka reports for a group when no authorizer is configured (every operation a group
-supports: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS, by ``AclOperation`` code); groupcoord has no
-ACLs either."""
-_OPERATIONS_NOT_ASKED = -(2**31)
-"""The wire default of ``authorized_operations``: not requested."""
+supports: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS, by ``AclOperation`` code: the bits kafka-python's
+bitfield sets); groupcoord has no ACLs either. ``None`` is the wire default, not asked for."""
 _TYPE_CLASSIC = "classic"
 """The group type (KIP-848) of every groupcoord group: groupcoord serves the classic protocol only."""
 
@@ -72,7 +70,7 @@ class DescribeGroupsMapping:
         described = []
         for group in response.groups:
             error, message = _describe_error(group.error, ctx.api_version, group.group_id)
-            operations = GROUP_OPERATIONS if with_operations and error is Errors.NONE else _OPERATIONS_NOT_ASKED
+            operations = GROUP_OPERATIONS if with_operations and error is Errors.NONE else None
             described.append((group, error, message, operations))
         return ctx.response(
             throttle_time_ms=0,
