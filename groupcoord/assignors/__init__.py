@@ -1,35 +1,34 @@
-"""Partition assignors as Spark DataFrame operations.
+"""Partition assignors: each algorithm in plain Python (:mod:`groupcoord.assignors.algorithms`) and as a Spark
+DataFrame plan giving the same rows.
 
 ``get_assignor(name, **options).assign(members, partitions, owned=None)`` returns a lazy DataFrame
-``[group_id,] member_id, topic, partition``. See ``docs/assignors.md``.
+``[group_id,] member_id, topic, partition``. See ``docs/assignors.md``. Importing this package loads no Spark: the
+plans are imported by :func:`get_assignor` (the coordinator's driver engine needs only the algorithms).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from groupcoord.assignors.base import Assignor
-from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
 from groupcoord.assignors.errors import AssignorInputError
-from groupcoord.assignors.range import RangeAssignor
-from groupcoord.assignors.roundrobin import RoundRobinAssignor
-from groupcoord.assignors.sticky import StickyAssignor
-from groupcoord.assignors.subscriptions import SubscriptionsMode
-from groupcoord.assignors.uniform import UniformAssignor
-from groupcoord.assignors.weighted import WeightedAssignor
+
+if TYPE_CHECKING:
+    from groupcoord.assignors.base import Assignor
+    from groupcoord.assignors.subscriptions import SubscriptionsMode
 
 ASSIGNOR_NAMES: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "weighted")
 
-# Callables, not type[Assignor]: each class takes its own keyword-only fields (AssignorOptions checks the names).
-_CLASSES: dict[str, Callable[..., Assignor]] = {
-    "range": RangeAssignor,
-    "roundrobin": RoundRobinAssignor,
-    "sticky": StickyAssignor,
-    "cooperative-sticky": CooperativeStickyAssignor,
-    "uniform": UniformAssignor,
-    "weighted": WeightedAssignor,
+_CLASSES: dict[str, tuple[str, str]] = {
+    "range": ("range", "RangeAssignor"),
+    "roundrobin": ("roundrobin", "RoundRobinAssignor"),
+    "sticky": ("sticky", "StickyAssignor"),
+    "cooperative-sticky": ("cooperative_sticky", "CooperativeStickyAssignor"),
+    "uniform": ("uniform", "UniformAssignor"),
+    "weighted": ("weighted", "WeightedAssignor"),
 }
+"""Name -> (module of ``groupcoord.assignors``, class), imported on first use."""
 
 
 class AssignorOptions(TypedDict, total=False):
@@ -48,10 +47,22 @@ def get_assignor(name: str, **options: Unpack[AssignorOptions]) -> Assignor:
     does not take, raise ``ValueError``."""
     if name not in _CLASSES:
         raise ValueError(f"unknown assignor {name!r}; known assignors: {', '.join(ASSIGNOR_NAMES)}")
+    module, cls = _CLASSES[name]
+    # Callables, not type[Assignor]: each class takes its own keyword-only fields (AssignorOptions checks the names).
+    build: Callable[..., Assignor] = getattr(importlib.import_module(f"groupcoord.assignors.{module}"), cls)
     try:
-        return _CLASSES[name](**options)
+        return build(**options)
     except TypeError as exc:
         raise ValueError(f"bad options for assignor {name!r}: {exc}") from None
+
+
+def __getattr__(name: str) -> Any:
+    """``Assignor`` (the DataFrame interface) is imported on first use, with pyspark."""
+    if name == "Assignor":
+        from groupcoord.assignors.base import Assignor
+
+        return Assignor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["ASSIGNOR_NAMES", "Assignor", "AssignorInputError", "AssignorOptions", "get_assignor"]

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from groupcoord.assignors.subscriptions import SubscriptionsMode
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from groupcoord.assignors.algorithms import Group
+    from groupcoord.assignors.subscriptions import SubscriptionsMode
 
 log = logging.getLogger("groupcoord.spark.assignment")
 
