@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from groupcoord.assignors import get_assignor
 from groupcoord.assignors.homogeneity import declared_heterogeneous
+from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
 from tests.assignors.builders import (
     OWNED,
     PARTITIONS,
@@ -143,3 +144,23 @@ def test_a_subset_needing_a_chain_of_moves_is_still_kept_whole(spark: SparkSessi
     check_valid(result, subs, counts)
     check_balanced(result, subs)
     check_keeps_all(result, owned)
+
+
+def test_a_heterogeneous_batch_is_one_job_whatever_its_subscriptions(spark: SparkSession) -> None:
+    """Eight groups, every member on a different set of topics, and owned partitions: the subscriptions check needs
+    no job (driver-local members) and the assignment is the one job that collects it (issue 20: at most 3)."""
+    topics = [f"t{i}" for i in range(4)]
+    members = [(f"g{g}", f"m{m}", None, [t for i, t in enumerate(topics) if (m + g) >> i & 1] or ["t0"], None)
+               for g in range(8) for m in range(6)]
+    partitions = [(f"g{g}", t, p, None, None) for g in range(8) for t in topics for p in range(5)]
+    owned = [(f"g{g}", "m1", "t0", p, 1) for g in range(8) for p in range(5)]
+    frames = (local_frame(spark, members, MEMBER_SCHEMA), local_frame(spark, partitions, PARTITION_SCHEMA),
+              local_frame(spark, owned, OWNED_SCHEMA))
+    context = spark.sparkContext
+    context.setJobGroup("heterogeneous-jobs", "heterogeneous-jobs")
+    try:
+        rows = get_assignor("cooperative-sticky").assign(*frames).collect()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert len(context.statusTracker().getJobIdsForGroup("heterogeneous-jobs")) == 1
+    assert {row["group_id"] for row in rows} == {f"g{g}" for g in range(8)}
