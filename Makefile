@@ -20,7 +20,14 @@ $(STAMP): pyproject.toml jvm/spark/pom.xml jvm/kafka/pom.xml jvm/install_jars.py
 	$(PY) jvm/install_jars.py
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv, install groupcoord with its dev extras and fetch the JVM jars with Maven (once)
+# kafkajs for tests/clients (node): npm ci from the committed lock file, again only when package.json or the lock change.
+NODE_DIR := tests/clients/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NODE_STAMP)
+
+install: $(STAMP) $(NODE_STAMP) ## create .venv, install groupcoord with its dev extras, fetch the JVM jars with Maven and kafkajs with npm (once)
 
 run: install ## the pipeline under ./var: 12x100k-record topic -> 2 Structured Streaming queries into groupcoord-delta (one stops, its partitions move), AvailableNow -> describe, lag, exactly-once check
 	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline --engine structured $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \
