@@ -94,8 +94,9 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
         running = _coordinators.get(key)
         if running is not None:
             return running
-        config = resolve_config(spark_conf=session_groupcoord_conf(spark))
-        listen = None if config["listen"] != resolve_config()["listen"] else f"{driver_host(spark)}:0"
+        conf = session_groupcoord_conf(spark)
+        config = resolve_config(spark_conf=conf)
+        listen = None if full_name("listen") in conf else f"{driver_host(spark)}:0"
         runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
         coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, listen=listen)
         address = coordinator.start_or_stand_by(COORDINATOR_START_TIMEOUT_S)
