@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable, Transaction
+from deltalake import DeltaTable
 from kafka.structs import TopicPartition
 
 from groupcoord.ingest.sink import DeltaSink, PartitionBatch, app_id
@@ -85,11 +86,11 @@ class RacingSink(DeltaSink):
         super().__init__(path, group_id)
         self.competitor = competitor
 
-    def _commit(self, table: DeltaTable, rows: pa.Table, transactions: list[Transaction]) -> None:
+    def _commit(self, table: DeltaTable, rows: pa.Table, ends: Mapping[tuple[str, int], int]) -> None:
         if self.competitor:
             DeltaSink(self.path, "g").append(self.competitor)
             self.competitor = []
-        super()._commit(table, rows, transactions)
+        super()._commit(table, rows, ends)
 
 
 def test_the_loser_of_a_concurrent_append_of_the_same_partition_drops_its_batch(tmp_path: Path) -> None:
