@@ -146,12 +146,11 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
     ctx.timers.cancel(heartbeat_key(group.group_id, old_member_id))
     rebalance.answer_parked(ctx, old, Errors.FENCED_INSTANCE_ID)
     member = group.get(new_member_id)
-    unchanged = member.matches(request.protocols)
     _update_member(group, member, request, token)
     rebalance.heartbeat(ctx, group, member, now_ms)
     if group.is_in(_S.STABLE):
-        if unchanged:
-            # Same protocols: no rebalance. Persist the new member id, then answer with the current generation.
+        if _keeps_the_generation(group):
+            # No rebalance. Persist the new member id (and metadata), then answer with the current generation.
             ctx.append(new_group_metadata_record(group.group_id, group.to_metadata_value()))
             if request.supports_skip_assignment:
                 response = rebalance.join_response(group, member, skip_assignment=group.is_leader(new_member_id))
@@ -163,10 +162,21 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
             for parked in group.take_join_tokens(member):
                 ctx.respond(parked, response)
         else:
-            rebalance.prepare_rebalance(ctx, group, now_ms, f"static member {instance_id} changed its protocols")
+            rebalance.prepare_rebalance(ctx, group, now_ms,
+                                        f"static member {instance_id} rejoined with a change that needs a rebalance")
     elif group.is_in(_S.COMPLETING_REBALANCE):
         # The assignment being computed names the old member id: start over.
         rebalance.prepare_rebalance(ctx, group, now_ms, f"static member {instance_id} rejoined during sync")
+
+
+def _keeps_the_generation(group: ClassicGroup) -> bool:
+    """Kafka's rule for a static member that rejoined a Stable group (its protocols already updated): no rebalance
+    unless the protocol the group would select changes. Other changes of its metadata (a Java consumer's restart
+    drops the owned partitions it reported) are stored without one. A ``server-*`` group also rebalances when its
+    members' subscribed topics change: the coordinator assigns it, so the assignment must follow them."""
+    if group.select_protocol() != group.protocol_name:
+        return False
+    return not is_server_side(group.protocol_name) or group.compute_subscribed_topics() == group.subscribed_topics
 
 
 def _update_member(group: ClassicGroup, member: Member, request: JoinGroupRequest, token: Token) -> None:

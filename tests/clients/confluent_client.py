@@ -70,6 +70,8 @@ class ConfluentClient:
 
     static_membership = True
     deletes_groups = True
+    describes_groups = True
+    fenced_error = "FENCED"
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -82,7 +84,7 @@ class ConfluentClient:
         self.members.append(member)
         return member
 
-    def list_groups(self) -> dict[str, str]:
+    def list_groups(self) -> dict[str, str | None]:
         """``list_consumer_groups()``."""
         listing = self.admin.list_consumer_groups(request_timeout=TIMEOUT_S).result()
         return {g.group_id: kafka_state(g.state) for g in listing.valid}

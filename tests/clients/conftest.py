@@ -74,7 +74,7 @@ def java_client(bootstrap: str, log_path: Path) -> LineClient:
     """Kafka's Java consumer and admin client (``tests/clients/java/GroupClient.java``, compiled at first use)."""
     command = java_command(JAVA_SOURCE, JAVA_BUILD, bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS),
                            str(HEARTBEAT_MS), jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=WARN"))
-    return LineClient(LineProcess(command, log_path=log_path), static_membership=True)
+    return LineClient(LineProcess(command, log_path=log_path), static_membership=True, fenced_error="FencedInstanceId")
 
 
 ClientFactory = Callable[[str, Path], Client]

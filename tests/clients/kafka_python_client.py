@@ -65,6 +65,8 @@ class KafkaPythonClient:
 
     static_membership = True
     deletes_groups = True
+    describes_groups = True
+    fenced_error = "FencedInstanceId"
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -77,7 +79,7 @@ class KafkaPythonClient:
         self.members.append(member)
         return member
 
-    def list_groups(self) -> dict[str, str]:
+    def list_groups(self) -> dict[str, str | None]:
         """``list_groups()``: id and ``group_state``."""
         return {row["group_id"]: row["group_state"] for row in self.admin.list_groups()}
 
@@ -101,9 +103,9 @@ class KafkaPythonClient:
         assert not failed, failed
 
     def delete(self, group: str) -> str | None:
-        """``delete_groups()``: the error's class name, or ``None``."""
-        error = self.admin.delete_groups([group])[group]
-        return None if error is None or getattr(error, "errno", 0) == 0 else type(error).__name__
+        """``delete_groups()``: the error's class name, or ``None`` (kafka-python answers ``"OK"``)."""
+        result = str(self.admin.delete_groups([group])[group])
+        return None if result == "OK" else result
 
     def close(self) -> None:
         """Close every member still open, then the admin client."""
@@ -113,6 +115,8 @@ class KafkaPythonClient:
 
 
 def _partitions(assignment: Any) -> frozenset[int]:
+    """The partitions of the topic in a decoded assignment (``describe_groups`` gives it as a dict)."""
     if not assignment:
         return frozenset()
-    return frozenset(p for topic in assignment.assigned_partitions if topic.topic == TOPIC for p in topic.partitions)
+    return frozenset(p for topic in assignment["assigned_partitions"] if topic["topic"] == TOPIC
+                     for p in topic["partitions"])

@@ -101,16 +101,18 @@ class LineClient:
     """A client library in another process (see the module docstring)."""
 
     deletes_groups = True
+    describes_groups = True
 
-    def __init__(self, process: LineProcess, *, static_membership: bool) -> None:
+    def __init__(self, process: LineProcess, *, static_membership: bool, fenced_error: str = "") -> None:
         self.process = process
         self.static_membership = static_membership
+        self.fenced_error = fenced_error
 
     def join(self, group: str, name: str, *, instance_id: str | None = None) -> LineMember:
         """A new consumer in the process."""
         return LineMember(self.process, self.process.call("join", group=group, name=name, instance_id=instance_id))
 
-    def list_groups(self) -> dict[str, str]:
+    def list_groups(self) -> dict[str, str | None]:
         """Every group and its state."""
         return dict(self.process.call("list_groups"))
 

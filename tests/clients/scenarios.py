@@ -77,12 +77,17 @@ class Client(Protocol):
     """Whether the client offers ``group.instance.id``."""
     deletes_groups: bool
     """Whether its admin API deletes groups."""
+    describes_groups: bool
+    """Whether its admin API describes groups (aiokafka 0.14's cannot, see its client)."""
+    fenced_error: str
+    """What the client's error says when a fenced static member commits (its name of FENCED_INSTANCE_ID, or of
+    UNKNOWN_MEMBER_ID for a client whose OffsetCommit carries no instance id), the same against Kafka."""
 
     def join(self, group: str, name: str, *, instance_id: str | None = None) -> Member:
         """A new consumer named ``name`` (its client id) subscribing to :data:`TOPIC` in ``group``."""
 
-    def list_groups(self) -> dict[str, str]:
-        """Every group by id, with its state."""
+    def list_groups(self) -> dict[str, str | None]:
+        """Every group by id, with its state (``None`` where the client cannot tell it)."""
 
     def describe(self, group: str) -> Description:
         """``group``'s state and members."""
@@ -129,7 +134,7 @@ def join_split_and_hand_over(client: Client, group: str) -> None:
     a.close()
     wait_for(lambda: owns_everything(b), "b to take over a's partitions")
     b.close()
-    wait_for(lambda: client.describe(group).state == "Empty", "the group to be Empty once both left")
+    wait_for(lambda: client.list_groups().get(group, "") in ("Empty", None), "the group to be Empty once both left")
 
 
 def static_restarts_and_fencing(client: Client, group: str) -> None:
@@ -142,6 +147,7 @@ def static_restarts_and_fencing(client: Client, group: str) -> None:
     wait_for(lambda: owns_everything(members["a"]), "a to own every partition")
     members["b"] = client.join(group, "b", instance_id=ids["b"])
     wait_for(lambda: split_evenly(*members.values()), "a and b to split the partitions")
+    time.sleep(SETTLE_S)  # a client may report an assignment before its rebalance callback has run
     shares = {name: member.assignment() for name, member in members.items()}
     for name, other in (("b", "a"), ("a", "b")):  # a follower restarts, then the leader
         seen = members[other].assignments()
@@ -151,13 +157,14 @@ def static_restarts_and_fencing(client: Client, group: str) -> None:
         time.sleep(SETTLE_S)
         assert members[other].assignments() == seen, f"the restart of {name} made {other} rebalance"
         assert {n: m.assignment() for n, m in members.items()} == shares
-    described = client.describe(group)
-    assert described.state == "Stable"
-    assert {(m.instance_id, m.partitions) for m in described.members} == {(ids[n], shares[n]) for n in shares}
+    if client.describes_groups:
+        described = client.describe(group)
+        assert described.state == "Stable"
+        assert {(m.instance_id, m.partitions) for m in described.members} == {(ids[n], shares[n]) for n in shares}
     usurper = client.join(group, "a", instance_id=ids["a"])
     wait_for(owns(usurper, shares["a"]), "the second a to take a's place")
     error = members["a"].commit({min(shares["a"]): 1})
-    assert error is not None and "FENCED" in error.upper().replace(" ", "_"), error
+    assert error is not None and client.fenced_error.lower() in error.lower(), error
     for member in (usurper, members["b"]):
         member.close()
 
@@ -174,13 +181,14 @@ def commits_and_admin(client: Client, group: str) -> None:
     wait_for(lambda: owns_everything(a), "a to own every partition")
     assert a.commit({0: 2, 1: 3}) is None
     assert a.committed(sorted(ALL)) == {0: 2, 1: 3, 2: None, 3: None}
-    assert client.list_groups().get(group) == "Stable"
-    described = client.describe(group)
-    assert described.state == "Stable" and [m.partitions for m in described.members] == [ALL]
+    assert client.list_groups().get(group, "") in ("Stable", None)
+    if client.describes_groups:
+        described = client.describe(group)
+        assert described.state == "Stable" and [m.partitions for m in described.members] == [ALL]
     if client.deletes_groups:
         assert client.delete(group) is not None, "a group with a member was deleted"
     a.close()
-    wait_for(lambda: client.list_groups().get(group) == "Empty", "the group to be Empty once a left")
+    wait_for(lambda: client.list_groups().get(group, "") in ("Empty", None), "the group to be Empty once a left")
     assert client.group_offsets(group) == {0: 2, 1: 3}
     expected: Mapping[str | int, dict[int, int]] = {
         "earliest": dict.fromkeys(ALL, 0), "latest": dict.fromkeys(ALL, RECORDS_PER_PARTITION),

@@ -35,10 +35,26 @@ def test_static_member_rejoining_with_same_protocols_replaces_old_id_without_reb
     assert leader in group.members
 
 
-def test_static_member_rejoining_with_new_protocols_triggers_rebalance(ctx: CoordinatorTestContext) -> None:
-    """Changed protocols (here a new subscription) make the group rebalance."""
+def test_static_member_rejoining_with_new_metadata_keeps_the_generation(ctx: CoordinatorTestContext) -> None:
+    """As in Kafka, new metadata for the same selected protocol (here a new subscription) is stored without a
+    rebalance: the group stays Stable at its generation and the member keeps its assignment."""
+    _, _, generation = _static_group(ctx)
+    response = ctx.response(ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS,
+                                     protos=protocols("range", topics=("t", "u"))))
+    assert response.error == Errors.NONE and response.generation_id == generation
+    group = ctx.group("g")
+    assert group.state == GroupState.STABLE and group.get(response.member_id).assignment == b"a2"
+    assert group.get(response.member_id).protocols == protocols("range", topics=("t", "u"))
+
+
+def test_static_member_rejoining_without_the_selected_protocol_triggers_rebalance(
+        ctx: CoordinatorTestContext) -> None:
+    """i-2 now prefers roundrobin, which i-1 lacks: range stays selected, no rebalance. Once i-1 offers and prefers
+    roundrobin too, the selection changes: a rebalance."""
     _static_group(ctx)
-    ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=("t", "u")))
+    ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS, protos=protocols("roundrobin", "range"))
+    assert ctx.group("g").state == GroupState.STABLE
+    ctx.join("g", instance_id="i-1", session_ms=LONG_SESSION_MS, protos=protocols("roundrobin", "range"))
     assert ctx.group("g").state == GroupState.PREPARING_REBALANCE
 
 
