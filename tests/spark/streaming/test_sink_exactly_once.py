@@ -76,6 +76,7 @@ def test_available_now_across_a_group_the_last_query_leaves_nothing_unread(spark
     topic, table = unique("events"), tmp_path / "table"
     source.create(topic, partitions=6, records=1800)
     first = start_query(spark, source, "avail", topic, table, tmp_path / "ckpt1", maxOffsetsPerTrigger="1200")
+    wait_until(lambda: bool(first.recentProgress), 60, "q1's first batch (its targets are recorded before it)")
     source.append(topic, 1200, partitions=6)
     second = start_query(spark, source, "avail", topic, table, tmp_path / "ckpt2", maxOffsetsPerTrigger="150")
     first.awaitTermination(120)
