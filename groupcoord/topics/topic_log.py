@@ -7,7 +7,8 @@ the number of concurrent producers.
 
 Reads never scan the whole table. The table is partitioned by ``partition``, and each data file carries min/max
 ``offset`` statistics in its Delta add action: the start and end offsets of every partition come from those
-statistics alone, and a read opens only the files of its partition whose offset range overlaps the requested one.
+statistics alone (:mod:`groupcoord.topics.offset_index`, brought forward commit by commit once known), and a read
+opens only the files of its partition whose offset range overlaps the requested one.
 
 A produce call writes one file per touched partition in one commit, so large producers should pass large batches.
 Files of lost commits are left unreferenced (Delta's ``vacuum`` removes them).
@@ -40,7 +41,10 @@ from groupcoord.topics.log_table import (
     Headers,
     create_topic_log,
 )
+from groupcoord.topics.offset_index import EMPTY, PartitionOffsets, appended, offsets_at_version
 from groupcoord.topics.partitioner import KeyPartitioner
+
+__all__ = ["DEFAULT_MAX_RECORDS", "PartitionOffsets", "ProduceResult", "ProducerRecord", "TopicLog", "TopicRecord"]
 
 DEFAULT_MAX_RECORDS = 500
 
@@ -104,16 +108,6 @@ class ProduceResult:
     attempts: int
 
 
-@dataclass(frozen=True)
-class PartitionOffsets:
-    """The log-start offset (first readable) and log-end offset (next to be written) of one partition."""
-
-    start: int
-    end: int
-
-
-_EMPTY = PartitionOffsets(0, 0)
-
 
 class TopicLog:
     """Produce to and read from the log of one topic in a state root. Safe to share between threads."""
@@ -163,7 +157,7 @@ class TopicLog:
                                 partition_by=PARTITION_COLUMNS,
                                 commit_properties=cas_commit_properties(groupcoord_operation="produce"))
                 # The commit was conditional on the version read: the new bounds are known without a re-read.
-                self._cached = (current.version(), _appended(before, targets, offsets))
+                self._cached = (current.version(), appended(before, targets, offsets))
                 return tuple(zip(targets, offsets, strict=True))
 
             outcome = commit_with_retry(table, attempt, policy=self._policy,
@@ -208,7 +202,7 @@ class TopicLog:
         self._check_partition(partition)
         with self._lock:
             table = self._refreshed()
-            bounds = self._offsets_at(table).get(partition, _EMPTY)
+            bounds = self._offsets_at(table).get(partition, EMPTY)
             if not bounds.start <= from_offset <= bounds.end:
                 raise OffsetOutOfRangeError(
                     f"Offset {from_offset} is out of range for partition {self._topic}-{partition} "
@@ -233,7 +227,7 @@ class TopicLog:
         count = self.partitions()
         with self._lock:
             known = self._offsets_at(self._refreshed())
-        return {partition: known.get(partition, _EMPTY) for partition in range(count)}
+        return {partition: known.get(partition, EMPTY) for partition in range(count)}
 
     def log_start_offset(self, partition: int) -> int:
         """The first offset still readable in ``partition``."""
@@ -250,7 +244,7 @@ class TopicLog:
     def _bounds(self, partition: int) -> PartitionOffsets:
         self._check_partition(partition)
         with self._lock:
-            return self._offsets_at(self._refreshed()).get(partition, _EMPTY)
+            return self._offsets_at(self._refreshed()).get(partition, EMPTY)
 
     def _check_partition(self, partition: int) -> None:
         count = self.partitions()
@@ -275,49 +269,5 @@ class TopicLog:
     def _offsets_at(self, table: DeltaTable) -> dict[int, PartitionOffsets]:
         version = table.version()
         if self._cached[0] != version:
-            self._cached = (version, _offsets_from_stats(table))
+            self._cached = (version, offsets_at_version(table, self._cached, version))
         return self._cached[1]
-
-
-def _appended(before: dict[int, PartitionOffsets], targets: list[int], offsets: list[int]
-              ) -> dict[int, PartitionOffsets]:
-    """The partition bounds after appending records at ``offsets`` of partitions ``targets`` to ``before``."""
-    after = dict(before)
-    for partition, offset in zip(targets, offsets, strict=True):
-        bounds = after.get(partition)
-        after[partition] = PartitionOffsets(offset if bounds is None else bounds.start,
-                                            offset + 1 if bounds is None else max(bounds.end, offset + 1))
-    return after
-
-
-def _offsets_from_stats(table: DeltaTable) -> dict[int, PartitionOffsets]:
-    """Start/end offset per partition from the add actions' ``min.offset``/``max.offset`` statistics.
-
-    A file without statistics (written by another Delta writer with stats off) makes its partition fall back to
-    reading that partition's ``offset`` column.
-    """
-    actions = pa.table(table.get_add_actions(flatten=True))
-    if actions.num_rows == 0:
-        return {}
-    if "min.offset" not in actions.column_names or "max.offset" not in actions.column_names:
-        partitions = set(actions.column("partition.partition").to_pylist())
-        return {p: _scan_offsets(table, p) for p in partitions}
-    grouped = actions.group_by("partition.partition").aggregate([
-        ("min.offset", "min"), ("max.offset", "max"), ("max.offset", "count"), ("path", "count"),
-    ])
-    result: dict[int, PartitionOffsets] = {}
-    for row in grouped.to_pylist():
-        partition = int(row["partition.partition"])
-        if row["max.offset_count"] < row["path_count"]:
-            result[partition] = _scan_offsets(table, partition)
-        else:
-            result[partition] = PartitionOffsets(int(row["min.offset_min"]), int(row["max.offset_max"]) + 1)
-    return result
-
-
-def _scan_offsets(table: DeltaTable, partition: int) -> PartitionOffsets:
-    column = local_dataset(table, where=[("partition", "=", partition)]).to_table(columns=["offset"]).column("offset")
-    if len(column) == 0:
-        return _EMPTY
-    bounds = pc.min_max(column)
-    return PartitionOffsets(bounds["min"].as_py(), bounds["max"].as_py() + 1)
