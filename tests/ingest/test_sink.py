@@ -11,14 +11,14 @@ from deltalake import DeltaTable
 from kafka.structs import TopicPartition
 
 from groupcoord.ingest.sink import DeltaSink, PartitionBatch, app_id
-from groupcoord.topics.log_table import TOPIC_LOG_SCHEMA
+from groupcoord.topics.log_table import CREATE_TIME, HEADER_TYPE, NO_COMPRESSION, TOPIC_LOG_SCHEMA
 
 TP0 = TopicPartition("events", 0)
 TP1 = TopicPartition("events", 1)
 
 
 def records(partition: int, start: int, end: int) -> pa.Table:
-    """Topic-log rows ``start..end-1`` of ``partition`` with value ``b"p<partition>-<offset>"``."""
+    """Topic-log rows ``start..end-1`` of ``partition`` with value ``b"p<partition>-<offset>"`` (and one header)."""
     offsets = list(range(start, end))
     return pa.table({
         "partition": pa.array([partition] * len(offsets), pa.int32()),
@@ -26,6 +26,9 @@ def records(partition: int, start: int, end: int) -> pa.Table:
         "timestamp": pa.array([datetime(2024, 5, 1, tzinfo=UTC)] * len(offsets), pa.timestamp("us", tz="UTC")),
         "key": pa.array([None] * len(offsets), pa.binary()),
         "value": pa.array([f"p{partition}-{o}".encode() for o in offsets], pa.binary()),
+        "headers": pa.array([[("h", f"{o}".encode())] for o in offsets], pa.list_(HEADER_TYPE)),
+        "timestamp_type": pa.array([CREATE_TIME] * len(offsets), pa.int32()),
+        "compression": pa.array([NO_COMPRESSION] * len(offsets), pa.string()),
     }, schema=TOPIC_LOG_SCHEMA)
 
 
