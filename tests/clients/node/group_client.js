@@ -29,8 +29,9 @@ function errorText (error) {
 }
 
 async function join ({ group, name }) {
+  // A short fetch wait: disconnect() waits for the fetch in flight (kafkajs's default wait is 5 s)
   const consumer = kafka(name).consumer({
-    groupId: group, sessionTimeout, heartbeatInterval, rebalanceTimeout: sessionTimeout
+    groupId: group, sessionTimeout, heartbeatInterval, rebalanceTimeout: sessionTimeout, maxWaitTimeInMs: 100
   })
   const member = { consumer, group, owned: [], assignments: 0, open: true }
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
