@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from tests.clients.polled import PolledMember
-from tests.clients.scenarios import ALL, HEARTBEAT_MS, SESSION_MS, TOPIC, Description
+from tests.clients.scenarios import ALL, DELETE, DESCRIBE, HEARTBEAT_MS, SESSION_MS, TOPIC, Description
 
 T = TypeVar("T")
 
@@ -87,9 +87,9 @@ class AiokafkaMember(PolledMember):
 class AiokafkaClient:
     """aiokafka's consumers and ``AIOKafkaAdminClient`` (on the test thread's own event loop)."""
 
-    static_membership = True
-    deletes_groups = False
-    describes_groups = False
+    lacks: Mapping[str, str] = {
+        DESCRIBE: "describe_consumer_groups() reads DescribeGroups v3+ answers with the v2 schema and fails",
+        DELETE: "AIOKafkaAdminClient has no call to delete a group"}
     fenced_error = "CommitFailedError"
 
     def __init__(self, bootstrap: str) -> None:
@@ -117,8 +117,10 @@ class AiokafkaClient:
         return dict.fromkeys((group_id for group_id, _protocol_type in self._run(self.admin.list_consumer_groups())))
 
     def describe(self, group: str) -> Description:
-        """Not available (see the module docstring)."""
-        raise NotImplementedError("aiokafka 0.14 cannot decode DescribeGroups v3 answers")
+        """``describe_consumer_groups()``, which raises in aiokafka 0.14 (see the module docstring): the capability
+        test calls it to show that it still does."""
+        self._run(self.admin.describe_consumer_groups([group]))
+        raise AssertionError("aiokafka described a group: it offers describe now, update AiokafkaClient.lacks")
 
     def group_offsets(self, group: str) -> dict[int, int]:
         """``list_consumer_group_offsets()`` of the topic."""
@@ -148,8 +150,10 @@ class AiokafkaClient:
             await consumer.stop()
 
     def delete(self, group: str) -> str | None:
-        """aiokafka's admin client cannot delete a group."""
-        raise NotImplementedError("aiokafka offers no group delete")
+        """``delete_consumer_groups()``, which aiokafka 0.14's admin client does not have (AttributeError): the
+        capability test calls it to show that it still does not."""
+        self._run(self.admin.delete_consumer_groups([group]))
+        raise AssertionError("aiokafka deleted a group: it offers delete now, update AiokafkaClient.lacks")
 
     def close(self) -> None:
         """Close every member still open, then the admin client."""

@@ -68,9 +68,7 @@ class ConfluentMember(PolledMember):
 class ConfluentClient:
     """librdkafka's consumers and confluent-kafka's ``AdminClient``."""
 
-    static_membership = True
-    deletes_groups = True
-    describes_groups = True
+    lacks: Mapping[str, str] = {}
     fenced_error = "FENCED"
 
     def __init__(self, bootstrap: str) -> None:

@@ -19,7 +19,15 @@ from groupcoord.devbroker.java_build import java_command
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from tests.clients.line_client import LineClient, LineProcess
-from tests.clients.scenarios import HEARTBEAT_MS, PARTITIONS, RECORDS_PER_PARTITION, SESSION_MS, TOPIC, Client
+from tests.clients.scenarios import (
+    HEARTBEAT_MS,
+    PARTITIONS,
+    RECORDS_PER_PARTITION,
+    SESSION_MS,
+    STATIC,
+    TOPIC,
+    Client,
+)
 from tests.host.conftest import ServeProcess
 from tests.parity.targets import GROUP_SETTINGS
 
@@ -67,14 +75,15 @@ def node_client(bootstrap: str, log_path: Path) -> LineClient:
     if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
         pytest.fail("kafkajs is not installed in tests/clients/node: run `make install`")
     command = ["node", "group_client.js", bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS), str(HEARTBEAT_MS)]
-    return LineClient(LineProcess(command, log_path=log_path, cwd=NODE_DIR), static_membership=False)
+    lacks = {STATIC: "the consumer has no group.instance.id option (kafkajs 2.2.4 ignores groupInstanceId)"}
+    return LineClient(LineProcess(command, log_path=log_path, cwd=NODE_DIR), lacks=lacks)
 
 
 def java_client(bootstrap: str, log_path: Path) -> LineClient:
     """Kafka's Java consumer and admin client (``tests/clients/java/GroupClient.java``, compiled at first use)."""
     command = java_command(JAVA_SOURCE, JAVA_BUILD, bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS),
                            str(HEARTBEAT_MS), jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=WARN"))
-    return LineClient(LineProcess(command, log_path=log_path), static_membership=True, fenced_error="FencedInstanceId")
+    return LineClient(LineProcess(command, log_path=log_path), lacks={}, fenced_error="FencedInstanceId")
 
 
 ClientFactory = Callable[[str, Path], Client]

@@ -63,9 +63,7 @@ class KafkaPythonMember(PolledMember):
 class KafkaPythonClient:
     """kafka-python's consumers and ``KafkaAdminClient``."""
 
-    static_membership = True
-    deletes_groups = True
-    describes_groups = True
+    lacks: Mapping[str, str] = {}
     fenced_error = "FencedInstanceId"
 
     def __init__(self, bootstrap: str) -> None:

@@ -100,12 +100,9 @@ class LineMember:
 class LineClient:
     """A client library in another process (see the module docstring)."""
 
-    deletes_groups = True
-    describes_groups = True
-
-    def __init__(self, process: LineProcess, *, static_membership: bool, fenced_error: str = "") -> None:
+    def __init__(self, process: LineProcess, *, lacks: Mapping[str, str], fenced_error: str = "") -> None:
         self.process = process
-        self.static_membership = static_membership
+        self.lacks = lacks
         self.fenced_error = fenced_error
 
     def join(self, group: str, name: str, *, instance_id: str | None = None) -> LineMember:

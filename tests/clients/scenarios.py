@@ -70,15 +70,21 @@ class Member(Protocol):
         """Close the consumer (a dynamic member leaves the group; a static one does not, as Kafka's clients do)."""
 
 
+STATIC = "static membership"
+DESCRIBE = "describe"
+DELETE = "delete"
+CAPABILITIES = (STATIC, DESCRIBE, DELETE)
+"""What a client may lack (every client tested joins, commits, lists, reads and resets offsets): static members
+(``group.instance.id``), describing a group with its members, deleting a group. A client names what it lacks in
+:attr:`Client.lacks`; tests/clients/test_consumer_groups.py checks that it really lacks it and that
+docs/compatibility.md says so."""
+
+
 class Client(Protocol):
     """One Kafka client library: its consumers and its admin API."""
 
-    static_membership: bool
-    """Whether the client offers ``group.instance.id``."""
-    deletes_groups: bool
-    """Whether its admin API deletes groups."""
-    describes_groups: bool
-    """Whether its admin API describes groups (aiokafka 0.14's cannot, see its client)."""
+    lacks: Mapping[str, str]
+    """The :data:`CAPABILITIES` the client does not offer, each with the reason (the docs' table repeats them)."""
     fenced_error: str
     """What the client's error says when a fenced static member commits (its name of FENCED_INSTANCE_ID, or of
     UNKNOWN_MEMBER_ID for a client whose OffsetCommit carries no instance id), the same against Kafka."""
@@ -157,7 +163,7 @@ def static_restarts_and_fencing(client: Client, group: str) -> None:
         time.sleep(SETTLE_S)
         assert members[other].assignments() == seen, f"the restart of {name} made {other} rebalance"
         assert {n: m.assignment() for n, m in members.items()} == shares
-    if client.describes_groups:
+    if DESCRIBE not in client.lacks:
         described = client.describe(group)
         assert described.state == "Stable"
         assert {(m.instance_id, m.partitions) for m in described.members} == {(ids[n], shares[n]) for n in shares}
@@ -182,10 +188,10 @@ def commits_and_admin(client: Client, group: str) -> None:
     assert a.commit({0: 2, 1: 3}) is None
     assert a.committed(sorted(ALL)) == {0: 2, 1: 3, 2: None, 3: None}
     assert client.list_groups().get(group, "") in ("Stable", None)
-    if client.describes_groups:
+    if DESCRIBE not in client.lacks:
         described = client.describe(group)
         assert described.state == "Stable" and [m.partitions for m in described.members] == [ALL]
-    if client.deletes_groups:
+    if DELETE not in client.lacks:
         assert client.delete(group) is not None, "a group with a member was deleted"
     a.close()
     wait_for(lambda: client.list_groups().get(group, "") in ("Empty", None), "the group to be Empty once a left")
@@ -196,7 +202,7 @@ def commits_and_admin(client: Client, group: str) -> None:
     for to, offsets in expected.items():
         client.reset(group, to)
         assert client.group_offsets(group) == offsets, f"after the reset to {to}"
-    if client.deletes_groups:
+    if DELETE not in client.lacks:
         assert client.delete(group) is None
         assert group not in client.list_groups()
         assert client.group_offsets(group) == {}
@@ -208,3 +214,5 @@ SCENARIOS: dict[str, Callable[[Client, str], None]] = {
     "commits-admin": commits_and_admin,
 }
 """Every scenario by name (each client runs each one, a static one only where the client offers static members)."""
+NEEDS = {"static-restarts-fencing": STATIC}
+"""The capability a scenario cannot run without."""

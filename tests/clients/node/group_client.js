@@ -28,10 +28,17 @@ function errorText (error) {
   return `${error.name || error.type}: ${error.message}`
 }
 
-async function join ({ group, name }) {
-  // A short fetch wait: disconnect() waits for the fetch in flight (kafkajs's default wait is 5 s)
+async function join ({ group, name, instance_id: instanceId }) {
+  // A short fetch wait: disconnect() waits for the fetch in flight (kafkajs's default wait is 5 s). An instance id is
+  // passed as a user would try it; kafkajs 2.2.4's consumer has no such option and joins as a dynamic member, which
+  // the capability test in tests/clients/test_consumer_groups.py shows.
   const consumer = kafka(name).consumer({
-    groupId: group, sessionTimeout, heartbeatInterval, rebalanceTimeout: sessionTimeout, maxWaitTimeInMs: 100
+    groupId: group,
+    sessionTimeout,
+    heartbeatInterval,
+    rebalanceTimeout: sessionTimeout,
+    maxWaitTimeInMs: 100,
+    ...(instanceId ? { groupInstanceId: instanceId } : {})
   })
   const member = { consumer, group, owned: [], assignments: 0, open: true }
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
