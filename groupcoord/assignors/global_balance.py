@@ -1,52 +1,44 @@
-"""Global balance for heterogeneous subscriptions on Spark: each heterogeneous group in one Python task.
+"""Calls that may hold a heterogeneous group (sticky, cooperative-sticky, uniform): every group in a Python task.
 
-The algorithm is :mod:`groupcoord.assignors.algorithms.global_balance` (balanced globally, and every owned partition
-kept whenever a balanced assignment keeps them all). It iterates, so it is not a DataFrame plan: the heterogeneous
-groups' members, assignable partitions and valid owned claims are grouped by group (``groupBy(_g).applyInArrow``) and
-each group runs the same Python function the driver runs for small groups. The rest of the call stays the DataFrame
-plan; the union is one lazy frame, so a call with heterogeneous groups is still one Spark job, whatever the number
-of groups or distinct subscriptions (before, each round of pairwise moves cost two jobs: 87 jobs for 100 groups of
-10 x 100).
+Groups whose members subscribe to different topics are balanced globally by
+:mod:`groupcoord.assignors.algorithms.global_balance` (every owned partition kept whenever a balanced assignment
+keeps them all). It iterates, so it is no DataFrame plan: the call's members, assignable partitions and valid owned
+claims are repartitioned by group and each group runs :func:`groupcoord.assignors.algorithms.target`, the same
+function the coordinator's driver engine runs, in a Python task (``rdd.mapPartitions``; ``applyInArrow`` would do the
+same but needs pandas, which groupcoord does not install). The homogeneous groups of such a call take the same path
+(the Python sticky target gives the plan's rows, ``tests/assignors/test_engines_agree.py``): planning the per-topic
+DataFrame target only to drop its heterogeneous groups cost 4 s of a small call. The result is one lazy frame, so the
+call is one Spark job whatever the number of groups or distinct subscriptions (the rounds of pairwise moves this
+replaces cost two jobs each: 87 jobs for 100 groups of 10 x 100).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator
+from functools import partial
+from typing import Any
 
-import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import types as T
 
-from groupcoord.assignors.algorithms import Claim, Group, Member, Partition
-from groupcoord.assignors.algorithms.global_balance import globally_balanced
+from groupcoord.assignors.algorithms import Claim, Group, Member, Partition, target
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
 
-_RESULT = f"{GROUP} string, member_id string, topic string, partition int"
+_RESULT = T.StructType([T.StructField(GROUP, T.StringType()), T.StructField("member_id", T.StringType()),
+                        T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])
 _ROWS = (
     f"{GROUP}", "_kind", "member_id", "group_instance_id", "rack", "topics", "topic", "partition", "racks",
 )
 
 
-def heterogeneous_groups(prepared: Prepared) -> DataFrame:
-    """``_g`` of every group whose members' existing subscriptions differ."""
-    return (
-        prepared.subscriptions.groupBy(GROUP)
-        .agg((F.min("n_subs") < F.countDistinct("member_id")).alias("_heterogeneous"))
-        .where(F.col("_heterogeneous"))
-        .select(GROUP)
-    )
-
-
-def rebalance(prepared: Prepared, target: DataFrame, *, rack_aware: bool, rack_first: bool) -> DataFrame:
-    """Return ``target`` (``_g, member_id, topic, partition``) with its heterogeneous groups replaced by their
-    global balance (lazy; ``rack_first`` is ``uniform``'s release order)."""
-    groups = heterogeneous_groups(prepared)
-    rows = _group_rows(prepared).join(groups, GROUP, "left_semi")
-    balanced = rows.groupBy(GROUP).applyInArrow(_balancer(rack_aware=rack_aware, racks_first=rack_first), _RESULT)
-    return target.select(GROUP, "member_id", "topic", "partition").join(groups, GROUP, "left_anti").unionByName(
-        balanced
-    )
+def python_target(prepared: Prepared, *, name: str, rack_aware: bool) -> DataFrame:
+    """``_g, member_id, topic, partition``: the balanced target of assignor ``name`` (sticky, cooperative-sticky or
+    uniform) for every group of the call, each computed by :func:`groupcoord.assignors.algorithms.target` in a
+    Python task (lazy)."""
+    rows = _group_rows(prepared).repartition(GROUP)
+    targets = partial(target_partition, name=name, rack_aware=rack_aware)
+    return prepared.members.sparkSession.createDataFrame(rows.rdd.mapPartitions(targets), _RESULT)
 
 
 def _group_rows(prepared: Prepared) -> DataFrame:
@@ -67,24 +59,12 @@ def _group_rows(prepared: Prepared) -> DataFrame:
     return rows
 
 
-def _balancer(*, rack_aware: bool, racks_first: bool) -> Callable[[pa.Table], pa.Table]:
-    """:func:`balance_group_table` with its options bound, as a plain function: ``applyInArrow`` reads the UDF's
-    type hints, which a ``functools.partial`` does not have."""
-
-    def balance(table: pa.Table) -> pa.Table:
-        return balance_group_table(table, rack_aware=rack_aware, racks_first=racks_first)
-
-    return balance
-
-
-def balance_group_table(table: pa.Table, *, rack_aware: bool, racks_first: bool) -> pa.Table:
-    """One group's rows (see :func:`_group_rows`) in, its globally balanced assignment out (``_RESULT``)."""
-    members: list[Member] = []
-    partitions: list[Partition] = []
-    claims: list[Claim] = []
-    group_id = ""
-    for row in table.to_pylist():
-        group_id = row[GROUP]
+def target_partition(rows: Iterable[Row], *, name: str, rack_aware: bool) -> Iterator[tuple[Any, ...]]:
+    """The rows of whole groups (see :func:`_group_rows`) in, each group's target out (``_g, member_id, topic,
+    partition``)."""
+    by_group: dict[str, tuple[list[Member], list[Partition], list[Claim]]] = {}
+    for row in rows:
+        members, partitions, claims = by_group.setdefault(row[GROUP], ([], [], []))
         if row["_kind"] == 0:
             topics = tuple(t for t in row["topics"] or () if t is not None)
             members.append(Member(row["member_id"], topics, row["group_instance_id"], row["rack"]))
@@ -93,11 +73,7 @@ def balance_group_table(table: pa.Table, *, rack_aware: bool, racks_first: bool)
             partitions.append(Partition(row["topic"], row["partition"], racks))
         else:
             claims.append(Claim(row["member_id"], row["topic"], row["partition"], 0))
-    group = Group(tuple(members), tuple(partitions), tuple(claims), group_id)
-    placed = sorted(globally_balanced(group, rack_aware=rack_aware, racks_first=racks_first).items())
-    return pa.table({
-        GROUP: pa.array([group_id] * len(placed), pa.string()),
-        "member_id": pa.array([member for _, member in placed], pa.string()),
-        "topic": pa.array([key[0] for key, _ in placed], pa.string()),
-        "partition": pa.array([key[1] for key, _ in placed], pa.int32()),
-    })
+    for group_id, (members, partitions, claims) in by_group.items():
+        placed = target(Group(tuple(members), tuple(partitions), tuple(claims), group_id), name, rack_aware=rack_aware)
+        for (topic, partition), member in sorted(placed.items()):
+            yield (group_id, member, topic, partition)

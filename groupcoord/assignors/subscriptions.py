@@ -4,8 +4,8 @@
 ``assign`` decides on the driver whether the call may hold a heterogeneous group (:func:`declared_heterogeneous`,
 no job for constant or driver-local inputs: see :mod:`groupcoord.assignors.homogeneity`).
 
-Only when the answer is yes does the plan hand its heterogeneous groups to :mod:`groupcoord.assignors.global_balance`
-(one Python task per group, in the same job); when it is no, the homogeneous plan runs (``Prepared.homogeneous``). A
+Only when the answer is yes does the call hand its groups to :mod:`groupcoord.assignors.global_balance` (the Python
+algorithms in Python tasks, in the same one job); when it is no, the homogeneous plan runs (``Prepared.homogeneous``). A
 caller that knows its subscriptions skips the check with the keyword-only option ``subscriptions="homogeneous"`` or
 ``"heterogeneous"`` (default ``"auto"``); saying ``"homogeneous"`` for a heterogeneous group yields a valid assignment
 balanced topic by topic only (a bare option is not a proof: the general plan runs, with its per-topic scopes).
@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, get_args
+from typing import Literal, get_args
 
 from pyspark.sql import Column, DataFrame
 
 from groupcoord.assignors.balanced import balanced_target
 from groupcoord.assignors.base import Assignor
-from groupcoord.assignors.global_balance import rebalance
+from groupcoord.assignors.global_balance import python_target
 from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.assignors.prepare import Prepared
 
@@ -47,9 +47,6 @@ class GloballyBalancedAssignor(Assignor):
     ``homogeneous`` is then a fact the plan may build on (see ``prepare``). A bare ``"homogeneous"`` is not: for
     a group that is not, the result is still valid, balanced topic by topic."""
 
-    rack_first: ClassVar[bool] = False
-    """Whether rack locality ranks above stickiness when a member must give partitions up (``uniform``)."""
-
     def __post_init__(self) -> None:
         if self.subscriptions not in SUBSCRIPTION_MODES:
             known = ", ".join(SUBSCRIPTION_MODES)
@@ -72,10 +69,9 @@ class GloballyBalancedAssignor(Assignor):
 
     def _target(self, prepared: Prepared) -> DataFrame:
         """``_g, member_id, topic, partition``: the sticky balanced target, globally balanced if needed."""
-        target = balanced_target(prepared, rack_aware=self.rack_aware, keep_first=self._keep_first())
-        if self.subscriptions != "heterogeneous":
-            return target
-        return rebalance(prepared, target, rack_aware=self.rack_aware, rack_first=self.rack_first)
+        if self.subscriptions == "heterogeneous":
+            return python_target(prepared, name=self.name, rack_aware=self.rack_aware)
+        return balanced_target(prepared, rack_aware=self.rack_aware, keep_first=self._keep_first())
 
     def _assign(self, prepared: Prepared) -> DataFrame:
         return self._target(prepared)

@@ -28,7 +28,6 @@ class UniformAssignor(GloballyBalancedAssignor):
     """The uniform assignor."""
 
     name: ClassVar[str] = "uniform"
-    rack_first: ClassVar[bool] = True
 
     def _keep_first(self) -> Sequence[Column]:
         if not self.rack_aware:
