@@ -36,6 +36,8 @@ NODE_DIR = Path(__file__).resolve().parent / "node"
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "GroupClient.java"
 JAVA_BUILD = REPO / "var" / "clients-java"
 ORACLE_ENV = "GROUPCOORD_CLIENTS_ORACLE"
+KAFKAJS_LACKS = {STATIC: "the consumer has no group.instance.id option (kafkajs 2.2.4 ignores groupInstanceId)"}
+"""What kafkajs does not offer (see :data:`tests.clients.scenarios.CAPABILITIES`)."""
 
 
 def _records() -> list[tuple[int, bytes]]:
@@ -75,8 +77,7 @@ def node_client(bootstrap: str, log_path: Path) -> LineClient:
     if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
         pytest.fail("kafkajs is not installed in tests/clients/node: run `make install`")
     command = ["node", "group_client.js", bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS), str(HEARTBEAT_MS)]
-    lacks = {STATIC: "the consumer has no group.instance.id option (kafkajs 2.2.4 ignores groupInstanceId)"}
-    return LineClient(LineProcess(command, log_path=log_path, cwd=NODE_DIR), lacks=lacks)
+    return LineClient(LineProcess(command, log_path=log_path, cwd=NODE_DIR), lacks=KAFKAJS_LACKS)
 
 
 def java_client(bootstrap: str, log_path: Path) -> LineClient:

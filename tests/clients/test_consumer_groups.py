@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import confluent_kafka
@@ -21,11 +21,10 @@ import pytest
 from groupcoord.config.jars import kafka_classpath
 from tests.clients.aiokafka_client import AiokafkaClient
 from tests.clients.confluent_client import ConfluentClient
-from tests.clients.conftest import NODE_DIR, REPO, java_client, node_client
+from tests.clients.conftest import KAFKAJS_LACKS, NODE_DIR, REPO, java_client, node_client
 from tests.clients.kafka_python_client import KafkaPythonClient
 from tests.clients.scenarios import (
     CAPABILITIES,
-    DELETE,
     DESCRIBE,
     NEEDS,
     SCENARIOS,
@@ -47,9 +46,11 @@ CLIENTS: dict[str, Callable[[str, Path], Client]] = {
 }
 """How to start each client against ``bootstrap`` (a process's stderr goes to the log path)."""
 MARKS = {"kafkajs": [pytest.mark.node], "java": [pytest.mark.jvm]}
-LACKING = {"kafkajs": {STATIC}, "aiokafka": {DESCRIBE, DELETE}}
-"""What each client lacks, known at collection time (the client objects say why; :func:`test_capabilities` checks
-that both agree)."""
+LACKING: dict[str, Mapping[str, str]] = {
+    "kafka-python": KafkaPythonClient.lacks, "aiokafka": AiokafkaClient.lacks, "confluent-kafka": ConfluentClient.lacks,
+    "kafkajs": KAFKAJS_LACKS, "java": {}}
+"""What each client lacks, known at collection time (:func:`test_capabilities` checks that the client started
+says the same)."""
 DOCS = REPO / "docs" / "compatibility.md"
 
 
@@ -59,7 +60,7 @@ def _client_params() -> list[object]:
 
 def _runs() -> list[object]:
     return [pytest.param(name, scenario, marks=MARKS.get(name, []), id=f"{name}-{scenario}")
-            for name in CLIENTS for scenario in SCENARIOS if NEEDS.get(scenario) not in LACKING.get(name, set())]
+            for name in CLIENTS for scenario in SCENARIOS if NEEDS.get(scenario) not in LACKING[name]]
 
 
 def _group(request: pytest.FixtureRequest) -> str:
@@ -127,7 +128,7 @@ def test_capabilities(bootstrap: str, tmp_path: Path, request: pytest.FixtureReq
     """What a client lacks is real and documented, and the docs name the version tested."""
     client = CLIENTS[client_name](bootstrap, tmp_path / f"{client_name}.log")
     try:
-        assert set(client.lacks) == LACKING.get(client_name, set()) and set(client.lacks) <= set(CAPABILITIES)
+        assert client.lacks == LACKING[client_name] and set(client.lacks) <= set(CAPABILITIES)
         row = _docs_row(client_name)
         for version in _versions(client_name):
             assert version in row[1], f"docs/compatibility.md names {row[1]!r} for {client_name}, installed {version}"
