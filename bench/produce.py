@@ -17,6 +17,7 @@ bench.run produce`` (or ``--full``).
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -127,9 +128,12 @@ def _create_kafka_topic(broker: KafkaBroker) -> None:
     broker.create_topic(TOPIC, partitions=PARTITIONS)
 
 
-def main(full: bool) -> None:
-    """Kafka's broker, then groupcoord serve, with the same producer; writes ``bench/results/produce.json``."""
-    seconds = 30 if full else 10
+def main(full: bool, *, seconds: float | None = None) -> None:
+    """Kafka's broker, then groupcoord serve, with the same producer; writes ``bench/results/produce.json``.
+
+    ``seconds`` overrides each case's length (a smoke run: ``python -m bench.produce --seconds 2``).
+    """
+    seconds = seconds or (30 if full else 10)
     loads = [Load(seconds), Load(seconds, rate=5_000)] + ([Load(seconds, rate=20_000)] if full else [])
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-produce-") as work:
@@ -150,3 +154,11 @@ def main(full: bool) -> None:
                "topic per batch window (topics.produce.linger.ms). The producer runs in the benchmark process "
                "(client_cpu_share), so on 2 cores it competes with the broker (coordinator_cpu_share)."),
     )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="bench.produce", description=__doc__.split("\n")[0])
+    parser.add_argument("--full", action="store_true", help="30 s cases and also 20,000 records/s offered")
+    parser.add_argument("--seconds", type=float, help="each case's length (a smoke run: 2)")
+    arguments = parser.parse_args()
+    main(arguments.full, seconds=arguments.seconds)
