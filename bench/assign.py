@@ -43,6 +43,8 @@ PEERS: dict[str, str] = {
 }
 QUICK_SIZES = ((10_000, 100, 10), (100_000, 1000, 100))
 FULL_SIZES = (*QUICK_SIZES, (1_000_000, 2000, 1000), (1_000_000, 10_000, 1000))
+KEPT = ((1_000_000, 2000, 1000),)  # issue 4's 1M x 2000 target, run in quick mode too (sticky and uniform, no peer)
+KEPT_ASSIGNORS = ("sticky", "uniform")
 BATCH = (10_000, 10, 100)  # groups, members per group, partitions per group
 SMALL = (10, 100, 4)  # members, partitions, topics
 SMALL_WARM_ROUNDS = 25  # untimed rounds of every assignor on the small group before its timed calls (see _small)
@@ -322,6 +324,8 @@ def main(full: bool) -> None:
     small, first = _small(spark, names, repeats=9)
     _warm_up(spark, names)
     sizes = _sizes(spark, full, names)
+    if not full:  # issue 20 keeps issue 4's targets in the same (quick) run: 1M x 2000 sticky and uniform <= 10 s
+        sizes += _sizes(spark, False, KEPT_ASSIGNORS, KEPT, with_peers=False)
     batch = _batch(spark, names if full else ("range", "sticky"))
     spark.stop()
 
@@ -339,6 +343,7 @@ def main(full: bool) -> None:
             "jobs_per_call": sorted({r["jobs"] for r in small + sizes + batch}),
             "sticky_100k_x_1000_s": seconds("100,000 x 1,000", "sticky"),
             "sticky_1M_x_2000_s": seconds("1,000,000 x 2,000", "sticky"),
+            "uniform_1M_x_2000_s": seconds("1,000,000 x 2,000", "uniform"),
             "batch_10k_groups_sticky_s": seconds(f"batch: {BATCH[0]:,} groups x {BATCH[1]} x {BATCH[2]}", "sticky"),
             "targets": {
                 "small_group_p50_s": "< 0.3",

@@ -89,7 +89,7 @@ def main(full: bool) -> None:
             bound = 1.25 * client[transition] + 0.3
             server = variant.startswith("server")
             rows.append({"strategy": variant, "transition": transition, "n": len(seconds), "p50_s": round(p50, 3),
-                         "max_s": round(max(seconds), 3),
+                         "max_s": round(max(seconds), 3), "ratio_to_client": round(p50 / client[transition], 2),
                          "target_s": round(bound, 3) if server else None, "met": p50 <= bound if server else None})
     for row in rows:
         print(row, flush=True)

@@ -59,6 +59,11 @@ def test_the_worked_examples() -> None:
         "A": [("t2", 0), ("t2", 1)], "B": [("t1", 0), ("t1", 1)]}
     released = group_of(a_b, {"t1": 2, "t2": 2}, {"A": [("t1", 0), ("t1", 1), ("t2", 0)]})
     assert by_member(assign(released, "sticky")) == {"A": [("t2", 0), ("t2", 1)], "B": [("t1", 0), ("t1", 1)]}
+    racked = Group((Member("C0", ("t0",), rack="a"), Member("C1", ("t0",), rack="b")),
+                   (Partition("t0", 0, ("b",)), Partition("t0", 1, ("a",))),
+                   (Claim("C0", "t0", 0, 1), Claim("C0", "t0", 1, 1)))
+    assert by_member(assign(racked, "uniform")) == {"C0": [("t0", 1)], "C1": [("t0", 0)]}
+    assert by_member(assign(racked, "sticky")) == {"C0": [("t0", 0)], "C1": [("t0", 1)]}  # stickiness first
 
 
 def test_a_subset_needing_a_chain_of_moves_is_kept_whole() -> None:

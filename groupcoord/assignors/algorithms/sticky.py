@@ -11,6 +11,12 @@ nothing, C2 joins; t0 has four partitions::
     C1: [t0p2]            (moved: C0 was over quota)
     C2: [t0p3]
 
+``uniform`` (KIP-848's server-side assignor) differs in one step only: with rack awareness, a member over its quota
+keeps first the owned partitions with a replica in its rack. C0 (rack a) owned [t0p0 (racks b), t0p1 (racks a)], C1
+(rack b) joins::
+
+    uniform: C0: [t0p1]  C1: [t0p0]      (sticky, which keeps in (topic, partition) order: C0: [t0p0]  C1: [t0p1])
+
 Groups whose subscriptions differ are balanced globally instead
 (:mod:`~groupcoord.assignors.algorithms.global_balance`).
 
