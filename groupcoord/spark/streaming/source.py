@@ -4,7 +4,8 @@ Spark runs a Python data source's driver-side methods (``initialOffset``, ``late
 ``commit``) in one Python worker per query, and ``read`` in executors' workers. So:
 
 - **The member** (:class:`~groupcoord.spark.streaming.query_member.QueryMember`) lives in the driver-side worker,
-  created at the first ``latestOffset``, and leaves the group in ``stop()`` (the query ended).
+  created at the first ``latestOffset``, and leaves the group when the query ends: Spark terminates the worker with
+  SIGTERM (pyspark 4.2 does not call ``stop()`` then), and the source leaves before it goes.
 - **latestOffset(start, limit)** runs between micro-batches, after the batch ending at ``start`` has finished:
   it commits ``start``'s positions of the partitions still owned from the acquisition they were read in, then polls
   the member (a cooperative rebalance releases revoked partitions here, never mid-batch), and plans the next end
@@ -24,8 +25,13 @@ Spark runs a Python data source's driver-side methods (``initialOffset``, ``late
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType
 from typing import Any
 
 import pyarrow as pa
@@ -49,6 +55,10 @@ SOURCE_NAME = "groupcoord"
 POLL_TIMEOUT_MS = 1000
 AVAILABLE_NOW_WAIT_S = 0.5
 """How often an AvailableNow query whose own partitions are done looks again at the partitions owned elsewhere."""
+SIGTERM_LEAVE_TIMEOUT_S = 5.0
+"""How long a worker Spark terminates may spend leaving the group."""
+SPARK_SOURCE_WORKER = "pyspark.sql.streaming.python_streaming_source_runner"
+"""The main module of the Python worker in which Spark runs a source's driver-side methods."""
 
 
 class OffsetRange(InputPartition):
@@ -96,11 +106,12 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._member: QueryMember | None = None
         self._log_view: LogView | None = None
         self._targets: dict[TopicPartition, PartitionOffsets] | None = None
+        self._previous_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Only the options travel to the executors (the driver-side member and clients stay)."""
         return {"options": self.options, "range_read": self.range_read, "_member": None, "_log_view": None,
-                "_targets": None}
+                "_targets": None, "_previous_sigterm": None}
 
     # --- the driver side ---------------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
@@ -154,6 +165,9 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def stop(self) -> None:
         """The query ended: leave the group, so that its partitions move on at once."""
+        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
         if self._member is not None:
             member, self._member = self._member, None
             member.close()
@@ -176,7 +190,45 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def _query_member(self) -> QueryMember:
         if self._member is None:
             self._member = QueryMember(self.options)
+            self._leave_on_sigterm()
         return self._member
+
+    def _leave_on_sigterm(self) -> None:
+        """In Spark's driver-side worker, leave the group when Spark terminates the worker.
+
+        pyspark 4.2 ends that worker with SIGTERM (twice, at once) when the query stops or finishes, without calling
+        ``stop()``, and does not follow with SIGKILL. The handler leaves from a thread (the main thread may be inside
+        the member when the signal lands), waits for it up to :data:`SIGTERM_LEAVE_TIMEOUT_S`, then lets the
+        signal do what it did before. Elsewhere (a reader driven by a test or another program) the process's SIGTERM
+        is left alone.
+        """
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        in_spark_worker = getattr(spec, "name", None) == SPARK_SOURCE_WORKER
+        if not in_spark_worker or threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        leaving: list[threading.Thread] = []
+
+        def leave_then_terminate(signum: int, frame: FrameType | None) -> None:
+            if not leaving:  # Spark sends SIGTERM twice: the second handler call waits for the same leave
+                leaving.append(threading.Thread(target=self._leave_quietly, daemon=True,
+                                                name="groupcoord-source-leave"))
+                leaving[0].start()
+            leaving[0].join(SIGTERM_LEAVE_TIMEOUT_S)
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        self._previous_sigterm = previous if previous is not None else signal.SIG_DFL
+        signal.signal(signal.SIGTERM, leave_then_terminate)
+
+    def _leave_quietly(self) -> None:
+        try:
+            self.stop()
+        except Exception:  # the worker is going anyway; the session timeout bounds what a failed leave leaves
+            log.exception("group %s: the query's member could not leave the group", self.options.group_id)
 
     def _view(self) -> LogView:
         if self._log_view is None:

@@ -17,6 +17,7 @@ from chispa import assert_df_equality
 from kafka.structs import TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 
+from groupcoord.admin.describe import group_members
 from groupcoord.devbroker import KafkaBroker
 from groupcoord.spark.streaming.register import stop_coordinators
 from groupcoord.state_root import StateRoot
@@ -86,7 +87,10 @@ def test_available_now_on_the_embedded_log_reads_spark_kafka_schema_and_commits_
     topic, partitions = "orders", 3
     TopicCatalog(registered).create(topic, partitions)
     TopicLog(registered, topic).produce(r for _, r in _records(topic, partitions))
-    actual = _read_available_now(spark, topic, "embedded-g", tmp_path, maxOffsetsPerTrigger="4")
+    # A session timeout far longer than the wait below: only a leave removes the finished query's member in time.
+    actual = _read_available_now(spark, topic, "embedded-g", tmp_path, maxOffsetsPerTrigger="4",
+                                 **{"session.timeout.ms": "120000"})
+    wait_until(lambda: group_members(registered, "embedded-g") == [], 20, "the finished query to leave the group")
     assert actual.schema.simpleString() == _expected(spark, topic, partitions).schema.simpleString()
     assert_df_equality(actual, _expected(spark, topic, partitions), ignore_row_order=True, ignore_nullable=True)
     ends = {TopicPartition(topic, p): 3 for p in range(partitions)}
