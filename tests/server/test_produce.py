@@ -169,6 +169,44 @@ def test_concurrent_requests_to_one_partition_are_group_committed(broker: Broker
             b"c%d-%d-%d" % (n, r, i) for r in range(3) for i in range(5)]
 
 
+WINDOW_MS = 1500
+"""A batch window long enough that requests sent together all arrive within it, even on a loaded machine."""
+
+
+def test_requests_to_every_partition_within_one_window_are_one_delta_commit_acknowledged_after_it(
+    tmp_path: Path, start_endpoint: Callable[..., RunningEndpoint], raw_client: Callable[..., RawClient]
+) -> None:
+    root = StateRoot.open(tmp_path / "window", create=True)
+    TopicCatalog(root).create(TOPIC, 3)
+    appender = TopicAppender(root, config=TopicsConfig(produce_linger_ms=WINDOW_MS))
+    topics = EmbeddedTopics(root)
+    running = start_endpoint(build_dispatcher(topics=topics, topic_reader=topics, topic_writer=appender))
+    clients = [raw_client(running.address) for _ in range(9)]
+    before = _table_version(root)
+    requests = [_produce(n % 3, _batch([b"w%d-0" % n, b"w%d-1" % n])) for n in range(9)]
+    sent = time.monotonic()
+    for client, request in zip(clients, requests, strict=True):
+        client.send_raw(client.encode(request))
+    answers = []
+    for client, request in zip(clients, requests, strict=True):
+        payload = client.read_frame()
+        assert payload is not None
+        if not answers:  # the first acknowledgement: the commit holding every batch is already durable
+            assert time.monotonic() - sent >= WINDOW_MS / 1000 * 0.9
+            assert _table_version(root) == before + 1
+        answers.append(decode_response(request, payload).responses[0].partition_responses[0])
+    try:
+        assert [a.error_code for a in answers] == [0] * 9
+        assert _table_version(root) - before == 1 == appender.stats.commits  # nine requests, one Delta commit
+        for partition in range(3):
+            assert sorted(a.base_offset for a in answers[partition::3]) == [0, 2, 4]
+            values = [r.value for r in TopicLog(StateRoot.open(root.path), TOPIC).read_records(partition, 0, 100)]
+            for a, n in zip(answers[partition::3], range(partition, 9, 3), strict=True):  # each batch where acked
+                assert values[a.base_offset:a.base_offset + 2] == [b"w%d-0" % n, b"w%d-1" % n]
+    finally:
+        appender.close()
+
+
 def test_idempotent_producer_gets_an_id_and_a_retried_batch_is_not_written_twice(
     broker: Broker, raw_client: Callable[..., RawClient]
 ) -> None:
