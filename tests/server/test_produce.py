@@ -187,7 +187,7 @@ def test_requests_to_every_partition_within_one_window_are_one_delta_commit_ackn
     sent = time.monotonic()
     for client, request in zip(clients, requests, strict=True):
         client.send_raw(client.encode(request))
-    answers = []
+    answers: list[Any] = []
     for client, request in zip(clients, requests, strict=True):
         payload = client.read_frame()
         assert payload is not None
