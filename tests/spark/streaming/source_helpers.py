@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from kafka.structs import TopicPartition
 
+from groupcoord.devbroker import KafkaBroker, Record
 from groupcoord.member import GroupMember, MemberOptions
 from groupcoord.spark.streaming.options import parse_source_options
 from groupcoord.spark.streaming.source import GroupcoordStreamReader
@@ -35,6 +38,34 @@ def produce(root: StateRoot, topic: str, partitions: int, per_partition: int, *,
         TopicCatalog(root).create(topic, partitions)
     TopicLog(root, topic).produce([ProducerRecord(f"{p}-{n}".encode(), key=f"k{n}".encode(), partition=p)
                                    for p in range(partitions) for n in range(first, first + per_partition)])
+
+
+@dataclass
+class Feed:
+    """Where a reader's records come from: the state root's embedded log, or the Kafka ``broker``."""
+
+    root: StateRoot
+    broker: KafkaBroker | None = None
+    created: set[str] = field(default_factory=set)
+
+    def topic(self, name: str) -> str:
+        """``name`` on the embedded log; a name of its own on the broker (shared by the session)."""
+        return name if self.broker is None else f"{name}-{uuid.uuid4().hex[:8]}"
+
+    def produce(self, topic: str, partitions: int, per_partition: int, *, first: int = 0) -> None:
+        """As :func:`produce`, on either source (value ``<p>-<n>``, key ``k<n>``)."""
+        if self.broker is None:
+            produce(self.root, topic, partitions, per_partition, first=first)
+            return
+        if topic not in self.created:
+            self.broker.create_topic(topic, partitions)
+            self.created.add(topic)
+        self.broker.produce(topic, [Record(f"{p}-{n}".encode(), key=f"k{n}".encode(), partition=p)
+                                    for p in range(partitions) for n in range(first, first + per_partition)])
+
+    def options(self) -> dict[str, str]:
+        """The reader options that say where records come from."""
+        return {} if self.broker is None else {"kafka.bootstrap.servers": self.broker.bootstrap}
 
 
 def reader(root: StateRoot, topic: str, **options: str) -> GroupcoordStreamReader:

@@ -1,5 +1,6 @@
 """The source's driver side against a real coordinator, called as Spark calls it (no Spark needed for that):
-one reader's batches, a cooperative hand-over between two readers, and the late commit of a previous owner."""
+one reader's batches, a cooperative hand-over between two readers, and the late commit of a previous owner (on the
+embedded log and on the session's Kafka broker)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from groupcoord.spark.streaming.offsets import commit_batch_offsets, commit_fenc
 from groupcoord.spark.streaming.source import GroupcoordStreamReader
 from groupcoord.spark.streaming.source_offset import SourceOffset
 from groupcoord.state_root import StateRoot
-from tests.spark.streaming.source_helpers import committed, produce, read_batch, reader
+from tests.spark.streaming.source_helpers import Feed, committed, produce, read_batch, reader
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 ALL = ReadAllAvailable()
@@ -61,14 +62,23 @@ def _plan_until(source: GroupcoordStreamReader, start: dict[str, Any], owning: i
     raise AssertionError(f"the reader never came to own {owning} partition(s)")
 
 
+@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def feed(request: pytest.FixtureRequest, source_root: StateRoot) -> Feed:
+    """Records on the embedded log, or on the session's Kafka broker."""
+    return Feed(source_root, request.getfixturevalue("kafka_broker") if request.param == "kafka" else None)
+
+
 @pytest.mark.usefixtures("source_coordinator")
-def test_a_late_commit_of_a_previous_owner_never_moves_offsets_back(source_root: StateRoot, tmp_path: Path) -> None:
-    produce(source_root, "t", 2, 10)
-    first, second = reader(source_root, "t"), reader(source_root, "t")
+def test_a_late_commit_of_a_previous_owner_never_moves_offsets_back(source_root: StateRoot, feed: Feed,
+                                                                    tmp_path: Path) -> None:
+    topic = feed.topic("t")
+    t0, t1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    feed.produce(topic, 2, 10)
+    first, second = reader(source_root, topic, **feed.options()), reader(source_root, topic, **feed.options())
     try:
         a_start = first.initialOffset()
         a_end = first.latestOffset(a_start, ALL)  # A owns both partitions and reads 0..9 of each
-        assert {tp: p.next for tp, p in SourceOffset.from_dict(a_end).positions.items()} == {T0: 10, T1: 10}
+        assert {tp: p.next for tp, p in SourceOffset.from_dict(a_end).positions.items()} == {t0: 10, t1: 10}
 
         # B joins; A's next planning (its batch has finished) commits 10/10, then gives one partition up.
         deadline = time.monotonic() + 60
@@ -77,10 +87,10 @@ def test_a_late_commit_of_a_previous_owner_never_moves_offsets_back(source_root:
         _plan_until(first, a_end, 1, deadline)
         joining.join(60)
         (moved,), (kept,) = second.assignment(), first.assignment()
-        assert committed(source_root, "g", [T0, T1]) == {T0: 10, T1: 10}
+        assert committed(source_root, "g", [t0, t1]) == {t0: 10, t1: 10}
 
         # B reads the moved partition from the committed offset on, and commits further.
-        produce(source_root, "t", 2, 5, first=10)
+        feed.produce(topic, 2, 5, first=10)
         b_start = second.initialOffset()
         b_end = second.latestOffset(b_start, ALL)
         assert _rows(read_batch(second, b_start, b_end)) == [(moved.partition, n, f"{moved.partition}-{n}".encode())
@@ -100,7 +110,7 @@ def test_a_late_commit_of_a_previous_owner_never_moves_offsets_back(source_root:
                                       state_root=source_root.path, checkpoint_location=checkpoint, batch_id=0)
         assert result.committed == {(kept.topic, kept.partition): 10}
         assert "moved" in result.skipped[(moved.topic, moved.partition)]
-        assert committed(source_root, "g", [T0, T1]) == {kept: 10, moved: 15}
+        assert committed(source_root, "g", [t0, t1]) == {kept: 10, moved: 15}
         # A member that left has no fence: nothing it read is committed any more.
         first.stop()
         left = commit_fenced("g", {(kept.topic, kept.partition): 10}, state_root=source_root.path,
