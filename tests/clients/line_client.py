@@ -104,10 +104,20 @@ class LineClient:
         self.process = process
         self.lacks = lacks
         self.fenced_error = fenced_error
+        self._members: list[LineMember] = []
 
     def join(self, group: str, name: str, *, instance_id: str | None = None) -> LineMember:
         """A new consumer in the process."""
-        return LineMember(self.process, self.process.call("join", group=group, name=name, instance_id=instance_id))
+        member = LineMember(self.process, self.process.call("join", group=group, name=name, instance_id=instance_id))
+        self._members.append(member)
+        return member
+
+    def close_members(self) -> None:
+        """Close every consumer joined so far (closing one twice is a no-op in the process), keeping the process and
+        its admin client for the next scenario."""
+        members, self._members = self._members, []
+        for member in members:
+            member.close()
 
     def list_groups(self) -> dict[str, str | None]:
         """Every group and its state."""

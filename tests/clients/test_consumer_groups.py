@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import confluent_kafka
@@ -23,6 +24,7 @@ from tests.clients.aiokafka_client import AiokafkaClient
 from tests.clients.confluent_client import ConfluentClient
 from tests.clients.conftest import KAFKAJS_LACKS, NODE_DIR, REPO, java_client, node_client
 from tests.clients.kafka_python_client import KafkaPythonClient
+from tests.clients.line_client import LineClient
 from tests.clients.scenarios import (
     CAPABILITIES,
     DESCRIBE,
@@ -45,6 +47,9 @@ CLIENTS: dict[str, Callable[[str, Path], Client]] = {
     "java": java_client,
 }
 """How to start each client against ``bootstrap`` (a process's stderr goes to the log path)."""
+SHARED = {"kafkajs", "java"}
+"""Clients in a process of their own, started once for the module (a JVM takes seconds to start): each test closes
+the consumers it joined and leaves the process and its admin client to the next."""
 MARKS = {"kafkajs": [pytest.mark.node], "java": [pytest.mark.jvm]}
 LACKING: dict[str, Mapping[str, str]] = {
     "kafka-python": KafkaPythonClient.lacks, "aiokafka": AiokafkaClient.lacks, "confluent-kafka": ConfluentClient.lacks,
@@ -67,14 +72,41 @@ def _group(request: pytest.FixtureRequest) -> str:
     return "clients-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-")
 
 
-@pytest.mark.parametrize(("client_name", "scenario"), _runs())
-def test_consumer_group(bootstrap: str, tmp_path: Path, request: pytest.FixtureRequest, client_name: str,
-                        scenario: str) -> None:
-    client = CLIENTS[client_name](bootstrap, tmp_path / f"{client_name}.log")
-    try:
-        SCENARIOS[scenario](client, _group(request))
-    finally:
+@pytest.fixture(scope="module")
+def processes() -> Iterator[dict[str, LineClient]]:
+    """The :data:`SHARED` clients started so far in this module, by name; each ends with the module."""
+    started: dict[str, LineClient] = {}
+    yield started
+    for client in started.values():
         client.close()
+
+
+@contextmanager
+def _client(name: str, bootstrap: str, processes: dict[str, LineClient], log_dir: Path) -> Iterator[Client]:
+    """Client ``name`` for one test: the module's process of a :data:`SHARED` client (its consumers closed after the
+    test), else a new client closed after the test."""
+    if name not in SHARED:
+        client = CLIENTS[name](bootstrap, log_dir / f"{name}.log")
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    if name not in processes:
+        started = CLIENTS[name](bootstrap, log_dir / f"{name}.log")
+        assert isinstance(started, LineClient)
+        processes[name] = started
+    try:
+        yield processes[name]
+    finally:
+        processes[name].close_members()
+
+
+@pytest.mark.parametrize(("client_name", "scenario"), _runs())
+def test_consumer_group(bootstrap: str, processes: dict[str, LineClient], tmp_path_factory: pytest.TempPathFactory,
+                        request: pytest.FixtureRequest, client_name: str, scenario: str) -> None:
+    with _client(client_name, bootstrap, processes, tmp_path_factory.getbasetemp()) as client:
+        SCENARIOS[scenario](client, _group(request))
 
 
 def _versions(client_name: str) -> list[str]:
@@ -124,10 +156,10 @@ def _offers(client: Client, capability: str, group: str) -> bool:
 
 
 @pytest.mark.parametrize("client_name", _client_params())
-def test_capabilities(bootstrap: str, tmp_path: Path, request: pytest.FixtureRequest, client_name: str) -> None:
+def test_capabilities(bootstrap: str, processes: dict[str, LineClient], tmp_path_factory: pytest.TempPathFactory,
+                      request: pytest.FixtureRequest, client_name: str) -> None:
     """What a client lacks is real and documented, and the docs name the version tested."""
-    client = CLIENTS[client_name](bootstrap, tmp_path / f"{client_name}.log")
-    try:
+    with _client(client_name, bootstrap, processes, tmp_path_factory.getbasetemp()) as client:
         assert client.lacks == LACKING[client_name] and set(client.lacks) <= set(CAPABILITIES)
         row = _docs_row(client_name)
         for version in _versions(client_name):
@@ -142,5 +174,3 @@ def test_capabilities(bootstrap: str, tmp_path: Path, request: pytest.FixtureReq
             member.close()
         for capability in client.lacks:
             assert not _offers(client, capability, group), f"{client_name} offers {capability} now"
-    finally:
-        client.close()
