@@ -3,6 +3,7 @@ and Kafka's refusals (each with nothing written)."""
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import threading
 import time
@@ -106,6 +107,30 @@ def test_every_field_round_trips_through_produce_and_fetch_in_its_codec(broker: 
     assert stored[0].timestamp == datetime(2026, 1, 1, 0, 0, 0, 123000, tzinfo=UTC)
     batches = list(MemoryRecords(_raw_fetch(broker, 1, version=12).records))
     assert {COMPRESSION_NAMES[b.compression_type] for b in batches} == {codec}
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_an_aiokafka_producer_writes_every_field(broker: Broker, codec: str) -> None:
+    from aiokafka import AIOKafkaProducer  # only this test needs it
+
+    async def produce() -> list[int]:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.running.bootstrap, compression_type=codec,
+                                    acks="all", linger_ms=20)
+        await producer.start()
+        try:
+            futures = [await producer.send(TOPIC, b"aio-%d" % n, key=b"k%d" % n, partition=0,
+                                           headers=[("n", b"%d" % n), ("n", b"again")],
+                                           timestamp_ms=WHEN_MS + n) for n in range(3)]
+            return [(await future).offset for future in futures]
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(produce()) == [0, 1, 2]
+    stored = broker.records(0)
+    assert [(r.key, r.value, r.headers, r.timestamp_type, r.compression) for r in stored] == [
+        (b"k%d" % n, b"aio-%d" % n, (("n", b"%d" % n), ("n", b"again")), CREATE_TIME, codec) for n in range(3)]
+    got = _poll(_consumer(broker, 0), 3)
+    assert [(r.value, r.timestamp) for r in got] == [(b"aio-%d" % n, WHEN_MS + n) for n in range(3)]
 
 
 def test_a_log_stamped_record_is_fetched_as_log_append_time(broker: Broker) -> None:
