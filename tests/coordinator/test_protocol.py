@@ -27,7 +27,14 @@ KAFKA_CODES = {
     "UNKNOWN_MEMBER_ID": 25, "INVALID_SESSION_TIMEOUT": 26, "REBALANCE_IN_PROGRESS": 27, "NON_EMPTY_GROUP": 68,
     "GROUP_ID_NOT_FOUND": 69, "MEMBER_ID_REQUIRED": 79, "GROUP_MAX_SIZE_REACHED": 81, "FENCED_INSTANCE_ID": 82,
     "GROUP_SUBSCRIBED_TO_TOPIC": 86, "REQUEST_TIMED_OUT": 7, "FETCH_SESSION_ID_NOT_FOUND": 70,
+    # Produce and InitProducerId (issue 21)
+    "CORRUPT_MESSAGE": 2, "NOT_LEADER_OR_FOLLOWER": 6, "INVALID_REQUIRED_ACKS": 21, "INVALID_TIMESTAMP": 32,
+    "OUT_OF_ORDER_SEQUENCE_NUMBER": 45, "INVALID_PRODUCER_EPOCH": 47, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": 53,
+    "UNSUPPORTED_COMPRESSION_TYPE": 76, "INVALID_RECORD": 87,
 }
+KAFKA_PYTHON_RETRIABILITY_DIFFERS = {"CORRUPT_MESSAGE"}
+"""Errors whose retriability kafka-python gets wrong: Kafka's ``CorruptRecordException`` is a
+``RetriableException`` (a producer resends the batch), kafka-python's ``CorruptRecordError`` is not retriable."""
 
 
 def test_error_codes_match_kafka() -> None:
@@ -47,7 +54,9 @@ def test_error_codes_agree_with_kafka_python() -> None:
                if isinstance(cls, type) and issubclass(cls, kafka_errors.BrokerResponseError) and hasattr(cls, "errno")}
     for error in ERRORS_BY_CODE.values():
         if error.code in by_code:
-            assert bool(by_code[error.code].retriable) == error.retriable, error.name
+            agrees = bool(by_code[error.code].retriable) == error.retriable
+            assert agrees != (error.name in KAFKA_PYTHON_RETRIABILITY_DIFFERS), error.name
+    assert Errors.CORRUPT_MESSAGE.retriable
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
