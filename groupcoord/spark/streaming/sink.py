@@ -10,7 +10,8 @@ A Python Data Source streaming writer (pyspark 4.2):
   already are dropped, a gap fails the query, a concurrent commit of the same partitions makes it plan again),
   and right after, commits the same offsets to the group, fenced by the generation in which the source read them.
   It does not wait for the source's ``commit(end)``, which Spark calls only when it plans the next batch;
-- ``abort`` deletes the files of a failed batch.
+- ``abort`` deletes the files of a failed batch that the table does not hold (a commit that died after its Delta
+  commit keeps them).
 
 So the table never holds a record twice nor skips one, across restarts, crashes between the Delta commit and the
 group commit, killed workers, partitions moving between queries and several queries writing one table; and the
@@ -23,6 +24,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -111,11 +113,24 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         commit_to_group(self.options.state_root, batch, versions)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Delete the files the batch's tasks wrote."""
+        """Delete the files the batch's tasks wrote that the table does not hold.
+
+        Spark aborts a batch whose ``commit`` failed, also when the commit's worker died after its Delta commit
+        (before the group commit): the files that commit added are the table's then, and stay."""
         files = [f for m in messages if isinstance(m, SinkFiles) for f in m.files]
-        log.warning("batch %d of group %s aborted; removing %d written file(s)", batchId, self.options.group_id,
-                    len(files))
-        remove_files(files, self.options.path)
+        held = table_files(self.options.path)
+        orphans = [f for f in files if f.path not in held]
+        log.warning("batch %d of group %s aborted; removing %d written file(s) (%d kept: the table holds them)",
+                    batchId, self.options.group_id, len(orphans), len(files) - len(orphans))
+        remove_files(orphans, self.options.path)
+
+
+def table_files(table_dir: str) -> frozenset[str]:
+    """The data files (paths relative to the table's directory) of the table's latest version."""
+    from deltalake import DeltaTable
+
+    paths = [str(path) for path in DeltaTable(table_dir).get_add_actions(flatten=True).column("path").to_pylist()]
+    return frozenset(paths) | {unquote(path) for path in paths}  # as written, and percent-decoded
 
 
 def register_sink(spark: SparkSession, defaults: Mapping[str, Any] | None = None) -> None:

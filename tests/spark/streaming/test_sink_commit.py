@@ -166,3 +166,20 @@ def test_two_writers_of_other_partitions_both_commit(table: Path, monkeypatch: p
     assert table_rows(table) == [(0, o) for o in range(6)] + [(1, o) for o in range(4)]
     values = local_dataset(DeltaTable(str(table))).to_table().column("v")
     assert pc.count_distinct(values).as_py() == 10
+
+
+def test_an_abort_after_the_delta_commit_keeps_the_committed_files(table: Path) -> None:
+    """Spark aborts a batch whose commit worker died after its Delta commit: the files that commit added are the
+    table's and stay; a file the table does not hold (a task attempt's leftover) is removed."""
+    from groupcoord.spark.streaming.sink import DeltaStreamWriter, SinkFiles
+    from groupcoord.spark.streaming.sink_options import SinkOptions
+
+    committed = write(table, rows(0, 0, 5))
+    commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 5)}, committed, resets=no_resets)
+    leftover = write(table, rows(1, 0, 3))
+    writer = DeltaStreamWriter(SinkOptions(path=str(table), group_id=GROUP, checkpoint="/unused", state_root="/unused"),
+                               SCHEMA)
+    writer.abort([SinkFiles(tuple(committed)), SinkFiles(tuple(leftover)), None], 0)
+    assert (table / committed[0].path).exists()
+    assert not (table / leftover[0].path).exists()
+    assert table_rows(table) == [(0, o) for o in range(5)]
