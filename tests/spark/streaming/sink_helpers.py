@@ -160,6 +160,11 @@ def assert_exactly_once(spark: SparkSession, source: Source, group: str, topic: 
     assert held == ends, f"{source.name}: sink versions {held} != log ends {ends}"
 
 
+def unique(name: str) -> str:
+    """A topic name of its own (the broker is shared by the session)."""
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
 def wait_until(condition: Any, timeout_s: float, what: str) -> None:
     """Poll ``condition()`` every 0.1 s until true, or fail naming ``what``."""
     deadline = time.monotonic() + timeout_s

@@ -1,40 +1,25 @@
 """``groupcoord-delta`` in local Spark, on the embedded topic log and on the session's Kafka broker: every record
 once in the table (chispa) and the group's committed offsets equal to the table's versions, for one query, two
-queries of one group sharing a topic and a table with a hand-over, and AvailableNow across a group."""
+queries of one group sharing a topic and a table with a hand-over, and AvailableNow across a group. (``source``,
+the parametrized fixture of both sources, is in ``conftest.py``.)"""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from groupcoord.state_root import StateRoot
 from tests.spark.streaming.sink_helpers import (
     Source,
     assert_exactly_once,
-    register_root,
     sink_rows,
     start_query,
+    unique,
     wait_until,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-@pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
-def source(request: pytest.FixtureRequest, spark: SparkSession, tmp_path: Path) -> Source:
-    """A fresh state root registered in the session, with records from the embedded log or the Kafka broker."""
-    root = StateRoot.open(tmp_path / "state", create=True)
-    broker = request.getfixturevalue("kafka_broker") if request.param == "kafka" else None
-    register_root(spark, root)
-    return Source(root, broker)
-
-
-def unique(name: str) -> str:
-    """A topic name of its own (the broker is shared by the session)."""
-    return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
 def test_one_query_available_now_writes_every_record_once(spark: SparkSession, source: Source,
