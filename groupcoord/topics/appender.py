@@ -93,6 +93,10 @@ class TopicAppender:
         self._producers = producers or ProducerStates()
         self._logs: dict[str, TopicLog] = {}
         self._queues: dict[str, _TopicQueue] = {}
+        # Partition counts read from the catalog. Topics are never deleted and only gain partitions, so a partition
+        # below the count read is valid for good; only a partition beyond it costs a catalog read (a few ms, and
+        # ``append`` runs on the endpoint's event loop).
+        self._known_partitions: dict[str, int] = {}
         self._changed = threading.Condition()
         self._closed = False
         self._commits = 0
@@ -112,14 +116,16 @@ class TopicAppender:
         a sequence error for an idempotent batch out of order, or with the commit's error.
         """
         future: Future[AppendResult] = Future()
-        try:
-            count = self._catalog.describe(topic).partitions
-            if not 0 <= partition < count:
-                raise UnknownTopicOrPartitionError(
-                    f"Partition {partition} of topic '{topic}' does not exist (it has {count} partitions).")
-        except TopicError as exc:
-            future.set_exception(exc)
-            return future
+        if not 0 <= partition < self._known_partitions.get(topic, 0):
+            try:
+                count = self._catalog.describe(topic).partitions
+                self._known_partitions[topic] = count
+                if not 0 <= partition < count:
+                    raise UnknownTopicOrPartitionError(
+                        f"Partition {partition} of topic '{topic}' does not exist (it has {count} partitions).")
+            except TopicError as exc:
+                future.set_exception(exc)
+                return future
         with self._changed:
             if self._closed:
                 future.set_exception(AppenderClosedError("The topic appender is closed."))

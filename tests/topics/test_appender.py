@@ -73,6 +73,16 @@ def test_an_unknown_partition_fails_at_once_without_a_commit(appender: TopicAppe
     assert _history(root) == before and appender.stats.commits == 0
 
 
+def test_a_partition_added_after_the_appender_knew_the_topic_is_accepted(appender: TopicAppender,
+                                                                       catalog: TopicCatalog, root: StateRoot) -> None:
+    appender.append("events", 1, _batch("before", 1)).result(30)  # the appender now knows 2 partitions
+    with pytest.raises(UnknownTopicOrPartitionError):
+        appender.append("events", 2, _batch("x", 1)).result(5)
+    catalog.alter("events", 3)  # by another writer of the catalog
+    assert appender.append("events", 2, _batch("after", 1)).result(30).base_offset == 0
+    assert [r.value for r in TopicLog(root, "events").read_records(2, 0)] == [b"after-0"]
+
+
 def test_a_retried_idempotent_batch_is_acknowledged_with_its_first_offset(appender: TopicAppender,
                                                                          root: StateRoot) -> None:
     appender.append("events", 1, _batch("a", 2), producer=ProducerBatch(5, 0, 0, 2)).result(30)
