@@ -7,7 +7,10 @@ of 1,000 topics). The answer is decided on the driver, before planning:
 - the ``topics`` column is a constant in the optimised plan (the benchmarks' generated inputs): yes, and no job;
 - the members frame is driver-local (``DataFrame.isLocal()``): its ``group_id`` and ``topics`` are collected
   without a job (small bookkeeping: one row per member);
-- otherwise one small job over the members frame alone (group, sorted distinct topics) answers it.
+- otherwise one small job over the members frame alone (group, sorted distinct topics) answers it: one global
+  aggregate, collected under the assignors' planning settings (:func:`groupcoord.spark.plan.lineage.planning`:
+  adaptive execution off). Under the session's own settings adaptive execution ran each exchange as a job of its
+  own and ``isEmpty`` scanned the shuffled partitions a few at a time: 4 jobs for a repartitioned members frame.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from groupcoord.spark import plan
+from groupcoord.spark.plan.lineage import planning
 
 
 def declared_heterogeneous(members: DataFrame) -> bool:
@@ -36,4 +40,9 @@ def declared_heterogeneous(members: DataFrame) -> bool:
     if members.isLocal():
         seen: dict[object, object] = {}
         return any(seen.setdefault(row["g"], row["t"]) != row["t"] for row in declared.collect())
-    return not declared.groupBy("g").agg(F.countDistinct("t").alias("_n")).where(F.col("_n") > 1).isEmpty()
+    most = declared.groupBy("g").agg(F.countDistinct("t").alias("_n")).agg(F.max("_n").alias("_most"))
+    session = members.sparkSession
+    shuffle_partitions = int(session.conf.get("spark.sql.shuffle.partitions") or "200")
+    with planning(session, shuffle_partitions=shuffle_partitions):
+        (row,) = most.collect()
+    return (row["_most"] or 0) > 1

@@ -146,21 +146,28 @@ def test_a_subset_needing_a_chain_of_moves_is_still_kept_whole(spark: SparkSessi
     check_keeps_all(result, owned)
 
 
-def test_a_heterogeneous_batch_is_one_job_whatever_its_subscriptions(spark: SparkSession) -> None:
-    """Eight groups, every member on a different set of topics, and owned partitions: the subscriptions check needs
-    no job (driver-local members) and the assignment is the one job that collects it (issue 20: at most 3)."""
+@pytest.mark.parametrize("driver_local", [True, False])
+def test_a_heterogeneous_batch_is_at_most_two_jobs_whatever_its_subscriptions(spark: SparkSession,
+                                                                             driver_local: bool) -> None:
+    """Eight groups, every member on a different set of topics, and owned partitions (issue 20: at most 3 jobs per
+    call). Driver-local members need no job for the subscriptions check, so the call is the one job that collects
+    it; members Spark must compute (a repartitioned frame) cost the check's one small job more."""
     topics = [f"t{i}" for i in range(4)]
     members = [(f"g{g}", f"m{m}", None, [t for i, t in enumerate(topics) if (m + g) >> i & 1] or ["t0"], None)
                for g in range(8) for m in range(6)]
     partitions = [(f"g{g}", t, p, None, None) for g in range(8) for t in topics for p in range(5)]
     owned = [(f"g{g}", "m1", "t0", p, 1) for g in range(8) for p in range(5)]
-    frames = (local_frame(spark, members, MEMBER_SCHEMA), local_frame(spark, partitions, PARTITION_SCHEMA),
-              local_frame(spark, owned, OWNED_SCHEMA))
+    member_frame = local_frame(spark, members, MEMBER_SCHEMA)
+    if not driver_local:
+        member_frame = member_frame.repartition(2)
+        assert not member_frame.isLocal()
+    frames = (member_frame, local_frame(spark, partitions, PARTITION_SCHEMA), local_frame(spark, owned, OWNED_SCHEMA))
     context = spark.sparkContext
-    context.setJobGroup("heterogeneous-jobs", "heterogeneous-jobs")
+    tag = f"heterogeneous-jobs-{driver_local}"
+    context.setJobGroup(tag, tag)
     try:
         rows = get_assignor("cooperative-sticky").assign(*frames).collect()
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    assert len(context.statusTracker().getJobIdsForGroup("heterogeneous-jobs")) == 1
+    assert len(context.statusTracker().getJobIdsForGroup(tag)) == (1 if driver_local else 2)
     assert {row["group_id"] for row in rows} == {f"g{g}" for g in range(8)}
