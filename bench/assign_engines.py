@@ -21,8 +21,27 @@ from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import TopicPartitions, decode_assignment
 
 ASSIGNORS = ("cooperative-sticky", "range")
-QUICK = ((1, 10, 100, 10), (1, 100, 10_000, 100), (100, 10, 100, 10), (1, 1000, 100_000, 100))
-FULL = (*QUICK, (1, 2000, 200_000, 200), (1, 2000, 500_000, 500))
+QUICK = ((1, 10, 100, 10), (1, 100, 10_000, 100), (100, 10, 100, 10), (1, 1000, 100_000, 100),
+         (1, 2000, 200_000, 200))
+FULL = (*QUICK, (1, 2000, 500_000, 500))
+"""(groups, members per group, partitions per group, topics): the quick run brackets ``DRIVER_PARTITIONS``."""
+
+
+def crossover(rows: list[dict[str, Any]]) -> dict[str, dict[str, int | None]]:
+    """Per assignor and subscriptions: the largest bucket (partitions over its groups) where the driver beat warm
+    Spark both fresh and on the rebalance, and the smallest where Spark was faster in either (None: not seen)."""
+    result: dict[str, dict[str, int | None]] = {}
+    for row in sorted(rows, key=lambda r: r["groups"] * r["partitions"]):
+        bucket = row["groups"] * row["partitions"]
+        entry = result.setdefault(f"{row['assignor']} {row['subscriptions']}",
+                                  {"driver_faster_up_to": None, "spark_faster_from": None})
+        driver_wins = (row["python_fresh_s"] <= row["spark_fresh_s"]
+                       and row["python_rebalance_s"] <= row["spark_rebalance_s"])
+        if driver_wins and entry["spark_faster_from"] is None:
+            entry["driver_faster_up_to"] = bucket
+        elif not driver_wins and entry["spark_faster_from"] is None:
+            entry["spark_faster_from"] = bucket
+    return result
 
 
 def _batch(groups: int, members: int, partitions: int, topics: int, *, heterogeneous: bool,
@@ -99,8 +118,10 @@ def main(full: bool) -> None:
                              "python_rebalance_s": round(python_rebalance_s, 3),
                              "spark_rebalance_s": round(spark_rebalance_s, 3), "same_answers": same})
                 print(rows[-1], flush=True)
+    from groupcoord.spark.assignment import DRIVER_PARTITIONS
+
     write_result("assign_engines", title="Server-side assignment: the driver's Python engine vs Spark (warm)",
-                 rows=rows,
+                 rows=rows, summary={"DRIVER_PARTITIONS": DRIVER_PARTITIONS, "crossover": crossover(rows)},
                  notes=("The coordinator's runner (SparkAssignmentRunner.assign, encoding included) on the same "
                         "batches with the Python engine and with every bucket on Spark (warm: two untimed calls at "
                         "each size first); p50 of 3. fresh: nothing owned; rebalance: one member joined, the others "
