@@ -7,7 +7,7 @@ Every option is one of:
 - ``kafka.<librdkafka setting>``, passed to the Kafka client with ``kafka.bootstrap.servers`` (the Java-only ones are
   rejected: :data:`JAVA_ONLY_KAFKA_SETTINGS`);
 - a ``spark.groupcoord.*`` registry key without its prefix (``group.id``, ``state.root``, ``assignors``,
-  ``member.*``), or a member timing of this source (:data:`MEMBER_TIMING_OPTIONS`).
+  ``member.*``), a member timing of this source (:data:`MEMBER_TIMING_OPTIONS`), or :data:`MIRROR_OPTION`.
 
 Option names are case-insensitive, as Spark's are. The session's ``spark.groupcoord.*`` conf (captured by
 ``register``) gives the registry keys' defaults. Anything else, or a contradictory pair, raises
@@ -82,6 +82,9 @@ JAVA_ONLY_KAFKA_SETTINGS = {
 }
 """``kafka.*`` settings of Java's client that librdkafka, which reads the records here, does not have."""
 
+MIRROR_OPTION = "mirrorCommitsToKafka"
+"""With ``kafka.bootstrap.servers``: also commit the group's offsets to the group of the same name on that cluster."""
+
 MEMBER_TIMING_OPTIONS = {"session.timeout.ms": 45000, "heartbeat.interval.ms": 3000, "rebalance.timeout.ms": 300000}
 """The member's timing (Kafka's consumer settings of the same names; the rebalance timeout is Kafka's
 ``max.poll.interval.ms`` and must cover a micro-batch, since revoked partitions are released between batches)."""
@@ -108,6 +111,7 @@ class SourceOptions:
     poll_timeout_ms: int = 120000
     bootstrap_servers: str | None = None
     kafka_settings: Mapping[str, str] = field(default_factory=dict)
+    mirror_commits: bool = False
     assignors: tuple[str, ...] = _DEFAULT_ASSIGNORS
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 3000
@@ -154,7 +158,7 @@ def parse_source_options(options: Mapping[str, str],
 
 
 def _canonical_names() -> dict[str, str]:
-    names = [*KAFKA_SOURCE_OPTIONS, *WARNED_OPTIONS, *_GROUPCOORD_KEYS, *MEMBER_TIMING_OPTIONS]
+    names = [*KAFKA_SOURCE_OPTIONS, *WARNED_OPTIONS, *_GROUPCOORD_KEYS, *MEMBER_TIMING_OPTIONS, MIRROR_OPTION]
     return {n.lower(): n for n in names}
 
 
@@ -178,6 +182,10 @@ def _build(given: dict[str, str], groupcoord: dict[str, str], kafka: dict[str, s
         raise SourceOptionError(f"groupcoord source: heartbeat.interval.ms ({timing['heartbeat.interval.ms']}) must "
                                 f"be lower than session.timeout.ms ({timing['session.timeout.ms']})")
     starting = _starting(given.get("startingOffsets", "latest"), topics, pattern)
+    mirror = _bool(given, MIRROR_OPTION, False)
+    if mirror and servers is None:
+        raise SourceOptionError(f"groupcoord source: option '{MIRROR_OPTION}' needs kafka.bootstrap.servers (the "
+                                "cluster whose group gets the commits)")
     if kafka and servers is None:
         raise SourceOptionError(f"groupcoord source: option 'kafka.{sorted(kafka)[0]}' needs kafka.bootstrap.servers "
                                 "(without it records come from the state root's embedded topic log)")
@@ -188,7 +196,7 @@ def _build(given: dict[str, str], groupcoord: dict[str, str], kafka: dict[str, s
         max_records_per_partition=_int(given, "maxRecordsPerPartition", None, minimum=1),
         include_headers=_bool(given, "includeHeaders", False), fail_on_data_loss=_bool(given, "failOnDataLoss", True),
         poll_timeout_ms=_required_int(given, "kafkaConsumer.pollTimeoutMs", 120000),
-        bootstrap_servers=servers, kafka_settings=dict(kafka),
+        bootstrap_servers=servers, kafka_settings=dict(kafka), mirror_commits=mirror,
         assignors=tuple(a.strip() for a in str(config["assignors"]).split(",") if a.strip()) or _DEFAULT_ASSIGNORS,
         session_timeout_ms=timing["session.timeout.ms"], heartbeat_interval_ms=timing["heartbeat.interval.ms"],
         rebalance_timeout_ms=timing["rebalance.timeout.ms"],

@@ -45,6 +45,44 @@ class _Acquisitions:
         self.on_partitions_revoked(lost)
 
 
+class KafkaCommitMirror:
+    """Copies the query's group commits to the group of the same name on the source Kafka cluster
+    (``mirrorCommitsToKafka``), so that tools pointed at that cluster see the query's progress and lag.
+
+    It commits as a client outside the group (librdkafka's commit without a subscription: generation -1), which
+    Kafka accepts while the group has no members there. A failure is logged, never raised: the group in the state
+    root stays the one that counts.
+    """
+
+    def __init__(self, group_id: str, servers: str, settings: Mapping[str, str]) -> None:
+        from confluent_kafka import Consumer
+
+        from groupcoord.spark.streaming.records import kafka_client_config
+
+        self.group_id = group_id
+        self._consumer = Consumer({**kafka_client_config(servers, settings), "group.id": group_id})
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` (next offsets) to the Kafka cluster's group, synchronously."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaPartition
+
+        try:
+            results = self._consumer.commit(offsets=[KafkaPartition(tp.topic, tp.partition, o)
+                                                     for tp, o in sorted(offsets.items())], asynchronous=False)
+        except KafkaException as exc:
+            log.warning("group %s: offsets not mirrored to the Kafka cluster: %s", self.group_id, exc)
+            return
+        failed = [r for r in results or [] if r.error is not None]
+        if failed:
+            log.warning("group %s: offsets not mirrored to the Kafka cluster: %s", self.group_id,
+                        "; ".join(f"{r.topic}-{r.partition}: {r.error}" for r in failed))
+
+    def close(self) -> None:
+        """Close the client."""
+        self._consumer.close()
+
+
 class QueryMember:
     """The query's member (see the module docstring). Used from one thread, the source's."""
 
@@ -58,6 +96,8 @@ class QueryMember:
             listener=self._acquisitions, options=options.member)
         self._acquisitions.member = self.member
         self._committed: dict[TopicPartition, int] = {}
+        self._mirror = KafkaCommitMirror(options.group_id, options.bootstrap_servers, options.kafka_settings) \
+            if options.mirror_commits and options.bootstrap_servers else None
 
     @property
     def member_id(self) -> str:
@@ -98,6 +138,8 @@ class QueryMember:
                         {f"{tp.topic}-{tp.partition}": o for tp, o in changed.items()}, exc)
             return False
         self._committed.update(changed)
+        if self._mirror is not None:
+            self._mirror.commit(changed)
         return True
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
@@ -110,6 +152,8 @@ class QueryMember:
         member_id = self.member_id
         try:
             self.member.close()
+            if self._mirror is not None:
+                self._mirror.close()
         finally:
             if member_id:
                 withdraw_fence(self.options.state_root, self.options.group_id, member_id)

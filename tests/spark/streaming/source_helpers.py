@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +34,7 @@ SOURCE_TIMING = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "300", 
 
 def produce(root: StateRoot, topic: str, partitions: int, per_partition: int, *, first: int = 0) -> None:
     """``per_partition`` records to each partition of ``topic`` (created when missing): value ``<p>-<n>``."""
-    if topic not in TopicCatalog(root).partition_counts():
-        TopicCatalog(root).create(topic, partitions)
-    TopicLog(root, topic).produce([ProducerRecord(f"{p}-{n}".encode(), key=f"k{n}".encode(), partition=p)
-                                   for p in range(partitions) for n in range(first, first + per_partition)])
+    Feed(root).produce(topic, partitions, per_partition, first=first)
 
 
 @dataclass
@@ -52,16 +49,34 @@ class Feed:
         """``name`` on the embedded log; a name of its own on the broker (shared by the session)."""
         return name if self.broker is None else f"{name}-{uuid.uuid4().hex[:8]}"
 
-    def produce(self, topic: str, partitions: int, per_partition: int, *, first: int = 0) -> None:
-        """As :func:`produce`, on either source (value ``<p>-<n>``, key ``k<n>``)."""
+    def produce(self, topic: str, partitions: int, per_partition: int, *, first: int = 0,
+                only: Iterable[int] | None = None) -> None:
+        """``per_partition`` records to each partition of ``topic`` (or to the ``only`` ones), creating it with
+        ``partitions`` partitions when missing: value ``<p>-<n>``, key ``k<n>``, for n from ``first``."""
+        chosen = range(partitions) if only is None else only
+        records = [(p, f"{p}-{n}".encode(), f"k{n}".encode())
+                   for p in chosen for n in range(first, first + per_partition)]
         if self.broker is None:
-            produce(self.root, topic, partitions, per_partition, first=first)
+            if topic not in TopicCatalog(self.root).partition_counts():
+                TopicCatalog(self.root).create(topic, partitions)
+            TopicLog(self.root, topic).produce([ProducerRecord(v, key=k, partition=p) for p, v, k in records])
             return
         if topic not in self.created:
             self.broker.create_topic(topic, partitions)
             self.created.add(topic)
-        self.broker.produce(topic, [Record(f"{p}-{n}".encode(), key=f"k{n}".encode(), partition=p)
-                                    for p in range(partitions) for n in range(first, first + per_partition)])
+        self.broker.produce(topic, [Record(v, key=k, partition=p) for p, v, k in records])
+
+    def grow(self, topic: str, partitions: int) -> None:
+        """Give ``topic`` ``partitions`` partitions in all."""
+        if self.broker is None:
+            TopicCatalog(self.root).alter(topic, partitions)
+            return
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.cimpl import NewPartitions
+
+        admin = AdminClient({"bootstrap.servers": self.broker.bootstrap})  # alive until the futures resolve
+        for future in admin.create_partitions([NewPartitions(topic, partitions)]).values():
+            future.result(30)
 
     def options(self) -> dict[str, str]:
         """The reader options that say where records come from."""

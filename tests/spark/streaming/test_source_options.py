@@ -31,6 +31,9 @@ def test_kafka_source_options_and_registry_keys_are_read() -> None:
     assert (options.session_timeout_ms, options.heartbeat_interval_ms) == (10000, 1000)
     assert options.bootstrap_servers == "h:9092"
     assert options.kafka_settings == {"security.protocol": "PLAINTEXT"}
+    assert not options.mirror_commits
+    assert parse_source_options({**BASE, "kafka.bootstrap.servers": "h:9092", "MirrorCommitsToKafka": "true"}) \
+        .mirror_commits
 
 
 def test_names_are_case_insensitive_as_in_spark() -> None:
@@ -59,6 +62,7 @@ def test_starting_offsets_json_per_partition() -> None:
     ({"startingOffsets": "middle"}, "startingOffsets must be earliest, latest or JSON"),
     ({"session.timeout.ms": "1000", "heartbeat.interval.ms": "3000"}, "heartbeat.interval.ms (3000) must be lower"),
     ({"kafka.security.protocol": "SSL"}, "'kafka.security.protocol' needs kafka.bootstrap.servers"),
+    ({"mirrorCommitsToKafka": "true"}, "'mirrorCommitsToKafka' needs kafka.bootstrap.servers"),
     ({"member.request.timeout.ms": "-5"}, "member.request.timeout.ms"),
 ])
 def test_a_bad_option_or_contradictory_pair_is_named(options: dict[str, str], named: str) -> None:

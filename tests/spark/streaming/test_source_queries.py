@@ -1,6 +1,7 @@
 """``readStream.format("groupcoord")`` in local Spark, into Spark's own sinks: Spark's Kafka source schema with every
 column (headers included) on the embedded log and on the Kafka broker, the group's committed offsets at the log ends
-after AvailableNow, a topic that grows partitions while the query runs, and bad options named at ``load()``.
+after AvailableNow and the finished query gone from the group, a topic that grows partitions while the query runs (on
+both sources), and bad options named at ``load()``.
 
 (The ``groupcoord-delta`` sink's tests run this source too: one query, two queries handing over, and AvailableNow
 across a group, on both sources.)"""
@@ -23,7 +24,7 @@ from groupcoord.spark.streaming.register import stop_coordinators
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from tests.spark.streaming.sink_helpers import wait_until
-from tests.spark.streaming.source_helpers import FAST_CONF, SOURCE_TIMING, committed
+from tests.spark.streaming.source_helpers import FAST_CONF, SOURCE_TIMING, Feed, committed
 
 pytestmark = [pytest.mark.spark]
 
@@ -110,36 +111,52 @@ def test_available_now_on_kafka_reads_spark_kafka_schema_and_commits_the_ends(
         producer.produce(topic, value=record.value, key=record.key, partition=p,
                          timestamp=int(WHEN.timestamp() * 1000), headers=list(record.headers) or None)
     assert producer.flush(30) == 0
-    actual = _read_available_now(spark, topic, "kafka-g", tmp_path, **{"kafka.bootstrap.servers": bootstrap})
+    group = f"kafka-g-{uuid.uuid4().hex[:8]}"  # the broker's groups are shared by the session
+    actual = _read_available_now(spark, topic, group, tmp_path, **{"kafka.bootstrap.servers": bootstrap,
+                                                                    "mirrorCommitsToKafka": "true"})
     assert_df_equality(actual, _expected(spark, topic, partitions), ignore_row_order=True, ignore_nullable=True)
     ends = {TopicPartition(topic, p): 3 for p in range(partitions)}
-    assert committed(registered, "kafka-g", list(ends)) == ends
+    assert committed(registered, group, list(ends)) == ends
+    assert _kafka_committed(bootstrap, group, list(ends)) == ends  # mirrored to the cluster's group of that name
 
 
-def test_a_topic_that_grows_partitions_is_read_whole(spark: SparkSession, registered: StateRoot,
-                                                     tmp_path: Path) -> None:
-    topic = "growing"
-    TopicCatalog(registered).create(topic, 1)
-    TopicLog(registered, topic).produce(ProducerRecord(f"a{n}".encode(), partition=0) for n in range(5))
+def _kafka_committed(bootstrap: str, group: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The committed offsets of ``group`` on the Kafka cluster (a client that does not join)."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KafkaPartition
+
+    client = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = client.committed([KafkaPartition(tp.topic, tp.partition) for tp in partitions], timeout=30)
+        return {TopicPartition(k.topic, k.partition): k.offset for k in found}
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("on", ["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
+def test_a_topic_that_grows_partitions_is_read_whole(spark: SparkSession, registered: StateRoot, tmp_path: Path,
+                                                     request: pytest.FixtureRequest, on: str) -> None:
+    feed = Feed(registered, request.getfixturevalue("kafka_broker") if on == "kafka" else None)
+    topic, name = feed.topic("growing"), f"growing_{on}"
+    feed.produce(topic, 1, 5)
     reader = spark.readStream.format("groupcoord").option("group.id", "grow-g").option("subscribe", topic) \
         .option("startingOffsets", "earliest")
-    for key, value in SOURCE_TIMING.items():
+    for key, value in {**SOURCE_TIMING, **feed.options()}.items():
         reader = reader.option(key, value)
     query = reader.load().selectExpr("partition", "offset", "CAST(value AS STRING) AS value").writeStream \
-        .format("memory").queryName("growing").option("checkpointLocation", str(tmp_path / "ckpt")) \
+        .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "ckpt")) \
         .trigger(processingTime="200 milliseconds").start()
     try:
-        wait_until(lambda: spark.table("growing").count() >= 5, 60, "the first partition's records")
-        TopicCatalog(registered).alter(topic, 3)
-        TopicLog(registered, topic).produce(ProducerRecord(f"b{p}{n}".encode(), partition=p)
-                                            for p in (1, 2) for n in range(4))
-        wait_until(lambda: spark.table("growing").count() >= 13, 60, "the new partitions' records")
+        wait_until(lambda: spark.table(name).count() >= 5, 60, "the first partition's records")
+        feed.grow(topic, 3)
+        feed.produce(topic, 3, 4, only=(1, 2))
+        wait_until(lambda: spark.table(name).count() >= 13, 60, "the new partitions' records")
     finally:
         query.stop()
     assert query.exception() is None
-    expected = [(0, n, f"a{n}") for n in range(5)] + [(p, n, f"b{p}{n}") for p in (1, 2) for n in range(4)]
+    expected = [(p, n, f"{p}-{n}") for p in range(3) for n in range(5 if p == 0 else 4)]
     schema = "partition int, offset long, value string"
-    assert_df_equality(spark.table("growing"), spark.createDataFrame(expected, schema), ignore_row_order=True,
+    assert_df_equality(spark.table(name), spark.createDataFrame(expected, schema), ignore_row_order=True,
                        ignore_nullable=True)
 
 
