@@ -24,6 +24,8 @@ import pyarrow as pa
 from groupcoord.config import REGISTRY, ConfigError
 
 _OWN = ("path", "group.id", "checkpointlocation", "state.root", "commit.attempts")
+_SPARKS = ("queryname",)
+"""Options Spark itself adds to a stream writer's (``writeStream.queryName(...)``): accepted, not used."""
 _REQUIRED_COLUMNS = {"topic": pa.string(), "partition": pa.int32(), "offset": pa.int64()}
 
 
@@ -45,7 +47,7 @@ class SinkOptions:
     def parse(options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> SinkOptions:
         """Resolve ``options`` over ``defaults`` (short ``spark.groupcoord.*`` names), or raise naming the problem."""
         given = {key.lower(): value for key, value in options.items()}
-        known = {key.name.lower() for key in REGISTRY} | set(_OWN)
+        known = {key.name.lower() for key in REGISTRY} | set(_OWN) | set(_SPARKS)
         for key in given:
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=1)

@@ -27,6 +27,7 @@ def test_the_options_resolve_over_the_session_defaults() -> None:
     options = SinkOptions.parse({k: v for k, v in GOOD.items() if k != "state.root"}, {"state.root": "/data/gc"})
     assert options == SinkOptions(path="/tmp/t", group_id="g", checkpoint="/tmp/c", state_root="/data/gc")
     assert SinkOptions.parse({**GOOD, "assignors": "range", "COMMIT.ATTEMPTS": "2"}).commit_attempts == 2
+    assert SinkOptions.parse({**GOOD, "queryName": "q"}) == SinkOptions.parse(GOOD)  # Spark adds it
 
 
 @pytest.mark.parametrize(("options", "message"), [
