@@ -27,7 +27,8 @@ class _Counting(ConsumerRebalanceListener):  # type: ignore[misc]
 
 class KafkaPythonMember(PolledMember):
     """A ``KafkaConsumer`` subscribed to the topic, polled once a second (shorter polls can strand a rejoin, see
-    docs/compatibility.md); it reads the topic's metadata before its first poll, as that page advises."""
+    docs/compatibility.md); it reads the topic's metadata once subscribed, before its first poll, as that page
+    advises."""
 
     def __init__(self, bootstrap: str, group: str, name: str, instance_id: str | None) -> None:
         super().__init__(name)
@@ -35,8 +36,11 @@ class KafkaPythonMember(PolledMember):
             bootstrap_servers=bootstrap, group_id=group, client_id=name, group_instance_id=instance_id,
             enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=SESSION_MS,
             heartbeat_interval_ms=HEARTBEAT_MS, request_timeout_ms=20_000)
-        self.consumer.partitions_for_topic(TOPIC)
+        # Subscribe, then read the topic's metadata, before the first poll: the leader compares the metadata it
+        # assigned with to later metadata, and a snapshot taken before the subscription named the topic differs from
+        # the first update after it, so the group would rebalance right after its first assignment (against Kafka too)
         self.consumer.subscribe([TOPIC], listener=_Counting(self))
+        self.consumer.partitions_for_topic(TOPIC)
         self.start()
 
     def poll_once(self) -> None:

@@ -185,7 +185,8 @@ def commits_and_admin(client: Client, group: str) -> None:
     a is in it; once a left: the offsets, resets to the earliest, the latest and a given offset, and the delete."""
     a = client.join(group, "a")
     wait_for(lambda: owns_everything(a), "a to own every partition")
-    assert a.commit({0: 2, 1: 3}) is None
+    error = a.commit({0: 2, 1: 3})
+    assert error is None, error
     assert a.committed(sorted(ALL)) == {0: 2, 1: 3, 2: None, 3: None}
     assert client.list_groups().get(group, "") in ("Stable", None)
     if DESCRIBE not in client.lacks:
