@@ -5,6 +5,12 @@ Kafka broker does: pipelined requests wait in the socket buffer until the previo
 must not run on the loop (durable writes, Spark jobs) is awaited by the adapters, so other connections keep being
 served meanwhile.
 
+The one exception is consecutive Produce requests: up to :data:`MAX_PIPELINED_PRODUCES` of them start at once, in
+request order (so their batches join the topic's group commit in that order, and share its Delta commit), and their
+answers are written in request order. A Kafka broker's local append takes a millisecond; a Delta commit tens, and
+librdkafka sends one partition per Produce request, relying on several in flight. Any other request waits until every
+Produce before it is answered, so what it observes is what it would observe one request at a time.
+
 Bad input never reaches an adapter and never stops the server:
 
 - an oversized frame (``socket.request.max.bytes``), a negative size, an unreadable header, a body that does not
@@ -18,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +43,11 @@ from groupcoord.server.framing import read_frame
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
 
 log = logging.getLogger("groupcoord.server.endpoint")
+
+MAX_PIPELINED_PRODUCES = 5
+"""Produce requests of one connection in progress at once (an idempotent producer keeps at most 5 in flight)."""
+
+_PRODUCE_KEY = int(ApiKey.PRODUCE).to_bytes(2, "big")
 
 
 def parse_host_port(value: str) -> tuple[str, int]:
@@ -153,13 +164,19 @@ class Endpoint:
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
+        produces = _OrderedAnswers(writer, peer, lambda: self._stopping)
         try:
             while not self._stopping:
                 payload = await read_frame(reader, max_bytes=self._config.max_request_bytes)
                 if payload is None:
                     break
+                if payload[:2] == _PRODUCE_KEY:
+                    await produces.wait_below(MAX_PIPELINED_PRODUCES)
+                    produces.add(self._answer(payload, client_host))
+                    continue
+                await produces.wait_below(1)  # every earlier Produce answered first
                 frame = await self._answer(payload, client_host)
-                if frame is not None:  # an acks-0 Produce gets no answer
+                if frame is not None:
                     writer.write(frame)
                     await writer.drain()
         except RequestRejected as exc:
@@ -169,6 +186,7 @@ class Endpoint:
         except Exception:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
+            await produces.close()
             writer.close()
             with contextlib.suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
@@ -222,3 +240,68 @@ class Endpoint:
             return handler.error_response(ctx, Errors.UNKNOWN_SERVER_ERROR)
         finally:
             self._in_handler.discard(task)
+
+
+class _OrderedAnswers:
+    """The Produce requests of one connection in progress, answered in request order by one sender task.
+
+    Each request runs in a task of its own, created in request order (so each runs up to its first wait, where its
+    batches are queued on the group commit, in that order). The sender writes their answers in the same order; an
+    acks-0 Produce has none. A request that must close the connection (a refused acks-0 Produce, a frame that does
+    not decode), or a write that fails, closes the connection, which ends the reading loop; so does an answer written
+    while the endpoint stops.
+    """
+
+    def __init__(self, writer: asyncio.StreamWriter, peer: Any, stopping: Callable[[], bool]) -> None:
+        self._writer = writer
+        self._peer = peer
+        self._stopping = stopping
+        self._queue: asyncio.Queue[asyncio.Task[bytes | None]] = asyncio.Queue()
+        self._written = asyncio.Event()
+        self._pending = 0
+        self._sender: asyncio.Task[None] | None = None
+
+    def add(self, answer: Coroutine[Any, Any, bytes | None]) -> None:
+        """Start ``answer`` now; its frame is written after those added before it."""
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send())
+        self._pending += 1
+        self._queue.put_nowait(asyncio.create_task(answer))
+
+    async def wait_below(self, limit: int) -> None:
+        """Return once fewer than ``limit`` requests are unanswered (or the sender has stopped)."""
+        while self._pending >= limit and self._sender is not None and not self._sender.done():
+            self._written.clear()
+            await self._written.wait()
+
+    async def close(self) -> None:
+        """Stop the sender and cancel what it has not answered (their batches stay queued on the group commit)."""
+        if self._sender is None:
+            return
+        self._sender.cancel()
+        while not self._queue.empty():
+            self._queue.get_nowait().cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._sender
+
+    async def _send(self) -> None:
+        try:
+            while True:
+                task = await self._queue.get()
+                try:
+                    frame = await task
+                    if frame is not None:
+                        self._writer.write(frame)
+                        await self._writer.drain()
+                finally:
+                    self._pending -= 1
+                    self._written.set()
+                if self._stopping() and self._queue.empty():  # the endpoint stops: every answer is written
+                    break
+        except RequestRejected as exc:
+            log.warning("closing connection from %s: %s", self._peer, exc)
+        except ConnectionError:
+            pass
+        except Exception:
+            log.exception("closing connection from %s after an internal error", self._peer)
+        self._writer.close()  # the reading loop sees the end of the stream

@@ -232,6 +232,27 @@ def test_requests_to_every_partition_within_one_window_are_one_delta_commit_ackn
         appender.close()
 
 
+def test_pipelined_produce_requests_of_one_connection_share_a_commit_in_order_and_a_fetch_after_them_sees_them(
+    broker: Broker, raw_client: Callable[..., RawClient]
+) -> None:
+    client = raw_client(broker.running.address)
+    before = _table_version(broker.root)
+    produces = [_produce(0, _batch([b"p%d-0" % n, b"p%d-1" % n])) for n in range(5)]
+    fetch = _fetch_request(0, version=12)
+    client.send_raw(b"".join([*(client.encode(r, correlation_id=10 + n) for n, r in enumerate(produces)),
+                              client.encode(fetch, correlation_id=99)]))  # one write: librdkafka's in-flight requests
+    answers = []
+    for request in [*produces, fetch]:
+        payload = client.read_frame()
+        assert payload is not None
+        answers.append(decode_response(request, payload))
+    assert [a.header.correlation_id for a in answers] == [10, 11, 12, 13, 14, 99]  # answered in request order
+    assert [a.responses[0].partition_responses[0].base_offset for a in answers[:5]] == [0, 2, 4, 6, 8]
+    assert _table_version(broker.root) - before == 1 == broker.appender.stats.commits  # five requests, one commit
+    fetched = [r.value for b in MemoryRecords(answers[5].responses[0].partitions[0].records) for r in b]
+    assert fetched == [b"p%d-%d" % (n, i) for n in range(5) for i in range(2)]  # the Fetch waited for them
+
+
 def test_idempotent_producer_gets_an_id_and_a_retried_batch_is_not_written_twice(
     broker: Broker, raw_client: Callable[..., RawClient]
 ) -> None:
@@ -345,15 +366,18 @@ def _produce(partition: int, records: bytes, *, topic: str = TOPIC, acks: int = 
                               data.PartitionProduceData(index=partition, records=records)])])
 
 
+def _fetch_request(partition: int, *, version: int) -> Any:
+    return FetchRequest(
+        version=version, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 24, isolation_level=0,
+        session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+        topics=[FetchRequest.FetchTopic(topic=TOPIC, partitions=[FetchRequest.FetchTopic.FetchPartition(
+            partition=partition, fetch_offset=0, log_start_offset=-1, partition_max_bytes=1 << 20)])])
+
+
 def _raw_fetch(broker: Broker, partition: int, *, version: int) -> Any:
     client = RawClient(broker.running.address)
     try:
-        request = FetchRequest(
-            version=version, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 24, isolation_level=0,
-            session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
-            topics=[FetchRequest.FetchTopic(topic=TOPIC, partitions=[FetchRequest.FetchTopic.FetchPartition(
-                partition=partition, fetch_offset=0, log_start_offset=-1, partition_max_bytes=1 << 20)])])
-        return client.request(request).responses[0].partitions[0]
+        return client.request(_fetch_request(partition, version=version)).responses[0].partitions[0]
     finally:
         client.close()
 
