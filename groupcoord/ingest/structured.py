@@ -88,6 +88,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
                    tty: bool | None = None) -> StructuredResult:
     """Run ``config.members`` queries in the job's group until they finish or are stopped (see the module)."""
     from groupcoord.spark import register
+    from groupcoord.spark.streaming.register import stop_coordinator
 
     register(spark, state_root=str(root.path))
     source = SourceSpec.parse(config.source, state_root=root)
@@ -107,6 +108,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
             for query in queries:
                 if query.isActive:
                     query.stop()
+            stop_coordinator(root.path)  # release the lease now: at exit the coordinator cannot step down cleanly
         final = monitor.stop()
     stop_file.unlink(missing_ok=True)
     failed = [q for q in queries if q.exception() is not None]

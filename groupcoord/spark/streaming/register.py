@@ -108,6 +108,18 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
         return coordinator
 
 
+def stop_coordinator(state_root: str | Path) -> None:
+    """Stop the coordinator (serving or standing by) that ``register`` started in this process for ``state_root``.
+
+    An application should call it (or :func:`stop_coordinators`) when its queries are done: the atexit hook runs
+    after Python has shut its thread pools down, when the coordinator can no longer step down cleanly (the lease
+    then expires instead of being released, and a standby waits for that)."""
+    with _lock:
+        running = _coordinators.pop(Path(state_root).resolve(), None)
+    if running is not None:
+        running.stop()
+
+
 def stop_coordinators() -> None:
     """Stop every coordinator (serving or standing by) that ``register`` started in this process."""
     with _lock:
