@@ -2,9 +2,9 @@
 
 ``groupcoord.spark.register`` starts the state root's coordinator in the driver, or stands by behind the process that
 holds the lease. This measures the hand-over between two such processes on one state root, with the default lease
-settings: process A serves, process B stands by; A then ends, either as an application does (SIGTERM: the atexit
-hook steps down and releases the lease) or killed outright (SIGKILL: the lease must expire). The time is from the
-signal to B's first moment of serving.
+settings: process A serves, process B stands by; A then ends, either as an application that stops its coordinator
+does (SIGTERM, whose handler calls ``stop()``: it steps down and releases the lease, as ``stop_coordinator`` does) or
+killed outright (SIGKILL: the lease must expire). The time is from the signal to B's first moment of serving.
 
 Each process runs what ``register`` runs (:class:`~groupcoord.host.background.BackgroundCoordinator`,
 ``start_or_stand_by``) without a SparkSession, so Spark's assignment runner is not loaded: the lease hand-over is the
