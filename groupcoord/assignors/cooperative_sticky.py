@@ -31,8 +31,8 @@ class CooperativeStickyAssignor(GloballyBalancedAssignor):
 
     name: ClassVar[str] = "cooperative-sticky"
 
-    def _assign(self, prepared: Prepared) -> DataFrame:
-        target = self._target(prepared)
+    def _plan(self, prepared: Prepared) -> DataFrame:
+        target = super()._plan(prepared)
         if not prepared.has_owned:  # nothing is claimed, so nothing changes owner
             return target
         claimants = prepared.claims.groupBy(GROUP, *PARTITION_ORDER).agg(F.collect_set("member_id").alias("_by"))

@@ -5,10 +5,11 @@
 no job for constant or driver-local inputs: see :mod:`groupcoord.assignors.homogeneity`).
 
 Only when the answer is yes does the call hand its groups to :mod:`groupcoord.assignors.global_balance` (the Python
-algorithms in Python tasks, in the same one job); when it is no, the homogeneous plan runs (``Prepared.homogeneous``). A
-caller that knows its subscriptions skips the check with the keyword-only option ``subscriptions="homogeneous"`` or
-``"heterogeneous"`` (default ``"auto"``); saying ``"homogeneous"`` for a heterogeneous group yields a valid assignment
-balanced topic by topic only (a bare option is not a proof: the general plan runs, with its per-topic scopes).
+algorithms in Python tasks, in the same one job, cooperative-sticky's revocations included); when it is no, the
+homogeneous plan runs (``Prepared.homogeneous``). A caller that knows its subscriptions skips the check with the
+keyword-only option ``subscriptions="homogeneous"`` or ``"heterogeneous"`` (default ``"auto"``); saying
+``"homogeneous"`` for a heterogeneous group yields a valid assignment balanced topic by topic only (a bare option is
+not a proof: the general plan runs, with its per-topic scopes).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pyspark.sql import Column, DataFrame
 
 from groupcoord.assignors.balanced import balanced_target
 from groupcoord.assignors.base import Assignor
-from groupcoord.assignors.global_balance import python_target
+from groupcoord.assignors.global_balance import python_assignment
 from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.assignors.prepare import Prepared
 
@@ -67,11 +68,12 @@ class GloballyBalancedAssignor(Assignor):
         """Which owned partitions a member over its quota keeps first (before topic, partition)."""
         return ()
 
-    def _target(self, prepared: Prepared) -> DataFrame:
-        """``_g, member_id, topic, partition``: the sticky balanced target, globally balanced if needed."""
-        if self.subscriptions == "heterogeneous":
-            return python_target(prepared, name=self.name, rack_aware=self.rack_aware)
+    def _plan(self, prepared: Prepared) -> DataFrame:
+        """``_g, member_id, topic, partition``: the DataFrame plan for groups that subscribe alike (the sticky
+        balanced target)."""
         return balanced_target(prepared, rack_aware=self.rack_aware, keep_first=self._keep_first())
 
     def _assign(self, prepared: Prepared) -> DataFrame:
-        return self._target(prepared)
+        if self.subscriptions == "heterogeneous":
+            return python_assignment(prepared, name=self.name, rack_aware=self.rack_aware)
+        return self._plan(prepared)
