@@ -42,8 +42,9 @@ SERVER_PREFIX = "server-"
 
 DRIVER_PARTITIONS = 200_000
 """A bucket of at most this many assignable partitions (over its groups) is assigned on the driver in Python, not
-by a Spark job. Measured (``bench/assign_engines.py``, docs/assignor-tuning.md): the Python engine is faster than a
-warm Spark call below about this size on the 2-core reference machine, and a cold Spark call costs seconds more."""
+by a Spark job. Measured by ``bench/assign_engines.py`` (its crossover, see docs/benchmarks.md; the recorded run is
+pending): the value predates it and comes from the Python algorithms' own timings (100k x 1,000 heterogeneous in
+2.7 s, about a warm Spark call's time; docs/assignor-tuning.md). A cold Spark call costs seconds more."""
 
 _WARMED_CONTEXTS: set[str] = set()
 """Application ids of the SparkContexts whose planner was warmed (see :meth:`SparkAssignmentRunner.warm_up`)."""
