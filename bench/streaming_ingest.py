@@ -8,17 +8,23 @@ Three measurements (``bin/spark-submit bench/streaming_ingest_app.py``, :mod:`be
   broker, and the same records from the embedded topic log; Spark's source reads the broker.
 - **latency**: while one query runs batches back to back (the default trigger), a producer sends records at a
   steady 10,000 records/s (120,000 with ``--full``, 50,000 quick) to an empty topic; a record's end-to-end latency
-  is its table commit's time (the Delta commit info) minus its Kafka timestamp (the producer's create time).
+  is its table commit's time (the Delta commit info) minus its Kafka timestamp (the producer's create time). Spark's
+  source and groupcoord read the broker; groupcoord also reads the same steady stream produced into the embedded
+  topic log (100 ms ticks of 1,000 records, each a topic-log commit, stamped with their create time).
 - **hand-over** (groupcoord only: Spark's source has no group, every query reads every partition): two queries of
   one group read the steady stream; the first stops part way. For each partition that moved, the stall is the
   time between the last commit of its records by the first query's member and the first by the second's (the
   members are in the commit info).
 
-Masters: ``local[4,4]`` (and ``local[2]`` with ``--full``). Command: ``python -m bench.run streaming_ingest``.
+Masters: ``local[4,4]`` (and ``local[2]`` with ``--full``). Command: ``python -m bench.run [--full]
+streaming_ingest``; ``python -m bench.streaming_ingest --smoke`` runs every step on a few thousand records and writes
+no result (a check that the script works).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 import json
 import re
 import statistics
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.peer_ingest import PARTITIONS, RECORD_BYTES, REPO, SPARK_SUBMIT, records
@@ -61,6 +68,9 @@ class Sizes:
 
 QUICK = Sizes(records=100_000, latency_records=50_000, masters=("local[4,4]",))
 FULL = Sizes(records=1_000_000, latency_records=120_000, masters=("local[4,4]", "local[2]"))
+SMOKE = Sizes(records=3_000, latency_records=6_000, masters=("local[2]",))
+EMBEDDED_TICK_S = 0.1
+"""The embedded steady stream's tick: one topic-log commit of ``RATE * EMBEDDED_TICK_S`` records."""
 
 
 # --- processes -----------------------------------------------------------------------------------------------------
@@ -160,6 +170,26 @@ def steady_stream(bootstrap: str, topic: str, count: int, rate: int = RATE) -> t
     return thread
 
 
+def steady_embedded(root: StateRoot, topic: str, count: int, rate: int = RATE) -> threading.Thread:
+    """Produce ``count`` 1 KB records at ``rate`` records/s into the embedded topic log (one commit per tick, the
+    records stamped with their create time), in a started thread."""
+    def run() -> None:
+        log = TopicLog(root, topic)
+        per_tick, started = int(rate * EMBEDDED_TICK_S), time.monotonic()
+        source: Iterator[Any] = records(count)
+        for tick in range(count // per_tick):
+            now = dt.datetime.now(dt.UTC)
+            log.produce([ProducerRecord(r.value, partition=r.partition, timestamp=now)
+                         for r in itertools.islice(source, per_tick)])
+            pause = started + (tick + 1) * EMBEDDED_TICK_S - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+
+    thread = threading.Thread(target=run, name="steady-embedded", daemon=True)
+    thread.start()
+    return thread
+
+
 # --- reading the tables' logs ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -188,8 +218,10 @@ def record_latencies_ms(table: Path) -> list[float]:
     latencies: list[float] = []
     for commit in commits(table):
         for path in commit.files:
-            stamps = pq.read_table(table / path, columns=["timestamp"]).column("timestamp").cast("int64").to_pylist()
-            latencies.extend(commit.timestamp_ms - stamp / 1000 for stamp in stamps)
+            column = pq.read_table(table / path, columns=["timestamp"]).column("timestamp")
+            # delta-spark writes INT96 (read as ns), groupcoord-delta microseconds: compare in ms whatever the unit
+            stamps = column.cast(pa.timestamp("ms", tz=column.type.tz), safe=False).cast(pa.int64()).to_pylist()
+            latencies.extend(commit.timestamp_ms - stamp for stamp in stamps)
     return latencies
 
 
@@ -249,13 +281,19 @@ def measure_latency(side: str, master: str, broker: KafkaBroker, root: StateRoot
                     count: int) -> dict[str, Any]:
     """The steady stream into one query; p50 and p99 of the records' end-to-end latency."""
     topic = f"latency-{side}-{slug(master)}"
-    broker.create_topic(topic, partitions=PARTITIONS)
+    where = ["--bootstrap", broker.bootstrap]
+    if side == OURS_EMBEDDED:
+        TopicCatalog(root).create(topic, PARTITIONS)
+        where = []
+    else:
+        broker.create_topic(topic, partitions=PARTITIONS)
     work.mkdir(parents=True, exist_ok=True)
     app = App(master, ["latency", "spark" if side == PEER else "groupcoord", "--topic", topic, "--work", str(work),
-                       "--bootstrap", broker.bootstrap, "--state-root", str(root.path), "--expect", str(count)],
-              work / "latency.log")
+                       *where, "--state-root", str(root.path), "--expect", str(count)], work / "latency.log")
     app.next_result()  # ready
-    steady_stream(broker.bootstrap, topic, count).join()
+    producer = steady_embedded(root, topic, count) if side == OURS_EMBEDDED else \
+        steady_stream(broker.bootstrap, topic, count)
+    producer.join()
     done = app.next_result(PROCESS_TIMEOUT_S)
     app.wait()
     latencies = record_latencies_ms(Path(done["sink"]))
@@ -286,9 +324,11 @@ def measure_handover(master: str, broker: KafkaBroker, root: StateRoot, work: Pa
             "stall_max_s": round(max(stalls.values()), 2) if stalls else None, "load_avg_1m": load_average()}
 
 
-def main(full: bool) -> None:
-    """Produce, then each measurement, the peer first; writes ``bench/results/streaming_ingest*.json``."""
-    sizes = FULL if full else QUICK
+def main(full: bool, sizes: Sizes | None = None) -> None:
+    """Produce, then each measurement, the peer first; writes ``bench/results/streaming_ingest*.json`` (not with
+    explicit ``sizes``: a smoke run)."""
+    smoke = sizes is not None
+    sizes = sizes or (FULL if full else QUICK)
     throughput: list[dict[str, Any]] = []
     latency: list[dict[str, Any]] = []
     handover: list[dict[str, Any]] = []
@@ -307,13 +347,14 @@ def main(full: bool) -> None:
                     throughput.append(measure_throughput(side, master, broker.bootstrap, root, case / side,
                                                          sizes.records))
                     print(throughput[-1], flush=True)
-                for side in (PEER, OURS_KAFKA):
+                for side in (PEER, OURS_KAFKA, OURS_EMBEDDED):
                     latency.append(measure_latency(side, master, broker, root, case / f"latency-{side}",
                                                    sizes.latency_records))
                     print(latency[-1], flush=True)
                 handover.append(measure_handover(master, broker, root, case / "handover", sizes.latency_records))
                 print(handover[-1], flush=True)
-    _write(sizes, throughput, latency, handover)
+    if not smoke:
+        _write(sizes, throughput, latency, handover)
 
 
 def _write(sizes: Sizes, throughput: list[dict[str, Any]], latency: list[dict[str, Any]],
@@ -333,16 +374,33 @@ def _write(sizes: Sizes, throughput: list[dict[str, Any]], latency: list[dict[st
                         "one spark-submit process; warm_s is the second run. groupcoord_reads=kafka: the same "
                         "broker as Spark's source (librdkafka, Arrow batches); embedded: the same records from the "
                         "state root's embedded topic log. MB = 10^6 bytes of values."))
+    latency_rows = []
+    for ours in (OURS_KAFKA, OURS_EMBEDDED):
+        for row in side_by_side([r for r in latency if r["side"] in (PEER, ours)], ("master",), ("p50_ms", "p99_ms"),
+                                extras=("records", "load_avg_1m"), sides=(PEER, ours)):
+            latency_rows.append({"groupcoord_reads": ours.removeprefix("groupcoord_"), **{
+                k.replace(ours, "groupcoord"): v for k, v in row.items()}})
     write_result("streaming_ingest_latency", title="Structured Streaming end-to-end latency at a steady "
-                 f"{RATE:,} records/s", rows=side_by_side(latency, ("master",), ("p50_ms", "p99_ms"),
-                                                          extras=("records", "load_avg_1m"), sides=(PEER, OURS_KAFKA)),
+                 f"{RATE:,} records/s", rows=latency_rows,
                  summary={"ratio": RATIO_MEANING, "rate_per_s": RATE, "records": sizes.latency_records},
                  notes=("A producer sends 1 KB records at a steady rate to an empty 12-partition topic while one "
                         "query runs batches back to back (the default trigger); a record's latency is its Delta "
-                        "commit's time minus its Kafka create time."))
+                        "commit's time minus its create time. groupcoord_reads=kafka: the broker (10 ms producer "
+                        "ticks); embedded: the state root's embedded topic log (100 ms ticks, one topic-log commit "
+                        "each), against the same Spark-on-Kafka row."))
     write_result("streaming_ingest_handover", title="Structured Streaming hand-over: how long moved partitions stall",
                  rows=handover, summary={"rate_per_s": RATE, "records": sizes.latency_records},
                  notes=("Two groupcoord queries of one group read a steady stream; the first stops after a third of "
                         "it. Per moved partition: the time from its last commit by the stopped query's member to the "
                         "first by the other's. Spark's Kafka source has no counterpart: its queries share no group "
                         "and each reads every partition."))
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Structured Streaming ingestion benchmark (bench.run runs it).")
+    parser.add_argument("--full", action="store_true", help="1,000,000 records, two masters")
+    parser.add_argument("--smoke", action="store_true", help="every step on a few thousand records; no result file")
+    options = parser.parse_args()
+    main(options.full, SMOKE if options.smoke else None)
