@@ -150,9 +150,8 @@ def steady_stream(bootstrap: str, topic: str, count: int, rate: int = RATE) -> t
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "acks": 1})
         per_tick, started = rate // 100, time.monotonic()
         source: Iterator[Any] = records(count)
-        for tick in range(count // per_tick):
-            for _ in range(per_tick):
-                record = next(source)
+        for tick in range(-(-count // per_tick)):  # every record: the last tick may be short
+            for record in itertools.islice(source, per_tick):
                 while True:
                     try:
                         producer.produce(topic, value=record.value, partition=record.partition)
@@ -177,7 +176,7 @@ def steady_embedded(root: StateRoot, topic: str, count: int, rate: int = RATE) -
         log = TopicLog(root, topic)
         per_tick, started = int(rate * EMBEDDED_TICK_S), time.monotonic()
         source: Iterator[Any] = records(count)
-        for tick in range(count // per_tick):
+        for tick in range(-(-count // per_tick)):  # every record: the last tick may be short
             now = dt.datetime.now(dt.UTC)
             log.produce([ProducerRecord(r.value, partition=r.partition, timestamp=now)
                          for r in itertools.islice(source, per_tick)])
@@ -310,7 +309,7 @@ def measure_handover(master: str, broker: KafkaBroker, root: StateRoot, work: Pa
     app = App(master, ["handover", "groupcoord", "--topic", topic, "--work", str(work), "--bootstrap",
                        broker.bootstrap, "--state-root", str(root.path), "--expect", str(count), "--stop-after",
                        f"{seconds / 3:.1f}"], work / "handover.log")
-    warm_up = 10 * PARTITIONS  # every partition gets records, so both queries write before "ready"
+    warm_up = 10 * PARTITIONS  # records before "ready" (both queries ran a batch and own partitions)
     steady_stream(broker.bootstrap, topic, warm_up).join()
     app.next_result()  # ready
     producer = steady_stream(broker.bootstrap, topic, count - warm_up)

@@ -12,8 +12,9 @@ and MODE is
   run (``seconds``, ``sink``);
 - ``latency``: one query with the default trigger (a batch as soon as the previous one ends); prints ``ready`` once
   it runs, then waits until the table holds ``--expect`` rows;
-- ``handover`` (groupcoord only): two queries of one group; ``ready`` once both wrote, ``--stop-after`` seconds later
-  stops the first (printing the wall time), then waits until the table holds ``--expect`` rows.
+- ``handover`` (groupcoord only): two queries of one group; ``ready`` once both ran a batch and each owns partitions,
+  ``--stop-after`` seconds later stops the first (printing the wall time), then waits until the table holds
+  ``--expect`` rows.
 
 It runs as a script: it puts the checkout on ``sys.path`` to share :mod:`bench.peer_ingest_app`'s Kafka side.
 """
@@ -79,6 +80,16 @@ def wait_rows(table: Path, expect: int, queries: list[StreamingQuery]) -> None:
         time.sleep(_POLL_S)
 
 
+def split(state_root: str, group: str, members: int) -> bool:
+    """True once ``group`` has ``members`` members and each owns partitions (rows are no sign: the first query may
+    have read every record there was before the second joined)."""
+    from groupcoord.admin.describe import group_members
+    from groupcoord.state_root import StateRoot
+
+    found = group_members(StateRoot.open(state_root), group)
+    return len(found) == members and all(m.partitions for m in found)
+
+
 def throughput(spark: SparkSession, args: argparse.Namespace) -> None:
     """Read the whole topic ``--runs`` times (AvailableNow), one new table each."""
     for run in range(args.runs):
@@ -114,7 +125,7 @@ def handover(spark: SparkSession, args: argparse.Namespace) -> None:
     table = args.work / "table"
     queries = [groupcoord_query(spark, args, table, args.work / f"checkpoint-{i}", "bench-handover",
                                 available_now=False) for i in range(2)]
-    while not all(any(p["numInputRows"] for p in q.recentProgress) for q in queries):
+    while not (all(q.recentProgress for q in queries) and split(args.state_root, "bench-handover", 2)):
         wait_rows(table, 0, queries)
         time.sleep(_POLL_S)
     emit(ready=True)
