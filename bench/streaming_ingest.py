@@ -8,7 +8,8 @@ Three measurements (``bin/spark-submit bench/streaming_ingest_app.py``, :mod:`be
   broker, and the same records from the embedded topic log; Spark's source reads the broker.
 - **latency**: while one query runs batches back to back (the default trigger), a producer sends records at a
   steady 10,000 records/s (120,000 with ``--full``, 50,000 quick) to an empty topic; a record's end-to-end latency
-  is its table commit's time (the Delta commit info) minus its Kafka timestamp (the producer's create time). Spark's
+  is its table commit's time (the Delta commit info) minus its Kafka timestamp (the producer's create time), after
+  a warm-up of 120 records that each side has written before (its first write is not measured). Spark's
   source and groupcoord read the broker; groupcoord also reads the same steady stream produced into the embedded
   topic log (100 ms ticks of 1,000 records, each a topic-log commit, stamped with their create time).
 - **hand-over** (groupcoord only: Spark's source has no group, every query reads every partition): two queries of
@@ -212,15 +213,16 @@ def commits(table: Path) -> list[Commit]:
     return found
 
 
-def record_latencies_ms(table: Path) -> list[float]:
-    """Each record's commit time minus its Kafka timestamp, in ms."""
+def record_latencies_ms(table: Path, since_ms: float = 0.0) -> list[float]:
+    """Each record's commit time minus its Kafka timestamp, in ms, for the records stamped at ``since_ms`` or
+    later (the warm-up before it is left out)."""
     latencies: list[float] = []
     for commit in commits(table):
         for path in commit.files:
             column = pq.read_table(table / path, columns=["timestamp"]).column("timestamp")
             # delta-spark writes INT96 (read as ns), groupcoord-delta microseconds: compare in ms whatever the unit
             stamps = column.cast(pa.timestamp("ms", tz=column.type.tz), safe=False).cast(pa.int64()).to_pylist()
-            latencies.extend(commit.timestamp_ms - stamp for stamp in stamps)
+            latencies.extend(commit.timestamp_ms - stamp for stamp in stamps if stamp >= since_ms)
     return latencies
 
 
@@ -287,15 +289,21 @@ def measure_latency(side: str, master: str, broker: KafkaBroker, root: StateRoot
     else:
         broker.create_topic(topic, partitions=PARTITIONS)
     work.mkdir(parents=True, exist_ok=True)
+    warm_up = 10 * PARTITIONS
     app = App(master, ["latency", "spark" if side == PEER else "groupcoord", "--topic", topic, "--work", str(work),
-                       *where, "--state-root", str(root.path), "--expect", str(count)], work / "latency.log")
-    app.next_result()  # ready
-    producer = steady_embedded(root, topic, count) if side == OURS_EMBEDDED else \
-        steady_stream(broker.bootstrap, topic, count)
-    producer.join()
+                       *where, "--state-root", str(root.path), "--expect", str(count), "--warm-up", str(warm_up)],
+              work / "latency.log")
+
+    def stream(records: int) -> threading.Thread:
+        return steady_embedded(root, topic, records) if side == OURS_EMBEDDED else \
+            steady_stream(broker.bootstrap, topic, records)
+
+    stream(warm_up).join()  # each side's first write (JVM classes, the table's first commit) is not measured
+    ready = app.next_result()
+    stream(count).join()
     done = app.next_result(PROCESS_TIMEOUT_S)
     app.wait()
-    latencies = record_latencies_ms(Path(done["sink"]))
+    latencies = record_latencies_ms(Path(done["sink"]), since_ms=ready["at"] * 1000)
     return {"side": side, "master": master, "records": len(latencies), "p50_ms": round(percentile(latencies, 0.5)),
             "p99_ms": round(percentile(latencies, 0.99)), "load_avg_1m": load_average()}
 
