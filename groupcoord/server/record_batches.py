@@ -68,8 +68,12 @@ def datetime_to_millis(when: dt.datetime) -> int:
 
 def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch:
     """The records of one partition of a Produce request (v3+), or :class:`BatchRejected`."""
-    batches = MemoryRecords(data or b"")
-    batch = batches.next_batch() if batches.has_next() else None
+    try:
+        batches = MemoryRecords(data or b"")
+        batch = batches.next_batch() if batches.has_next() else None
+        more = batches.has_next()
+    except (CorruptRecordError, ValueError) as exc:  # a size field shorter than a batch's header, as Kafka's reader
+        raise BatchRejected(Errors.CORRUPT_MESSAGE, f"Record batch does not parse: {exc}") from None
     if batch is None:
         raise BatchRejected(Errors.INVALID_RECORD,
                             f"Produce requests with version {api_version} must have exactly one record batch per "
@@ -78,7 +82,7 @@ def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch
         raise BatchRejected(Errors.INVALID_RECORD,
                             f"Produce requests with version {api_version} are only allowed to contain record batches "
                             "with magic version 2")
-    if batches.has_next():
+    if more:
         raise BatchRejected(Errors.INVALID_RECORD,
                             f"Produce requests with version {api_version} are only allowed to contain exactly one "
                             "record batch per partition")

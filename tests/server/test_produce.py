@@ -313,6 +313,7 @@ REFUSALS: dict[str, tuple[Callable[[], Any], int]] = {
     "no batch": (lambda: _produce(0, b""), 87),
     "magic 1": (lambda: _produce(0, _batch([b"x"], magic=1)), 87),
     "bad crc": (lambda: _produce(0, _corrupted(_batch([b"x"]))), 2),
+    "size shorter than a batch header": (lambda: _produce(0, bytes(8) + (5).to_bytes(4, "big") + b"short"), 2),
     "control batch": (lambda: _produce(0, _with_attributes(_batch([b"x"]), 0x20)), 87),
     "acks 2": (lambda: _produce(0, _batch([b"x"]), acks=2), 21),
     "log append time": (lambda: _produce(0, _with_attributes(_batch([b"x"]), 0x08)), 32),
