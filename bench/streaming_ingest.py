@@ -24,6 +24,7 @@ no result (a check that the script works).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -331,10 +332,10 @@ def measure_handover(master: str, broker: KafkaBroker, root: StateRoot, work: Pa
             "stall_max_s": round(max(stalls.values()), 2) if stalls else None, "load_avg_1m": load_average()}
 
 
-def main(full: bool, sizes: Sizes | None = None) -> None:
-    """Produce, then each measurement, the peer first; writes ``bench/results/streaming_ingest*.json`` (not with
-    explicit ``sizes``: a smoke run)."""
-    smoke = sizes is not None
+def main(full: bool, sizes: Sizes | None = None, *, record: bool | None = None) -> None:
+    """Produce, then each measurement, the peer first; writes ``bench/results/streaming_ingest*.json`` unless
+    ``record`` is false (by default: unless ``sizes`` are explicit, a smoke run)."""
+    smoke = not record if record is not None else sizes is not None
     sizes = sizes or (FULL if full else QUICK)
     throughput: list[dict[str, Any]] = []
     latency: list[dict[str, Any]] = []
@@ -409,5 +410,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Structured Streaming ingestion benchmark (bench.run runs it).")
     parser.add_argument("--full", action="store_true", help="1,000,000 records, two masters")
     parser.add_argument("--smoke", action="store_true", help="every step on a few thousand records; no result file")
+    parser.add_argument("--masters", help="comma-separated Spark masters instead of the mode's (results are written)")
     options = parser.parse_args()
-    main(options.full, SMOKE if options.smoke else None)
+    chosen = SMOKE if options.smoke else FULL if options.full else QUICK
+    if options.masters:
+        chosen = dataclasses.replace(chosen, masters=tuple(options.masters.split(",")))
+    main(options.full, chosen, record=not options.smoke)
