@@ -410,9 +410,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Structured Streaming ingestion benchmark (bench.run runs it).")
     parser.add_argument("--full", action="store_true", help="1,000,000 records, two masters")
     parser.add_argument("--smoke", action="store_true", help="every step on a few thousand records; no result file")
-    parser.add_argument("--masters", help="comma-separated Spark masters instead of the mode's (results are written)")
+    parser.add_argument("--master", action="append", dest="masters",
+                        help="a Spark master instead of the mode's, repeatable (results are written)")
     options = parser.parse_args()
     chosen = SMOKE if options.smoke else FULL if options.full else QUICK
     if options.masters:
-        chosen = dataclasses.replace(chosen, masters=tuple(options.masters.split(",")))
+        chosen = dataclasses.replace(chosen, masters=tuple(options.masters))
     main(options.full, chosen, record=not options.smoke)
