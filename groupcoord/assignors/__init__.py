@@ -38,6 +38,8 @@ class AssignorOptions(TypedDict, total=False):
     """Prefer same-rack members (range, sticky, cooperative-sticky, uniform)."""
     subscriptions: SubscriptionsMode
     """Whether the call's groups subscribe alike (the balanced assignors): checked (``auto``) or stated."""
+    driver_rows: int
+    """Heterogeneous calls of at most this many input rows run on the driver, 0 never (the balanced assignors)."""
     tolerance: float
     """How far from the weight quota a member may go (weighted)."""
 

@@ -1,18 +1,25 @@
-"""Calls that may hold a heterogeneous group (sticky, cooperative-sticky, uniform): every group in a Python task.
+"""Calls that may hold a heterogeneous group (sticky, cooperative-sticky, uniform): every group in Python.
 
 Groups whose members subscribe to different topics are balanced globally by
 :mod:`groupcoord.assignors.algorithms.global_balance` (every owned partition kept whenever a balanced assignment
-keeps them all). It iterates, so it is no DataFrame plan: the call's normalised inputs (members, partitions and the
-claims, as given) are repartitioned by group and each group runs :func:`groupcoord.assignors.algorithms.assign`,
-the function the coordinator's driver engine runs, in a Python task (``rdd.mapPartitions``; ``applyInArrow`` would do
-the same but needs pandas, which groupcoord does not install). The Python group derives subscriptions, assignable
-partitions, valid claims and cooperative-sticky's revocations itself, by the same definitions as
-:mod:`groupcoord.assignors.prepare`, so none of the plan's derived frames (each a cut, planned twice) is built. The
-homogeneous groups of such a call take the same path (the Python sticky target gives the plan's rows,
-``tests/assignors/test_engines_agree.py``): planning the per-topic DataFrame target only to drop its heterogeneous
-groups cost 4 s of a small call. The result is one lazy frame, so the call is one Spark job whatever the number of
-groups or distinct subscriptions (the rounds of pairwise moves this replaces cost two jobs each: 87 jobs for 100
-groups of 10 x 100).
+keeps them all). It iterates, so it is no DataFrame plan: each group runs
+:func:`groupcoord.assignors.algorithms.assign`, the function the coordinator's driver engine runs, on the call's
+inputs as given (members, partitions and claims in canonical columns). :class:`~groupcoord.assignors.algorithms.Group`
+checks the values with the plans' messages and derives subscriptions, valid claims and cooperative-sticky's
+revocations itself, so none of the plan's derived frames is built. The homogeneous groups of such a call take the
+same path (the Python sticky target gives the plan's rows, ``tests/assignors/test_engines_agree.py``).
+
+Where the Python runs:
+
+- **on the driver** (:func:`driver_assignment`), for a call of at most :data:`DRIVER_ROWS` input rows: one job
+  collects them (:func:`collect_call`: a projection of each input, no exchange, bounded by a limit), and the result
+  is a driver-local frame. A cold call costs that one small job, not a Python worker's start and a shuffle;
+- **in Python tasks** (:func:`python_assignment`) for larger calls: the rows repartitioned by group and handed to
+  ``rdd.mapPartitions`` (``applyInArrow`` would do the same but needs pandas, which groupcoord does not install), in
+  the call's one lazy job.
+
+Either way a call is one job whatever the number of groups or distinct subscriptions (the rounds of pairwise moves
+this replaced cost two jobs each: 87 jobs for 100 groups of 10 x 100).
 """
 
 from __future__ import annotations
@@ -21,51 +28,98 @@ from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import types as T
 
 from groupcoord.assignors.algorithms import Claim, Group, Member, Partition, assign
+from groupcoord.assignors.collect import to_arrow
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
+from groupcoord.spark.plan.sql import query
 
 _RESULT = T.StructType([T.StructField(GROUP, T.StringType()), T.StructField("member_id", T.StringType()),
                         T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])
+_ARROW_RESULT = pa.schema([(GROUP, pa.string()), ("member_id", pa.string()), ("topic", pa.string()),
+                           ("partition", pa.int32())])
 _ROWS = (
-    f"{GROUP}", "_kind", "member_id", "group_instance_id", "rack", "topics", "topic", "partition", "racks",
+    f"{GROUP}", "_kind", "member_id", "group_instance_id", "rack", "topics", "topic", "partition", "racks", "weight",
     "generation",
 )
+
+
+DRIVER_ROWS = 200_000
+"""A heterogeneous call of at most this many input rows (members, partitions and claims, over its groups) runs the
+algorithm on the driver: one job collects the rows, and the result is a driver-local frame. The Python algorithm is
+the same either way; the tasks cost a Python worker's start and a shuffle (cold: seconds), and they only pay off
+when several cores share many groups. The value is the coordinator's ``DRIVER_PARTITIONS``; the measurement is in
+docs/assignor-tuning.md."""
+
+
+def collect_call(prepared: Prepared, driver_rows: int) -> pa.Table | None:
+    """Every group's rows (see :func:`_group_rows`) on the driver, with one job, or None when there are more than
+    ``driver_rows``."""
+    collected = to_arrow(_group_rows(prepared).limit(driver_rows + 1))
+    return collected if collected.num_rows <= driver_rows else None
+
+
+def declares_different_topics(rows: pa.Table) -> bool:
+    """Whether some group of collected rows has members declaring different topic sets."""
+    seen: dict[str, frozenset[str]] = {}
+    for row in rows.select([GROUP, "_kind", "topics"]).to_pylist():
+        if row["_kind"] == 0:
+            topics = frozenset(t for t in row["topics"] or () if t is not None)
+            if seen.setdefault(row[GROUP], topics) != topics:
+                return True
+    return False
+
+
+def driver_assignment(prepared: Prepared, rows: pa.Table, *, name: str, rack_aware: bool) -> DataFrame:
+    """``_g, member_id, topic, partition`` of collected rows, computed here by
+    :func:`groupcoord.assignors.algorithms.assign`: a driver-local frame."""
+    placed = list(zip(*assign_partition(rows.to_pylist(), name=name, rack_aware=rack_aware), strict=True))
+    columns = placed or [()] * len(_ARROW_RESULT)
+    return prepared.session.createDataFrame(pa.Table.from_arrays(
+        [pa.array(values, type=field.type) for values, field in zip(columns, _ARROW_RESULT, strict=True)],
+        schema=_ARROW_RESULT))
 
 
 def python_assignment(prepared: Prepared, *, name: str, rack_aware: bool) -> DataFrame:
     """``_g, member_id, topic, partition``: the assignment of ``name`` (sticky, cooperative-sticky or uniform) for
     every group of the call, each computed by :func:`groupcoord.assignors.algorithms.assign` in a Python task
     (lazy)."""
-    rows = _group_rows(prepared).repartition(GROUP)
     assigned = partial(assign_partition, name=name, rack_aware=rack_aware)
-    return prepared.members.sparkSession.createDataFrame(rows.rdd.mapPartitions(assigned), _RESULT)
+    rows = _group_rows(prepared).repartition(GROUP)
+    return prepared.session.createDataFrame(rows.rdd.mapPartitions(assigned), _RESULT)
 
 
 def _group_rows(prepared: Prepared) -> DataFrame:
-    """One frame of every group's members (``_kind`` 0), partitions (1) and claims (2), normalised and checked."""
+    """One frame of every group's members (``_kind`` 0), partitions (1) and claims (2) in canonical columns.
+
+    The values are unchecked here: :class:`~groupcoord.assignors.algorithms.Group` checks them, with the plans'
+    messages. So the frame is a projection of each input (no window, no exchange), and the algorithm ranks the
+    members itself.
+    """
     none = {"member_id": "CAST(NULL AS string)", "group_instance_id": "CAST(NULL AS string)",
             "rack": "CAST(NULL AS string)", "topics": "CAST(NULL AS array<string>)", "topic": "CAST(NULL AS string)",
-            "partition": "CAST(NULL AS int)", "racks": "CAST(NULL AS array<string>)", "generation": "CAST(NULL AS int)"}
+            "partition": "CAST(NULL AS int)", "racks": "CAST(NULL AS array<string>)", "weight": "CAST(NULL AS double)",
+            "generation": "CAST(NULL AS int)"}
 
-    def shaped(frame: DataFrame, kind: int, columns: tuple[str, ...]) -> DataFrame:
-        return frame.selectExpr(GROUP, f"{kind} AS _kind", *(c if c in columns else f"{none[c]} AS {c}"
-                                                            for c in _ROWS[2:]))
+    def shaped(what: str, kind: int, columns: tuple[str, ...], where: str = "true") -> DataFrame:
+        text, frame = prepared.unchecked[what]
+        selected = ", ".join(c if c in columns else f"{none[c]} AS {c}" for c in _ROWS[2:])
+        return query(f"SELECT {GROUP}, {kind} AS _kind, {selected} FROM ({text}) WHERE {where}", frame=frame)
 
-    members = shaped(prepared.ranked, 0, ("member_id", "group_instance_id", "rack", "topics"))
-    partitions = shaped(prepared.given, 1, ("topic", "partition", "racks"))
-    rows = members.unionByName(partitions)
-    if prepared.has_owned and prepared.owned_input is not None:
-        # The claims as given (the plan's own claims frame keeps those of the top generation; Group does that).
-        claims = prepared.owned_input.where("member_id IS NOT NULL AND topic IS NOT NULL")
-        rows = rows.unionByName(shaped(claims, 2, ("member_id", "topic", "partition", "generation")))
+    rows = shaped("members", 0, ("member_id", "group_instance_id", "rack", "topics")).unionByName(
+        shaped("partitions", 1, ("topic", "partition", "racks", "weight")))
+    if prepared.has_owned and "owned" in prepared.unchecked:
+        # The claims as given (Group keeps those of the top generation), and every claim the check refuses.
+        claimed = "(member_id IS NOT NULL AND topic IS NOT NULL) OR partition < 0"
+        rows = rows.unionByName(shaped("owned", 2, ("member_id", "topic", "partition", "generation"), claimed))
     return rows
 
 
-def assign_partition(rows: Iterable[Row], *, name: str, rack_aware: bool) -> Iterator[tuple[Any, ...]]:
+def assign_partition(rows: Iterable[Row | dict[str, Any]], *, name: str, rack_aware: bool) -> Iterator[tuple[Any, ...]]:
     """The rows of whole groups (see :func:`_group_rows`) in, each group's assignment out (``_g, member_id, topic,
     partition``)."""
     by_group: dict[str, tuple[list[Member], list[Partition], list[Claim]]] = {}
@@ -76,7 +130,7 @@ def assign_partition(rows: Iterable[Row], *, name: str, rack_aware: bool) -> Ite
             members.append(Member(row["member_id"], topics, row["group_instance_id"], row["rack"]))
         elif row["_kind"] == 1:
             racks = tuple(r for r in row["racks"] or () if r is not None)
-            partitions.append(Partition(row["topic"], row["partition"], racks))
+            partitions.append(Partition(row["topic"], row["partition"], racks, row["weight"]))
         else:
             claims.append(Claim(row["member_id"], row["topic"], row["partition"], row["generation"]))
     for group_id, (members, partitions, claims) in by_group.items():

@@ -6,10 +6,11 @@ dynamic members by member id. ``rank`` is that order, 0-based, within the group.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.assignors.schema import Inputs, none_owned
 from groupcoord.spark.plan.lineage import cut
@@ -55,8 +56,8 @@ class Prepared:
       still subscribes, of a partition that is still assignable.
     - ``claims``: every highest-generation claim, conflicting ones included (cooperative revocation needs them).
 
-    Every frame but ``members`` is derived (and cut) on first use, inside the caller's ``planning`` block: an
-    assignor pays the planning and the stage of the frames it reads only.
+    Every frame is derived (and cut) on first use, inside the caller's ``planning`` block: an assignor pays the
+    planning and the stage of the frames it reads only (a call the driver assigns reads none of them).
 
     ``homogeneous`` says the caller proved that each group's members declare the same topic set: ``partitions``
     then takes the topics of one member per group instead of reading ``subscriptions`` (a row per member and
@@ -65,8 +66,8 @@ class Prepared:
     pairs to find (:mod:`groupcoord.spark.plan.facts`): assignors then leave those branches out of the plan.
     """
 
-    ranked: DataFrame
-    """``_g, member_id, group_instance_id, rack, topics, rank``."""
+    members_source: tuple[str, DataFrame]
+    """The members input as a SQL text over ``{frame}`` and that frame (see ``Inputs.members``)."""
     given_source: tuple[str, DataFrame]
     """The partitions input as a SQL text over ``{frame}`` and that frame (see ``Inputs.partitions``)."""
     owned_input: DataFrame | None
@@ -75,6 +76,23 @@ class Prepared:
     has_owned: bool = True
     has_racks: bool = True
     homogeneous: bool = False
+    unchecked: Mapping[str, tuple[str, DataFrame]] = field(default_factory=dict)
+    """``Inputs.unchecked``: the inputs in canonical columns, values unchecked."""
+
+    @property
+    def session(self) -> SparkSession:
+        """The call's SparkSession."""
+        return self.members_source[1].sparkSession
+
+    @cached_property
+    def ranked(self) -> DataFrame:
+        """``_g, member_id, group_instance_id, rack, topics, rank``."""
+        text, frame = self.members_source
+        return cut(query(
+            "SELECT _g, member_id, group_instance_id, rack, topics, row_number() OVER ("
+            f"PARTITION BY _g ORDER BY {_MEMBER_ORDER_SQL}) - 1 AS rank FROM ({text})",
+            frame=frame,
+        ))
 
     @cached_property
     def given(self) -> DataFrame:
@@ -130,17 +148,12 @@ class Prepared:
 
 
 def prepare(inputs: Inputs, *, homogeneous: bool = False) -> Prepared:
-    """Derive the shared frames lazily (each is one SQL text: :mod:`groupcoord.spark.plan.sql`).
+    """Derive the shared frames lazily (each is one SQL text: :mod:`groupcoord.spark.plan.sql`), each planned and
+    cut on first use.
 
     ``homogeneous``: the caller proved every group's members declare the same topic set (see :class:`Prepared`).
     """
-    members, source = inputs.members
-    ranked = cut(query(
-        "SELECT _g, member_id, group_instance_id, rack, topics, row_number() OVER ("
-        f"PARTITION BY _g ORDER BY {_MEMBER_ORDER_SQL}) - 1 AS rank FROM ({members})",
-        frame=source,
-    ))
     return Prepared(
-        ranked, inputs.partitions, inputs.owned, inputs.batched,
-        has_owned=inputs.has_owned, has_racks=inputs.has_racks, homogeneous=homogeneous,
+        inputs.members, inputs.partitions, inputs.owned, inputs.batched,
+        has_owned=inputs.has_owned, has_racks=inputs.has_racks, homogeneous=homogeneous, unchecked=inputs.unchecked,
     )

@@ -6,7 +6,8 @@ group), optional columns filled with nulls, integral columns cast to ``int`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
@@ -87,6 +88,9 @@ class Inputs:
     single_task: bool = False
     has_owned: bool = True
     has_racks: bool = True
+    unchecked: Mapping[str, tuple[str, DataFrame]] = field(default_factory=dict)
+    """Per input given (``members``, ``partitions``, ``owned``): its canonical columns as a SQL text over
+    ``{frame}`` and that frame, values unchecked (for a reader that checks them itself: the Python algorithms)."""
 
 
 def _accepts(kind: ColumnKind, data_type: T.DataType) -> bool:
@@ -150,8 +154,8 @@ _CHECKS: dict[str, tuple[str, str, str]] = {
 
 
 @lru_cache(maxsize=256)
-def _normalised_sql(what: str, schema: T.StructType, batched: bool) -> str:
-    """The one SQL text that selects ``what``'s columns in canonical form (group column first) and checks values.
+def _projection_sql(what: str, schema: T.StructType, batched: bool) -> str:
+    """The SQL text that selects ``what``'s columns in canonical form (group column first), values unchecked.
 
     Raises :class:`AssignorInputError` for a missing column or a column of the wrong type. Cached per schema: the
     text depends on the schema only.
@@ -177,13 +181,21 @@ def _normalised_sql(what: str, schema: T.StructType, batched: bool) -> str:
         if column.name == "weight":
             value = f"coalesce({value}, 1.0D)"
         selected.append(f"{value} AS {column.name}")
+    return f"SELECT {', '.join(selected)} FROM {{frame}}"
+
+
+@lru_cache(maxsize=256)
+def _normalised_sql(what: str, schema: T.StructType, batched: bool) -> str:
+    """The one SQL text that selects ``what``'s columns in canonical form (:func:`_projection_sql`) and checks
+    values."""
+    columns = _COLUMNS[what]
     names = ", ".join(["_g", *(c.name for c in columns)])
     check, derived, window = _CHECKS[what]
     # The one shuffle of each input is the exchange of its window ``w``, partitioned by the group alone (see
     # ``partitioning``): duplicate checks compare neighbours in sorted order, and the owned claims' top generation.
     return (
         f"SELECT {names}{', _top' if derived else ''} FROM ("
-        f"SELECT *, {check} AS _bad{derived} FROM (SELECT {', '.join(selected)} FROM {{frame}}) WINDOW w AS ({window})"
+        f"SELECT *, {check} AS _bad{derived} FROM ({_projection_sql(what, schema, batched)}) WINDOW w AS ({window})"
         ") WHERE _bad IS NULL"
     )
 
@@ -256,5 +268,7 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
         norm_owned = _frame("owned", owned, batched, single)
         has_owned = not known_empty(owned.where("member_id IS NOT NULL AND topic IS NOT NULL"))
     has_racks = _has_racks(members, partitions)
+    given_frames = {"members": members, "partitions": partitions, **({} if owned is None else {"owned": owned})}
+    unchecked = {what: (_projection_sql(what, frame.schema, batched), frame) for what, frame in given_frames.items()}
     return Inputs(norm_members, norm_partitions, norm_owned, batched, n, single, has_owned=has_owned,
-                  has_racks=has_racks)
+                  has_racks=has_racks, unchecked=unchecked)

@@ -253,8 +253,10 @@ class SparkAssignmentRunner:
         members, partitions, owned = self._inputs(spark, effects, counts, weights)
         assignor = get_assignor(name)
         if isinstance(assignor, GloballyBalancedAssignor):
-            # The topic sets were compared here, so "homogeneous" is proven (see GloballyBalancedAssignor).
-            assignor = dataclasses.replace(assignor, subscriptions=_subscriptions(effects), _proven=True)
+            # The topic sets were compared here, so "homogeneous" is proven (see GloballyBalancedAssignor). The
+            # bucket is past the driver engine's size already: no second driver attempt inside the call.
+            assignor = dataclasses.replace(assignor, subscriptions=_subscriptions(effects), _proven=True,
+                                           driver_rows=0)
         return _answers(effects, to_arrow(assignor.assign(members, partitions, owned)).to_pylist())
 
     def _inputs(

@@ -7,7 +7,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from groupcoord.assignors import get_assignor
+from groupcoord.assignors import AssignorInputError, get_assignor
+from groupcoord.assignors.collect import to_arrow
 from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
 from tests.assignors.builders import (
@@ -146,12 +147,15 @@ def test_a_subset_needing_a_chain_of_moves_is_still_kept_whole(spark: SparkSessi
     check_keeps_all(result, owned)
 
 
-@pytest.mark.parametrize("driver_local", [True, False])
-def test_a_heterogeneous_batch_is_at_most_two_jobs_whatever_its_subscriptions(spark: SparkSession,
-                                                                             driver_local: bool) -> None:
+@pytest.mark.parametrize(("driver_local", "driver_rows", "jobs"),
+                         [(True, None, 1), (False, None, 1), (True, 0, 1), (False, 0, 2)])
+def test_a_heterogeneous_batch_is_at_most_two_jobs_whatever_its_subscriptions(
+        spark: SparkSession, driver_local: bool, driver_rows: int | None, jobs: int) -> None:
     """Eight groups, every member on a different set of topics, and owned partitions (issue 20: at most 3 jobs per
-    call). Driver-local members need no job for the subscriptions check, so the call is the one job that collects
-    it; members Spark must compute (a repartitioned frame) cost the check's one small job more."""
+    call). A call this small runs on the driver: one job collects it (for members Spark must compute, a
+    repartitioned frame, that job also answers the subscriptions check) and the result is driver-local. In Python
+    tasks (``driver_rows=0``), driver-local members need no job for the check, so the call is the one job that
+    collects the result; members Spark must compute cost the check's one small job more."""
     topics = [f"t{i}" for i in range(4)]
     members = [(f"g{g}", f"m{m}", None, [t for i, t in enumerate(topics) if (m + g) >> i & 1] or ["t0"], None)
                for g in range(8) for m in range(6)]
@@ -162,12 +166,54 @@ def test_a_heterogeneous_batch_is_at_most_two_jobs_whatever_its_subscriptions(sp
         member_frame = member_frame.repartition(2)
         assert not member_frame.isLocal()
     frames = (member_frame, local_frame(spark, partitions, PARTITION_SCHEMA), local_frame(spark, owned, OWNED_SCHEMA))
+    assignor = get_assignor("cooperative-sticky") if driver_rows is None else get_assignor(
+        "cooperative-sticky", driver_rows=driver_rows)
     context = spark.sparkContext
-    tag = f"heterogeneous-jobs-{driver_local}"
+    tag = f"heterogeneous-jobs-{driver_local}-{driver_rows}"
     context.setJobGroup(tag, tag)
     try:
-        rows = get_assignor("cooperative-sticky").assign(*frames).collect()
+        rows = assignor.assign(*frames).collect()
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    assert len(context.statusTracker().getJobIdsForGroup(tag)) == (1 if driver_local else 2)
+    assert len(context.statusTracker().getJobIdsForGroup(tag)) == jobs
     assert {row["group_id"] for row in rows} == {f"g{g}" for g in range(8)}
+
+
+@pytest.mark.parametrize("name", BALANCED)
+def test_the_driver_and_the_python_tasks_give_the_same_rows(spark: SparkSession, name: str) -> None:
+    """A heterogeneous batch of 12 groups (with claims, racks and a static member) on the driver, in Python tasks
+    (``driver_rows=0``), and past the driver's bound (``driver_rows=10``: collected, found too large, then tasks)."""
+    topics = [f"t{i}" for i in range(4)]
+    members = [(f"g{g}", f"m{m}", "static" if m == 2 else None,
+                [t for i, t in enumerate(topics) if (m * 3 + g) >> i & 1] or ["t1"], "ab"[m % 2])
+               for g in range(12) for m in range(5)]
+    partitions = [(f"g{g}", t, p, ["a"] if p % 3 else ["b"], None) for g in range(12) for t in topics for p in range(4)]
+    owned = [(f"g{g}", f"m{(p + g) % 5}", t, p, 1) for g in range(12) for t in topics[:2] for p in range(4)]
+    frames = (local_frame(spark, members, MEMBER_SCHEMA).repartition(3),
+              local_frame(spark, partitions, PARTITION_SCHEMA), local_frame(spark, owned, OWNED_SCHEMA))
+
+    def rows(**options: int) -> list[tuple[str, str, str, int]]:
+        table = get_assignor(name, **options).assign(*frames).toArrow()  # type: ignore[arg-type]
+        return sorted(zip(*(table[c].to_pylist() for c in ("group_id", "member_id", "topic", "partition")),
+                          strict=True))
+
+    on_driver = rows()
+    # cooperative-sticky's round one holds back the partitions that change owner
+    assert len(on_driver) == 12 * 4 * 4 or (name == "cooperative-sticky" and 0 < len(on_driver) < 12 * 4 * 4)
+    assert rows(driver_rows=0) == on_driver
+    assert rows(driver_rows=10) == on_driver
+
+
+def test_bad_values_on_the_driver_get_the_plans_messages(spark: SparkSession) -> None:
+    """The driver checks the values of a call it assigns (Group's check), with the plans' one-line messages."""
+    members = members_df(spark, A_B)
+    duplicate = spark.createDataFrame([("t1", 0, None, None), ("t1", 0, None, None), ("t2", 0, None, None)],
+                                      PARTITIONS)
+    with pytest.raises(AssignorInputError, match=r"^duplicate partition t1-0$"):
+        to_arrow(get_assignor("sticky").assign(members, duplicate))
+    null_partition = spark.createDataFrame([("t1", None, None, None), ("t2", 0, None, None)], PARTITIONS)
+    with pytest.raises(AssignorInputError, match=r"^negative or null partition t1-null$"):
+        to_arrow(get_assignor("sticky").assign(members, null_partition))
+    twice = spark.createDataFrame([("A", ["t1", "t2"]), ("A", ["t1"])], "member_id string, topics array<string>")
+    with pytest.raises(AssignorInputError, match=r"^duplicate or null member_id A in group ''$"):
+        to_arrow(get_assignor("uniform").assign(twice, partitions_df(spark, {"t1": 1, "t2": 1})))

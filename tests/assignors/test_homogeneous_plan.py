@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 import groupcoord.assignors.base as base
 from groupcoord.assignors import get_assignor
 from groupcoord.assignors.homogeneity import declared_heterogeneous
-from groupcoord.assignors.prepare import prepare
+from groupcoord.assignors.prepare import Prepared, prepare
+from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
 from tests.assignors.builders import OWNED, as_dict, members_df, partitions_df
 from tests.assignors.properties import check_valid
 
@@ -65,14 +66,29 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return calls
 
 
+@pytest.fixture
+def planned_on(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The balanced assignors: the ``homogeneous`` flag of the prepared frames each DataFrame plan was built on (a
+    call whose members only a job can read is collected first, and its prepared frames are then marked proven)."""
+    calls: list[bool] = []
+    plan = GloballyBalancedAssignor._plan
+
+    def spy(self: GloballyBalancedAssignor, prepared: Prepared) -> DataFrame:
+        calls.append(prepared.homogeneous)
+        return plan(self, prepared)
+
+    monkeypatch.setattr(GloballyBalancedAssignor, "_plan", spy)
+    return calls
+
+
 @pytest.mark.parametrize("name", BALANCED)
-def test_proven_plan_equals_the_general_plan(spark: SparkSession, name: str, seen: list[bool]) -> None:
+def test_proven_plan_equals_the_general_plan(spark: SparkSession, name: str, planned_on: list[bool]) -> None:
     members, partitions, owned = _batch(spark)
     proven = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}
     # A bare "homogeneous" is not a proof: the general plan, with its per-topic scope detection, runs.
     general = {tuple(r) for r in get_assignor(name, subscriptions="homogeneous").assign(
         members, partitions, owned).collect()}
-    assert seen == [True, False]
+    assert planned_on == [True, False]
     assert proven == general
     assert {g for g, *_ in proven} == {"uneven", "conflicts"}
     if name == "cooperative-sticky":  # round one holds back what changes owner: checked by its own tests

@@ -146,15 +146,21 @@ def check(group: Group) -> None:
                                      f"'{group.group_id}'")
     keys = Counter(p.key for p in group.partitions)
     for p in group.partitions:
-        if keys[p.key] > 1:
-            raise AssignorInputError(f"duplicate partition {p.topic}-{p.partition}")
-        if p.partition is None or p.partition < 0:
-            raise AssignorInputError(f"negative or null partition {p.topic}-{p.partition}")
+        where = f"{_or_null(p.topic)}-{_or_null(p.partition)}"
+        if keys[p.key] > 1 and p.topic is not None and p.partition is not None:
+            raise AssignorInputError(f"duplicate partition {where}")
+        if p.topic is None or p.partition is None or p.partition < 0:
+            raise AssignorInputError(f"negative or null partition {where}")
         if p.weight < 0:
             raise AssignorInputError(f"negative weight for partition {p.topic}")
     for claim in group.claims:
         if claim.partition is not None and claim.partition < 0:
             raise AssignorInputError(f"negative partition in owned: {claim.topic}-{claim.partition}")
+
+
+def _or_null(value: object) -> str:
+    """``value`` as the Spark plans print it in a message (SQL's ``coalesce(..., 'null')``)."""
+    return "null" if value is None else str(value)
 
 
 def group_of(members: Iterable[Member], partitions: Iterable[Partition], claims: Sequence[Claim] = (),
