@@ -42,9 +42,10 @@ SERVER_PREFIX = "server-"
 
 DRIVER_PARTITIONS = 200_000
 """A bucket of at most this many assignable partitions (over its groups) is assigned on the driver in Python, not
-by a Spark job. Measured by ``bench/assign_engines.py`` (its crossover, see docs/benchmarks.md; the recorded run is
-pending): the value predates it and comes from the Python algorithms' own timings (100k x 1,000 heterogeneous in
-2.7 s, about a warm Spark call's time; docs/assignor-tuning.md). A cold Spark call costs seconds more."""
+by a Spark job. Measured by ``bench/assign_engines.py`` (docs/benchmarks.md): the driver beat a warm Spark call at
+every size it ran, up to this one (200k x 2,000 cooperative-sticky: 1.6 s fresh and 2.6 s for a rebalance, against
+3.8 s and 9.4 s), so the threshold is the largest size measured rather than a crossover; a cold Spark call costs
+seconds more."""
 
 _WARMED_CONTEXTS: set[str] = set()
 """Application ids of the SparkContexts whose planner was warmed (see :meth:`SparkAssignmentRunner.warm_up`)."""
