@@ -137,7 +137,7 @@ class MemoryTopics:
 
 
 def error_codes(response: Any) -> list[int]:
-    """Every ``error_code`` anywhere in a kafka-python response object."""
+    """Every ``error_code`` anywhere in a kafka-python response object (or its ``to_dict()`` form)."""
     found: list[int] = []
 
     def walk(node: Any) -> None:
@@ -151,7 +151,7 @@ def error_codes(response: Any) -> list[int]:
             for item in node:
                 walk(item)
 
-    walk(response.to_dict())
+    walk(response if isinstance(response, dict) else response.to_dict())
     return found
 
 

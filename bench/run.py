@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 import time
+import traceback
 
 from bench import report
 
@@ -29,12 +30,24 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.names) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+    failed: list[str] = []
     for name in args.names or BENCHMARKS:
         started = time.perf_counter()
         print(f"== bench {name} ({'full' if args.full else 'quick'})", flush=True)
-        importlib.import_module(f"bench.{name}").main(full=args.full)
+        try:
+            importlib.import_module(f"bench.{name}").main(full=args.full)
+        except Exception:  # one broken benchmark must not cost the others' measurements: reported at the end
+            traceback.print_exc()
+            failed.append(name)
+            print(f"== bench {name} FAILED after {time.perf_counter() - started:.1f} s", flush=True)
+            continue
         print(f"== bench {name} took {time.perf_counter() - started:.1f} s", flush=True)
-    return report.main()
+    status = report.main()
+    if failed:
+        print(f"bench.run: {len(failed)} benchmark(s) failed: {', '.join(failed)} (their previous results stay in the "
+              "report)", file=sys.stderr)
+        return 1
+    return status
 
 
 if __name__ == "__main__":
