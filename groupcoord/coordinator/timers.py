@@ -16,14 +16,6 @@ TimerOp = Callable[[int], None]
 """A deferred handler; it receives the time it fires at."""
 
 
-COMPACT_SLACK = 1024
-"""The heap is rebuilt from the live timers once it holds more than twice their number plus this many entries."""
-
-
-def _cancelled(now_ms: int) -> None:
-    """The handler of a cancelled timer (never run: cancelled entries are skipped)."""
-
-
 @dataclass(order=True)
 class _Entry:
     deadline_ms: int
@@ -47,18 +39,12 @@ class Timers:
         entry = _Entry(deadline_ms, next(self._seq), key, op)
         self._by_key[key] = entry
         heapq.heappush(self._heap, entry)
-        if len(self._heap) > 2 * len(self._by_key) + COMPACT_SLACK:
-            # Replaced timers stay in the heap until their deadline (every heartbeat replaces its member's): 10,000
-            # members kept ~150,000 dead entries, and the garbage collector's full passes over them stalled the loop.
-            self._heap = list(self._by_key.values())
-            heapq.heapify(self._heap)
 
     def cancel(self, key: str) -> None:
         """Forget the timer under ``key`` (if any)."""
         entry = self._by_key.pop(key, None)
         if entry is not None:
             entry.cancelled = True
-            entry.op = _cancelled  # release the handler's closure now, not at the deadline
 
     def deadline(self, key: str) -> int | None:
         """When the timer under ``key`` fires, or ``None``."""
