@@ -124,14 +124,12 @@ class _State:
         if not self.held[holder][key[0]]:
             del self.held[holder][key[0]]
 
-    def lowest(self, topic: str) -> str:
-        """``topic``'s least loaded subscriber (then by rank)."""
-        return min(self.subscribers[topic], key=lambda m: (self.load[m], self.rank[m]))
-
-    def lowest_of_all(self) -> dict[str, str]:
-        """:meth:`lowest` of every topic, in one pass over the members from least loaded (then by rank)."""
+    def lowest_of_all(self, load: dict[str, int] | None = None) -> dict[str, str]:
+        """Every topic's least loaded subscriber (then by rank) under ``load`` (default: the current loads), in one
+        pass over the members from least loaded."""
+        load = self.load if load is None else load
         lowest: dict[str, str] = {}
-        for member in sorted(self.members, key=lambda m: (self.load[m], self.rank[m])):
+        for member in sorted(self.members, key=lambda m: (load[m], self.rank[m])):
             for topic in self.topics[member]:
                 lowest.setdefault(topic, member)
         return lowest
@@ -149,10 +147,7 @@ class _State:
             for giver, topic, receiver in chain:
                 held[giver][topic] -= 1
                 held[receiver][topic] = held[receiver].get(topic, 0) + 1
-        low: dict[str, int] = {}
-        for member in sorted(self.members, key=load.__getitem__):
-            for topic in self.topics[member]:
-                low.setdefault(topic, load[member])
+        low = {topic: load[member] for topic, member in self.lowest_of_all(load).items()}
         return sum(n * max(0, load[member] - 1 - low[topic])
                    for member, topics in held.items() for topic, n in topics.items())
 
