@@ -26,6 +26,8 @@ from groupcoord.coordinator.validation import (
 from groupcoord.group.group import ClassicGroup, is_server_side
 from groupcoord.group.member import Member, Token
 from groupcoord.group.state import GroupState
+from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
+from groupcoord.protocol.consumer_protocol import subscribed_topics
 from groupcoord.protocol.errors import Errors, ProtocolError
 from groupcoord.protocol.requests import UNKNOWN_MEMBER_ID, JoinGroupRequest
 from groupcoord.protocol.responses import JoinGroupResponse
@@ -146,10 +148,11 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
     ctx.timers.cancel(heartbeat_key(group.group_id, old_member_id))
     rebalance.answer_parked(ctx, old, Errors.FENCED_INSTANCE_ID)
     member = group.get(new_member_id)
+    topics_before = _member_topics(group, member)
     _update_member(group, member, request, token)
     rebalance.heartbeat(ctx, group, member, now_ms)
     if group.is_in(_S.STABLE):
-        if _keeps_the_generation(group):
+        if _keeps_the_generation(group, topics_before, _member_topics(group, member)):
             # No rebalance. Persist the new member id (and metadata), then answer with the current generation.
             ctx.append(new_group_metadata_record(group.group_id, group.to_metadata_value()))
             if request.supports_skip_assignment:
@@ -169,14 +172,28 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
         rebalance.prepare_rebalance(ctx, group, now_ms, f"static member {instance_id} rejoined during sync")
 
 
-def _keeps_the_generation(group: ClassicGroup) -> bool:
+def _keeps_the_generation(group: ClassicGroup, topics_before: frozenset[str] | None,
+                          topics_now: frozenset[str] | None) -> bool:
     """Kafka's rule for a static member that rejoined a Stable group (its protocols already updated): no rebalance
     unless the protocol the group would select changes. Other changes of its metadata (a Java consumer's restart
-    drops the owned partitions it reported) are stored without one. A ``server-*`` group also rebalances when its
-    members' subscribed topics change: the coordinator assigns it, so the assignment must follow them."""
+    drops the owned partitions it reported) are stored without one. A ``server-*`` group also rebalances when the
+    member's own subscribed topics changed (``topics_before`` -> ``topics_now``): the coordinator assigns it, so the
+    assignment must follow them; otherwise the member would get back partitions it no longer subscribes to, reject
+    them (as Kafka's consumer does) and, being a follower whose metadata is already stored, rejoin without end."""
     if group.select_protocol() != group.protocol_name:
         return False
-    return not is_server_side(group.protocol_name) or group.compute_subscribed_topics() == group.subscribed_topics
+    return not is_server_side(group.protocol_name) or topics_before == topics_now
+
+
+def _member_topics(group: ClassicGroup, member: Member) -> frozenset[str] | None:
+    """The topics ``member`` subscribes to under the group's selected protocol (``None`` when it does not offer
+    that protocol or its metadata is not a consumer subscription)."""
+    if group.protocol_name is None or group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return None
+    try:
+        return subscribed_topics(member.metadata(group.protocol_name))
+    except KeyError:
+        return None
 
 
 def _update_member(group: ClassicGroup, member: Member, request: JoinGroupRequest, token: Token) -> None:

@@ -71,9 +71,9 @@ tests/member/test_protocol_machine.py)::
     (1, 'm-1')
     >>> machine.on_response(heartbeat.request_id, HeartbeatResponse(error=Errors.REBALANCE_IN_PROGRESS))
     []
-    >>> machine.poll()  # eager: revoke before rejoining; the JoinGroup follows on the next poll
-    [PartitionsRevoked(partitions=frozenset({TopicPartition(topic='t', partition=0), \
-TopicPartition(topic='t', partition=1)}))]
+    >>> (revoked,) = machine.poll()  # eager: revoke before rejoining; the JoinGroup follows on the next poll
+    >>> type(revoked).__name__, sorted(revoked.partitions)
+    ('PartitionsRevoked', [TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)])
     >>> type(machine.poll()[0].request).__name__
     'JoinGroupRequest'
 """
@@ -504,6 +504,9 @@ class MemberMachine:
 
     def _on_synced(self, response: SyncGroupResponse) -> list[Output]:
         assigned = assigned_partitions(response.assignment)
+        unsubscribed = sorted(tp for tp in assigned if tp.topic not in self.topics)
+        if unsubscribed:
+            return self._refuse_assignment(unsubscribed)
         revoked = self.owned - assigned  # cooperative only: an eager member owns nothing by now
         outputs = self._revoke(revoked) if revoked else []
         added = assigned - self.owned
@@ -514,6 +517,17 @@ class MemberMachine:
         log.info("group %s: generation %d, member %s owns %d partition(s)", self.config.group_id,
                  self.generation.generation_id, self.generation.member_id, len(assigned))
         return [*outputs, PartitionsAssigned(added, assigned, self.generation)]
+
+    def _refuse_assignment(self, unsubscribed: Sequence[TopicPartition]) -> list[Output]:
+        """Kafka's ``ConsumerCoordinator.onJoinComplete``: an assignment that does not match the subscription (it
+        was computed for an older one, such as a static member's that the coordinator handed back unchanged) is not
+        taken. The member stays in the generation with what it owned and rejoins with its current subscription."""
+        self.phase = Phase.STABLE
+        self.timer.reset_timeouts()
+        log.info("group %s: generation %d assigns %s outside the subscription %s; rejoining",
+                 self.config.group_id, self.generation.generation_id, unsubscribed, list(self.topics))
+        self.request_rejoin("received assignment does not match the current subscription")
+        return []
 
     # --- partitions --------------------------------------------------------------------------------------------
     def _revoke(self, revoked: Partitions) -> list[Output]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from groupcoord.coordinator import CompleteAssignment
 from groupcoord.group import GroupState
 from groupcoord.protocol import Errors, MemberIdentity
 
-from .context import REBALANCE_MS, CoordinatorTestContext, protocols
+from .context import REBALANCE_MS, CoordinatorTestContext, protocols, round_robin
 
 LONG_SESSION_MS = 60_000
 
@@ -73,3 +74,48 @@ def test_admin_leave_by_instance_id_removes_the_static_member(ctx: CoordinatorTe
     response = ctx.leave("g", MemberIdentity("", "i-2"))
     assert response.members[0].error == Errors.NONE
     assert follower not in ctx.group("g").members
+
+
+def _server_side_static_group(ctx: CoordinatorTestContext) -> int:
+    """i-1 on t and u, i-2 on t, assigned by the coordinator (``server-range``); returns the generation."""
+    tokens = [ctx.join("s", instance_id="i-1", session_ms=LONG_SESSION_MS,
+                       protos=protocols("server-range", topics=("t", "u"))),
+              ctx.join("s", instance_id="i-2", session_ms=LONG_SESSION_MS,
+                       protos=protocols("server-range", topics=("t",)))]
+    ctx.sleep_until_answered(tokens)
+    first, second = ctx.assert_all_joined(tokens)
+    members = [first.member_id, second.member_id]
+    syncs = [ctx.sync("s", first.generation_id, m) for m in members]
+    ctx.complete_assignment(CompleteAssignment(group_id="s", generation_id=first.generation_id,
+                                               assignments=round_robin(members, {"t": 2, "u": 2})))
+    assert all(ctx.sync_response(t).error == Errors.NONE for t in syncs)
+    return first.generation_id
+
+
+def test_server_side_static_member_back_with_other_topics_rebalances(ctx: CoordinatorTestContext) -> None:
+    """Issue 26: in a ``server-*`` group the coordinator assigns, so a static member back with different topics
+    (i-1 drops u, which nobody else reads) gets a rebalance, not its old assignment back."""
+    _server_side_static_group(ctx)
+    ctx.join("s", instance_id="i-1", session_ms=LONG_SESSION_MS, protos=protocols("server-range", topics=("t",)))
+    assert ctx.group("s").state == GroupState.PREPARING_REBALANCE
+
+
+def test_server_side_static_member_rebalances_even_when_the_groups_topics_stay_the_same(
+        ctx: CoordinatorTestContext) -> None:
+    """i-2 adds u, which i-1 already reads: the group's topics are unchanged but i-2's are not, so the coordinator
+    must reassign (else i-2 would be handed its t-only assignment back, or, dropping a topic, partitions it no
+    longer reads: it would refuse them and, being a follower whose metadata is stored, rejoin without end)."""
+    _server_side_static_group(ctx)
+    ctx.join("s", instance_id="i-2", session_ms=LONG_SESSION_MS,
+             protos=protocols("server-range", topics=("t", "u")))
+    assert ctx.group("s").state == GroupState.PREPARING_REBALANCE
+
+
+def test_server_side_static_member_back_with_the_same_topics_keeps_the_generation(
+        ctx: CoordinatorTestContext) -> None:
+    """The same topics (a plain restart): no rebalance, as for any static member."""
+    generation = _server_side_static_group(ctx)
+    response = ctx.response(ctx.join("s", instance_id="i-2", session_ms=LONG_SESSION_MS,
+                                     protos=protocols("server-range", topics=("t",))))
+    assert response.error == Errors.NONE and response.generation_id == generation
+    assert ctx.group("s").state == GroupState.STABLE

@@ -384,3 +384,41 @@ def test_a_poll_while_the_leader_was_assigning_starts_the_round_again() -> None:
     assert m.phase is Phase.ASSIGNING
     again = only_send(m.poll())
     assert isinstance(again.request, JoinGroupRequest) and again.request.reason == "the leader's assignment failed"
+
+
+@pytest.mark.parametrize("cooperative", [False, True], ids=["eager", "cooperative"])
+def test_an_assignment_outside_the_subscription_is_refused_and_the_member_rejoins(cooperative: bool) -> None:
+    """Kafka's ConsumerCoordinator.onJoinComplete (issue 26): a static member came back subscribed to ``u`` and the
+    coordinator handed back its old assignment of ``t`` unchanged. The member does not take it (no callback, it owns
+    nothing of ``t``), stays in the generation, and rejoins at once with its current subscription."""
+    clock = ManualMs()
+    m = machine(clock, topics=("u",), cooperative=cooperative, group_instance_id="i-1",
+                protocols=("server-cooperative-sticky",) if cooperative else ("server-range",))
+    sync = join(m, 4, protocol=m.config.protocols[0])
+    assert m.on_response(sync.request_id, SyncGroupResponse(error=Errors.NONE, assignment=assignment(T0, T1))) == []
+    assert m.owned == frozenset() and m.phase is Phase.STABLE and not m.stable
+    assert m.rejoin_reason == "received assignment does not match the current subscription"
+    rejoin = only_send(m.poll())
+    assert isinstance(rejoin.request, JoinGroupRequest) and rejoin.request.member_id == "m-1"
+    assert decode_subscription(rejoin.request.protocols[0].metadata).topics == ("u",)
+    sync = only_send(m.on_response(rejoin.request_id, JoinGroupResponse(
+        error=Errors.NONE, generation_id=5, member_id="m-1", leader="m-1", protocol_name=m.config.protocols[0])))
+    u0 = TopicPartition("u", 0)
+    (assigned,) = m.on_response(sync.request_id, SyncGroupResponse(error=Errors.NONE, assignment=assignment(u0)))
+    assert isinstance(assigned, PartitionsAssigned) and assigned.assignment == frozenset({u0}) and m.stable
+
+
+def test_a_cooperative_member_keeps_what_it_owns_when_it_refuses_an_assignment() -> None:
+    """The refusal changes nothing it owns: a cooperative member that owns t-0 (still subscribed) and is handed
+    t-0 plus a partition of a topic it left keeps t-0, with no revocation, until its rejoin completes."""
+    clock = ManualMs()
+    m = machine(clock, topics=("t", "u"), cooperative=True, protocols=("server-cooperative-sticky",))
+    stable(m, 1, T0)
+    m.subscribe(["t"])
+    rejoin = only_send(m.poll())
+    assert isinstance(rejoin.request, JoinGroupRequest)
+    sync = only_send(m.on_response(rejoin.request_id, JoinGroupResponse(
+        error=Errors.NONE, generation_id=2, member_id="m-1", leader="m-1", protocol_name="server-cooperative-sticky")))
+    stale = assignment(T0, TopicPartition("u", 0))
+    assert m.on_response(sync.request_id, SyncGroupResponse(error=Errors.NONE, assignment=stale)) == []
+    assert m.owned == frozenset({T0}) and m.rejoin_reason is not None

@@ -67,3 +67,33 @@ def test_a_fenced_static_zombie_stops_instead_of_rejoining_as_a_twin() -> None:
     assert_schedule_passes(Schedule(seed=6110, mode="cooperative", topics=(("t0", 4),), static=True, events=(
         Join("m0", ("t0",)), Tick(5500), Restart("m0"), Leave("m0"), Tick(15_500), Resume("m0~"), Tick(3000),
         Join("m1", ("t0",)), Join("m0", ("t0",)))))
+
+
+# Seeds 353, 358, 634 and 767 (issue 26): a static member closes (its session is left to run out) and comes back
+# under the same instance id with another subscription. The group is Stable and the selected protocol does not change,
+# so the coordinator hands back the old assignment without a rebalance (Kafka's rule). The member must refuse an
+# assignment outside its subscription and rejoin, as Kafka's ConsumerCoordinator.onJoinComplete does; it used to keep
+# the partitions of the topic it had dropped (invariant 4).
+
+def test_a_static_member_back_with_fewer_topics_drops_the_topic_it_left() -> None:
+    """Seed 353: t0 and t1, then t0 alone; m2 kept t1-2."""
+    assert_schedule_passes(Schedule(seed=353, mode="eager", topics=(("t0", 6), ("t1", 4)), static=True, events=(
+        Join("m2", ("t0", "t1")), Tick(3875), Leave("m2"), Join("m2", ("t0",)))))
+
+
+def test_a_static_member_back_on_another_topic_takes_the_new_one() -> None:
+    """Seed 358: t0, then t1; m0 kept t0-1 and t0-2."""
+    assert_schedule_passes(Schedule(seed=358, mode="eager", topics=(("t0", 6), ("t1", 2)), static=True, events=(
+        Join("m0", ("t0",)), Tick(3000), Leave("m0"), Join("m0", ("t1",)))))
+
+
+def test_a_static_member_back_on_a_larger_topic_gets_all_of_it() -> None:
+    """Seed 634: t1, then t0 (more partitions than t1 had); m0 kept t1-2."""
+    assert_schedule_passes(Schedule(seed=634, mode="eager", topics=(("t0", 6), ("t1", 4)), static=True, events=(
+        Join("m0", ("t1",)), Tick(3000), Leave("m0"), Join("m0", ("t0",)))))
+
+
+def test_a_static_member_back_with_one_of_two_topics_keeps_only_that_one() -> None:
+    """Seed 767: t0 and t1, then t1 alone; m1 kept t0-1."""
+    assert_schedule_passes(Schedule(seed=767, mode="eager", topics=(("t0", 4), ("t1", 4)), static=True, events=(
+        Join("m1", ("t0", "t1")), Tick(4000), Leave("m1"), Join("m1", ("t1",)))))
