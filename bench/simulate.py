@@ -3,21 +3,26 @@
 Quick mode runs 1,000 schedules on the in-memory log and 20 on the Delta log; ``--full`` runs 10,000 and 100.
 In-memory seeds are spread over worker processes (each schedule is independent and deterministic). The run prints
 how many schedules ran and failed, and for each failure (up to five) its seed and a shrunk, replayable schedule.
+
+A *campaign* is a one-off large run, ``python -m bench.simulate --schedules 100000 --campaign "why"``: it is
+recorded under ``campaigns`` in ``bench/results/simulate.json``, where every later run keeps it (the seeds mean
+something else once the simulator changes, so each campaign names the commit it ran on).
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import json
 import os
+import subprocess
 import tempfile
-import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.results_io import write_result
+from bench.results_io import RESULTS_DIR, write_result
 from groupcoord.log.delta import DeltaRecordLog
-from groupcoord.sim import Summary, run_seeds
+from groupcoord.sim import Summary, run_seeds, run_seeds_in_parallel
 
 LENGTH = 40
 """Events per schedule (before settling)."""
@@ -25,20 +30,12 @@ DELTA_SEED_BASE = 1_000_000
 """Delta schedules use other seeds than the in-memory ones."""
 
 
-def _memory_chunk(seeds: range) -> Summary:
-    return run_seeds(seeds, length=LENGTH)
+def _workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def _run_memory(count: int, workers: int) -> Summary:
-    size = max(count // (workers * 4), 1)
-    chunks = [range(start, min(start + size, count)) for start in range(0, count, size)]
-    total = Summary()
-    started = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(_memory_chunk, chunks):
-            _add(total, part)
-    total.seconds = time.perf_counter() - started
-    return total
+    return run_seeds_in_parallel(range(count), workers=workers, length=LENGTH)
 
 
 def _run_delta(count: int) -> Summary:
@@ -46,14 +43,6 @@ def _run_delta(count: int) -> Summary:
         counter = itertools.count()
         return run_seeds(range(DELTA_SEED_BASE, DELTA_SEED_BASE + count),
                          lambda: DeltaRecordLog(Path(tmp) / f"log-{next(counter)}"), length=LENGTH)
-
-
-def _add(total: Summary, part: Summary) -> None:
-    for name in ("ran", "failed", "restarts", "commits_checked", "stale_commits_rejected", "quiescent_checks"):
-        setattr(total, name, getattr(total, name) + getattr(part, name))
-    total.reports.extend(part.reports[:max(5 - len(total.reports), 0)])
-    for invariant, n in part.by_invariant.items():
-        total.by_invariant[invariant] = total.by_invariant.get(invariant, 0) + n
 
 
 def _row(log: str, summary: Summary) -> dict[str, Any]:
@@ -66,17 +55,35 @@ def _row(log: str, summary: Summary) -> dict[str, Any]:
     }
 
 
-def main(full: bool) -> None:
-    """Run the schedules, print the counts and any failure, and record the result."""
-    workers = max(1, min(4, os.cpu_count() or 1))
+def _print(log: str, summary: Summary) -> None:
+    print(f"simulate[{log}]: ran {summary.ran} schedules, {summary.failed} failed "
+          f"{summary.by_invariant or ''} in {summary.seconds:.1f} s", flush=True)
+    for report in summary.reports:
+        print(report, flush=True)
+
+
+def _kept_campaigns() -> list[dict[str, Any]]:
+    path = RESULTS_DIR / "simulate.json"
+    if not path.exists():
+        return []
+    campaigns: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8")).get("campaigns", [])
+    return campaigns
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def main(full: bool, *, campaign: dict[str, Any] | None = None) -> None:
+    """Run the schedules, print the counts and any failure, and record the result (keeping every campaign)."""
+    workers = _workers()
     memory = _run_memory(10_000 if full else 1000, workers)
     delta = _run_delta(100 if full else 20)
     for log, summary in (("memory", memory), ("delta", delta)):
-        print(f"simulate[{log}]: ran {summary.ran} schedules, {summary.failed} failed "
-              f"{summary.by_invariant or ''} in {summary.seconds:.1f} s", flush=True)
-        for report in summary.reports:
-            print(report, flush=True)
-    write_result(
+        _print(log, summary)
+    campaigns = [*_kept_campaigns(), *([campaign] if campaign else [])]
+    path = write_result(
         "simulate",
         title="Deterministic simulation (issue 7): seeded fault schedules, six invariants checked after every event",
         rows=[_row("memory", memory), _row("delta", delta)],
@@ -92,3 +99,25 @@ def main(full: bool) -> None:
         "crashes before/after a batch is durable or idle, snapshots, clock jumps), then settling to quiescence. "
         "Machine shared by ~8 engineers: throughput here is a lower bound.",
     )
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    payload["campaigns"] = campaigns
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+def run_campaign(schedules: int, why: str) -> dict[str, Any]:
+    """Run ``schedules`` in-memory schedules (seeds from 0) and return the campaign's record."""
+    summary = _run_memory(schedules, _workers())
+    _print("memory", summary)
+    return {"why": why, "commit": _commit(), "schedules": summary.ran, "failed": summary.failed,
+            "failed_by_invariant": summary.by_invariant, "events_per_schedule": LENGTH,
+            "seconds": round(summary.seconds, 1), "reports": summary.reports}
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="bench.simulate")
+    parser.add_argument("--schedules", type=int, required=True, help="in-memory schedules of the campaign")
+    parser.add_argument("--campaign", required=True, help="why this campaign ran (kept in the result)")
+    args = parser.parse_args()
+    found = run_campaign(args.schedules, args.campaign)
+    main(full=False, campaign=found)
+    raise SystemExit(1 if found["failed"] else 0)

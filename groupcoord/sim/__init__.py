@@ -27,8 +27,10 @@ from groupcoord.sim.runner import (
     Summary,
     assert_schedule_passes,
     failure_report,
+    merge_summaries,
     run_schedule,
     run_seeds,
+    run_seeds_in_parallel,
     shrink_failure,
 )
 from groupcoord.sim.shrink import shrink
@@ -54,8 +56,10 @@ __all__ = [
     "assert_schedule_passes",
     "failure_report",
     "generate",
+    "merge_summaries",
     "run_schedule",
     "run_seeds",
+    "run_seeds_in_parallel",
     "shrink",
     "shrink_failure",
 ]

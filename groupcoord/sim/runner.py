@@ -4,8 +4,10 @@ with a shrunk, replayable schedule (:func:`failure_report`, :func:`assert_schedu
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator import GroupCoordinator, decode_record
@@ -139,3 +141,32 @@ def run_seeds(seeds: Iterable[int], log_factory: LogFactory = InMemoryRecordLog,
             summary.reports.append(failure_report(outcome, shrunk))
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def merge_summaries(parts: Iterable[Summary], *, max_reports: int = 5) -> Summary:
+    """The counts of ``parts`` added up (their reports kept up to ``max_reports``; ``seconds`` left at 0)."""
+    total = Summary()
+    for part in parts:
+        for name in ("ran", "failed", "restarts", "commits_checked", "stale_commits_rejected", "quiescent_checks"):
+            setattr(total, name, getattr(total, name) + getattr(part, name))
+        total.reports.extend(part.reports[:max(max_reports - len(total.reports), 0)])
+        for invariant, n in part.by_invariant.items():
+            total.by_invariant[invariant] = total.by_invariant.get(invariant, 0) + n
+    return total
+
+
+def _run_chunk(seeds: range, length: int) -> Summary:
+    return run_seeds(seeds, length=length)
+
+
+def run_seeds_in_parallel(seeds: range, *, workers: int, length: int = 40) -> Summary:
+    """:func:`run_seeds` on the in-memory log, the seeds spread over ``workers`` processes (each schedule is
+    independent and deterministic, so the counts equal one process's). Workers are spawned, not forked: the caller
+    may hold a JVM or threads that a fork would copy half-way."""
+    size = max(len(seeds) // (workers * 4), 1)
+    chunks = [seeds[start:start + size] for start in range(0, len(seeds), size)]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        total = merge_summaries(pool.map(_run_chunk, chunks, [length] * len(chunks)))
+    total.seconds = time.perf_counter() - started
+    return total

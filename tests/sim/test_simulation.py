@@ -1,4 +1,4 @@
-"""The seeded simulation in ``make test``: 200 schedules on the in-memory log, 10 on the Delta log (delta-rs).
+"""The seeded simulation in ``make test``: 200 + 2,000 schedules on the in-memory log, 10 on the Delta log (delta-rs).
 
 Each schedule mixes joins, leaves, GC pauses, subscription changes, commits with current, stale and future
 generations, partition growth, coordinator crashes at record boundaries and clock jumps; the six invariants of
@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 
 from groupcoord.log.delta import DeltaRecordLog
-from groupcoord.sim import Summary, generate, run_schedule, run_seeds
+from groupcoord.sim import Summary, generate, run_schedule, run_seeds, run_seeds_in_parallel
 
 MEMORY_SEEDS = 200
 DELTA_SEEDS = 10
 CHUNK = 50
+VOLUME_SEEDS = range(1000, 3000)
+"""Seeds no other test uses (issue 26): every run of ``make test`` checks 2,000 more schedules, so that a bug which
+only a few seeds in a thousand reach (as the static member's dropped topic was) fails a test, not only a benchmark."""
 
 
 def _assert_clean(summary: Summary, expected: int) -> None:
@@ -35,6 +38,14 @@ def test_in_memory_schedules_keep_every_invariant(first: int) -> None:
     assert summary.restarts >= CHUNK // 2
     assert summary.stale_commits_rejected >= CHUNK // 2
     assert summary.quiescent_checks >= CHUNK
+
+
+@pytest.mark.slow
+def test_two_thousand_more_schedules_keep_every_invariant() -> None:
+    """Seeds 1,000-2,999 over two worker processes (about 30 s on two idle cores)."""
+    summary = run_seeds_in_parallel(VOLUME_SEEDS, workers=2)
+    _assert_clean(summary, len(VOLUME_SEEDS))
+    assert summary.restarts >= len(VOLUME_SEEDS) and summary.quiescent_checks >= len(VOLUME_SEEDS)
 
 
 def test_delta_log_schedules_keep_every_invariant(tmp_path: Path) -> None:
