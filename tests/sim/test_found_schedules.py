@@ -6,6 +6,8 @@ bugs in the simulated client or in the invariants' definitions, fixed in ``group
 
 from __future__ import annotations
 
+import pytest
+
 from groupcoord.sim import (
     Crash,
     Grow,
@@ -97,3 +99,12 @@ def test_a_static_member_back_with_one_of_two_topics_keeps_only_that_one() -> No
     """Seed 767: t0 and t1, then t1 alone; m1 kept t0-1."""
     assert_schedule_passes(Schedule(seed=767, mode="eager", topics=(("t0", 4), ("t1", 4)), static=True, events=(
         Join("m1", ("t0", "t1")), Tick(4000), Leave("m1"), Join("m1", ("t1",)))))
+
+
+@pytest.mark.parametrize("mode", ["eager", "cooperative"])
+def test_a_static_follower_back_on_another_topic_rejoins_into_a_rebalance(mode: str) -> None:
+    """The companion of the four above with a follower: the coordinator stores its new metadata without a rebalance
+    and hands back its old assignment; its rejoin carries a generation in its subscription, so the stored metadata no
+    longer matches and the coordinator rebalances (no endless refuse-and-rejoin loop)."""
+    assert_schedule_passes(Schedule(seed=0, mode=mode, topics=(("t0", 4), ("t1", 4)), static=True, events=(
+        Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(4000), Leave("m1"), Join("m1", ("t1",)), Tick(4000))))
