@@ -4,7 +4,8 @@ Random subscriptions (each member subscribes to each topic with probability 1/2,
 Spark; timed from the input frames to the collected output (``to_arrow``). Every group of the call runs the Python
 algorithm (:mod:`groupcoord.assignors.global_balance`); calls this small run it on the driver, after the one job that
 collects the call, which also answers the ``auto`` subscriptions check (the generated members frame is not
-driver-local), plus the small job ``toArrow`` runs on the driver-local result: 2 jobs, against the issue's 3. ``--full`` adds 100k x 1,000, which runs on the driver too (101k rows).
+driver-local), plus the small job ``toArrow`` runs on the driver-local result: 2 jobs, against the issue's 3.
+``--full`` adds 100k x 1,000, which runs on the driver too (101k rows).
 
 *Cold* is a call in a fresh driver process right after its SparkSession started (the first assignor call of the
 process, as a fresh ``serve`` or job driver meets it); *warm* is the p50 of three calls after a warm-up call. Each
