@@ -1,8 +1,11 @@
-"""The short rebalance soak (issue 16): 10 rounds of leave and rejoin with three kafka-python consumers, with the
-coordinator's server-side cooperative-sticky and with kafka-python's own, on one fresh ``serve`` with Spark.
+"""The rebalance soak's harness in ``make test`` (issue 16): 2 rounds of leave and rejoin with three kafka-python
+consumers, with the coordinator's server-side cooperative-sticky and with kafka-python's own, on one fresh ``serve``
+with Spark.
 
 Every round must reach a stable, complete, disjoint and even assignment within 10 s, and no consumer's ``poll`` may
-raise. ``make bench-full`` runs the same harness for 100 rounds (``bench/rebalance_soak.py``).
+raise. The soak itself runs the same harness for longer: 10 rounds in ``make bench``, 100 in ``make bench-full``
+(``bench/rebalance_soak.py``); a missed round fails the run. (Soaks belong there, not in ``make test``: the 10 rounds
+here took 64 s of its 20-minute budget.)
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ import pytest
 
 from bench.rebalance_soak import STABLE_TIMEOUT_S, STRATEGIES, soak, start_serve
 
-ROUNDS = 10
+ROUNDS = 2
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
-def test_ten_rounds_of_leave_and_rejoin_each_settle_within_ten_seconds(tmp_path: Path) -> None:
+def test_rounds_of_leave_and_rejoin_each_settle_within_ten_seconds(tmp_path: Path) -> None:
     """Both strategies on one server; ``soak`` raises at the first round that misses (naming what it saw)."""
     serve, bootstrap = start_serve(tmp_path / "state", tmp_path / "serve.log")
     try:
