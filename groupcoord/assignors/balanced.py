@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 from groupcoord.assignors.fill import fill
 from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.scopes import SCOPE, scoped
-from groupcoord.spark.plan.lineage import cut
-from groupcoord.spark.plan.sql import Subquery
+from groupcoord.plans.lineage import cut
+from groupcoord.plans.sql import Subquery
 
 _FRESH_SLOTS_SQL = (
     "SELECT _g, _s, member_id, rank, rack, floor(_p / _n) + CASE WHEN _position < _p % _n THEN 1 ELSE 0 END AS deficit "

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.assignors.prepare import Prepared, prepare
 from groupcoord.assignors.schema import GROUP, normalise_inputs
-from groupcoord.spark.plan.lineage import planned, planning
+from groupcoord.plans.lineage import planned, planning
 
 OUTPUT_COLUMNS: tuple[str, ...] = ("member_id", "topic", "partition")
 

@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from groupcoord.assignors.prepare import PARTITION_ORDER
-from groupcoord.spark.plan.lineage import cut, single_task_call
-from groupcoord.spark.plan.sql import Subquery, query
+from groupcoord.plans.lineage import cut, single_task_call
+from groupcoord.plans.sql import Subquery, query
 
 _TYPES: dict[str, str] = {"topic": "string", "partition": "int"}
 
@@ -52,7 +52,7 @@ def _match_racks(scope: Sequence[str], free: DataFrame, slots: DataFrame) -> Dat
 def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame | Subquery, *, rack_aware: bool) -> DataFrame:
     """Assign ``free`` partitions (``scope, topic, partition, racks``) to ``slots`` (``scope, member_id, rank, rack,
     deficit``). The deficits of a scope must add up to its number of free partitions. ``slots`` given as a
-    :class:`~groupcoord.spark.plan.sql.Subquery` is nested in the fill's own SQL text when no rack matching runs.
+    :class:`~groupcoord.plans.sql.Subquery` is nested in the fill's own SQL text when no rack matching runs.
 
     Returns ``scope, member_id, topic, partition``.
     """
@@ -70,7 +70,7 @@ def fill(scope: Sequence[str], free: DataFrame, slots: DataFrame | Subquery, *, 
     # Slots laid end to end: a member with free slots starts at the running sum of the deficits before it. Members'
     # starts and the free partitions' numbers go on one timeline per scope; each partition takes the last member
     # that started at or before it (one window sort, no exploded slot rows, no join). One SQL text: see
-    # :mod:`groupcoord.spark.plan.sql`.
+    # :mod:`groupcoord.plans.sql`.
     text = _timeline_sql(tuple(scope), one_partition=single_task_call())
     if isinstance(slots, Subquery):
         placed = slots.nested_in(text, "slots", free=free)

@@ -36,7 +36,7 @@ from groupcoord.assignors.algorithms import Claim, Group, Member, Partition, ass
 from groupcoord.assignors.collect import to_arrow
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
-from groupcoord.spark.plan.sql import query
+from groupcoord.plans.sql import query
 
 _RESULT = T.StructType([T.StructField(GROUP, T.StringType()), T.StructField("member_id", T.StringType()),
                         T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())])

@@ -10,7 +10,7 @@ of 1,000 topics). The answer is decided on the driver, before planning:
 - otherwise the balanced assignors first collect a small call whole (one job, see
   :mod:`groupcoord.assignors.subscriptions`) and answer on the driver; for a larger call, or without that,
   one small job over the members frame alone (group, sorted distinct topics) answers it: one global
-  aggregate, collected under the assignors' planning settings (:func:`groupcoord.spark.plan.lineage.planning`:
+  aggregate, collected under the assignors' planning settings (:func:`groupcoord.plans.lineage.planning`:
   adaptive execution off). Under the session's own settings adaptive execution ran each exchange as a job of its
   own and ``isEmpty`` scanned the shuffled partitions a few at a time: 4 jobs for a repartitioned members frame.
 """
@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from groupcoord.spark import plan
-from groupcoord.spark.plan.lineage import planning
+from groupcoord import plans as plan
+from groupcoord.plans.lineage import planning
 
 
 def declared_heterogeneous(members: DataFrame, *, group: str = "group_id") -> bool:

@@ -13,8 +13,8 @@ from functools import cached_property
 from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.assignors.schema import Inputs, none_owned
-from groupcoord.spark.plan.lineage import cut
-from groupcoord.spark.plan.sql import query
+from groupcoord.plans.lineage import cut
+from groupcoord.plans.sql import query
 
 PARTITION_ORDER: tuple[str, ...] = ("topic", "partition")
 
@@ -63,7 +63,7 @@ class Prepared:
     then takes the topics of one member per group instead of reading ``subscriptions`` (a row per member and
     topic: 2 million rows for 2,000 members of 1,000 topics), and ``owned`` checks membership instead of
     subscription. ``has_owned`` / ``has_racks`` are False when the plan proves there are no claims / no same-rack
-    pairs to find (:mod:`groupcoord.spark.plan.facts`): assignors then leave those branches out of the plan.
+    pairs to find (:mod:`groupcoord.plans.facts`): assignors then leave those branches out of the plan.
     """
 
     members_source: tuple[str, DataFrame]
@@ -148,7 +148,7 @@ class Prepared:
 
 
 def prepare(inputs: Inputs, *, homogeneous: bool = False) -> Prepared:
-    """Derive the shared frames lazily (each is one SQL text: :mod:`groupcoord.spark.plan.sql`), each planned and
+    """Derive the shared frames lazily (each is one SQL text: :mod:`groupcoord.plans.sql`), each planned and
     cut on first use.
 
     ``homogeneous``: the caller proved every group's members declare the same topic set (see :class:`Prepared`).

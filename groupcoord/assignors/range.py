@@ -29,7 +29,7 @@ from groupcoord.assignors.base import Assignor
 from groupcoord.assignors.fill import fill
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
-from groupcoord.spark.plan.sql import query
+from groupcoord.plans.sql import query
 
 _HOMOGENEOUS_SQL = (
     "SELECT p._g, m.member_id, p.topic, p.partition FROM ("

@@ -15,9 +15,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from groupcoord.assignors.errors import AssignorInputError
-from groupcoord.spark.plan import known_empty
-from groupcoord.spark.plan.partitioning import estimated_bytes, partition_count, single_task
-from groupcoord.spark.plan.sql import query, quoted
+from groupcoord.plans import known_empty
+from groupcoord.plans.partitioning import estimated_bytes, partition_count, single_task
+from groupcoord.plans.sql import query, quoted
 
 GROUP = "_g"
 """The internal group column; the caller's ``group_id`` is renamed to it."""
@@ -71,10 +71,10 @@ class Inputs:
 
     ``batched`` says whether the caller gave ``group_id``. Every frame is hash-partitioned by ``_g`` into
     ``partition_count`` partitions once planned with ``spark.sql.shuffle.partitions`` set to that number (see
-    :mod:`groupcoord.spark.plan.partitioning`). ``owned`` carries ``_top``, the group's highest claim generation; it is
+    :mod:`groupcoord.plans.partitioning`). ``owned`` carries ``_top``, the group's highest claim generation; it is
     None when the caller gave none (:func:`none_owned` builds the empty frame for the plans that still read it).
     ``has_owned`` and ``has_racks`` are False only when the plan proves that nothing is owned, or that no member has
-    a rack or no partition a replica rack (:mod:`groupcoord.spark.plan.facts`); assignors then skip the branch.
+    a rack or no partition a replica rack (:mod:`groupcoord.plans.facts`); assignors then skip the branch.
     """
 
     members: tuple[str, DataFrame]
@@ -247,7 +247,7 @@ def normalise_inputs(members: DataFrame, partitions: DataFrame, owned: DataFrame
 
     ``owned=None`` stays None (most plans never read it; building the empty frame costs a SQL text). Each input is
     one SQL text (see
-    :mod:`groupcoord.spark.plan.sql`); the facts ``has_owned`` / ``has_racks`` are asked of the raw inputs.
+    :mod:`groupcoord.plans.sql`); the facts ``has_owned`` / ``has_racks`` are asked of the raw inputs.
     """
     if not isinstance(members, DataFrame) or not isinstance(partitions, DataFrame):
         raise AssignorInputError("members and partitions must be Spark DataFrames")

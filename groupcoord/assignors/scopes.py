@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
-from groupcoord.spark.plan.lineage import cut, cut_unless_single_task
+from groupcoord.plans.lineage import cut, cut_unless_single_task
 
 SCOPE: tuple[str, str] = (GROUP, "_s")
 
@@ -39,7 +39,7 @@ def _one_scope(prepared: Prepared) -> tuple[DataFrame, DataFrame]:
     """Members and partitions when every group is proven homogeneous (``Prepared.homogeneous``): one scope each.
 
     The scope ``""`` is derived from the group column rather than written as a literal, so that the optimiser
-    cannot fold it out of the joins' and windows' keys (see :mod:`groupcoord.spark.plan.partitioning`).
+    cannot fold it out of the joins' and windows' keys (see :mod:`groupcoord.plans.partitioning`).
     """
     scope = f"coalesce(substring({GROUP}, 1, 0), '') AS _s"
     # Every member subscribes to every topic: the topic count is the same for all and orders nothing.

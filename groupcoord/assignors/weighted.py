@@ -15,7 +15,7 @@ Worked example: weights t0p0=6, t0p1=1, t0p2=1, t0p3=4, members C0, C1, nothing 
     C0: [t0p0]                 (6)
     C1: [t0p1, t0p2, t0p3]     (6)
 
-The plan is one SQL text (:mod:`groupcoord.spark.plan.sql`): a DataFrame-call version cost about 700 py4j round
+The plan is one SQL text (:mod:`groupcoord.plans.sql`): a DataFrame-call version cost about 700 py4j round
 trips per call, a third of a small group's time.
 """
 
@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from groupcoord.assignors.base import Assignor
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.scopes import scoped
-from groupcoord.spark.plan.sql import query
+from groupcoord.plans.sql import query
 
 _RUNNING = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
 

@@ -296,7 +296,7 @@ def local_frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: pa.Sch
     """``rows`` as a driver-local frame, through Arrow.
 
     Arrow gives Spark a local relation that the optimiser knows the size of (a small assignment then runs as one
-    task: :mod:`groupcoord.spark.plan.partitioning`) and whose rows the assignor's checks read without a job. A
+    task: :mod:`groupcoord.plans.partitioning`) and whose rows the assignor's checks read without a job. A
     list of tuples would become an RDD of unknown size, deserialised by Python workers when the job runs.
     """
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)

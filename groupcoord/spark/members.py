@@ -188,7 +188,7 @@ def task_slots(sc: SparkContext) -> int:
     if cluster is not None:
         return int(cluster.group(1)) * int(cluster.group(2)) // task_cpus
     executor_cores = conf.get("spark.executor.cores")
-    from groupcoord.spark.plan import registered_executors  # loads pyspark, which this module imports lazily
+    from groupcoord.plans import registered_executors  # loads pyspark, which this module imports lazily
 
     executors = registered_executors(sc)
     if executor_cores and executors is not None and executors > 0:

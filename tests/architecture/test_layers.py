@@ -15,7 +15,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "groupcoord"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("protocol", "config", "state_root", "state_format"),
+    ("protocol", "config", "state_root", "state_format", "plans"),
     ("group", "topics"),
     ("coordinator",),
     ("log",),
@@ -23,20 +23,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime",),
     ("server", "member"),
     ("host",),
-    ("spark.plan",),
     ("assignors",),
     ("spark",),
     ("ingest", "admin", "devbroker"),
     ("cli", "__main__"),
 )
-"""Bottom to top. ``spark.plan`` (Spark's internals behind one interface, with its fallback) is a row of its own
-below the assignors, which import it; the rest of ``spark`` sits above them. ``sim`` is a test and bench harness: it
-may import anything, and nothing in the package imports it. The root package's ``__init__`` (``__version__``) is in
-the bottom row."""
+"""Bottom to top. ``plans`` (Spark's internals behind one interface, with its fallback) imports nothing of groupcoord,
+so it sits in the bottom row, below the assignors that use it. ``sim`` is a test and bench harness: it may import
+anything, and nothing in the package imports it. The root package's ``__init__`` (``__version__``) is in the bottom
+row."""
 
 HARNESS = "sim"
-ASSIGNORS_CEILING = LAYERS.index(("spark.plan",))
-"""The assignors take DataFrames and give DataFrames: they import layer 1 and Spark's plan module, nothing else."""
 
 
 def layer_of(package: str) -> int:
@@ -89,10 +86,8 @@ PACKAGES = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.p
 
 
 def _package(module: str) -> str:
-    """The row unit of a module: ``spark.plan`` for the plan module, else its top-level package (or ``protocol``'s
-    row for a name of the root ``__init__``)."""
-    if module == "spark.plan" or module.startswith("spark.plan."):
-        return "spark.plan"
+    """The row unit of a module: its top-level package (or ``protocol``'s row for a name of the root
+    ``__init__``)."""
     top = module.split(".", 1)[0]
     return top if top in PACKAGES else "protocol"
 
@@ -108,8 +103,6 @@ def test_every_import_goes_down_the_layers_or_stays_in_its_row() -> None:
             wrong.append(f"{imp}: groupcoord/{source if layer_of(source) < 0 else target} is in no layer")
         elif target == HARNESS:
             wrong.append(f"{imp}: only tests and bench may import the simulation harness")
-        elif source == "assignors" and layer_of(target) not in (0, ASSIGNORS_CEILING):
-            wrong.append(f"{imp}: the assignors import layer 1 and spark.plan only")
         elif layer_of(target) > layer_of(source):
             wrong.append(f"{imp}: layer {layer_of(target) + 1} ({target}) is above layer {layer_of(source) + 1}")
     assert not wrong, "imports that run up the layers:\n" + "\n".join(wrong)

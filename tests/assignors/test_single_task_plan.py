@@ -11,9 +11,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import groupcoord.spark.plan.partitioning as partitioning
+import groupcoord.plans.partitioning as partitioning
+from groupcoord import plans as plan
 from groupcoord.assignors import ASSIGNOR_NAMES, get_assignor
-from groupcoord.spark import plan
 from groupcoord.spark.assignment import MEMBER_SCHEMA, PARTITION_SCHEMA, local_frame
 from tests.assignors.builders import two_group_batch
 from tests.narrowing import present
@@ -38,7 +38,7 @@ def _stages(spark: SparkSession, frame: DataFrame) -> tuple[set[tuple[object, ..
 @pytest.mark.parametrize("name", ASSIGNOR_NAMES)
 def test_the_single_task_plan_gives_the_hash_plans_answer_and_so_does_the_public_api(
         spark: SparkSession, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The third plan: Spark's internals off (:mod:`groupcoord.spark.plan`'s fallback, as under Spark Connect or
+    """The third plan: Spark's internals off (:mod:`groupcoord.plans`'s fallback, as under Spark Connect or
     an unverified Spark): no size estimate (the hash plan), plain local checkpoints, no detached rounds."""
     members, partitions, owned = two_group_batch(spark)
     single = {tuple(r) for r in get_assignor(name).assign(members, partitions, owned).collect()}

@@ -4,7 +4,7 @@ The assignors reuse intermediate frames in several branches. Spark's logical pla
 the whole sub-plan and analysis/optimisation time grows multiplicatively with the depth of reuse (seconds, then
 out-of-memory, for the sticky plan). :func:`cut` replaces a frame by a local checkpoint of its (not yet computed)
 RDD: later plans see a leaf that keeps the frame's output partitioning, and the rows are computed once, inside the
-caller's job, then reused by every branch. The leaf is made by :mod:`groupcoord.spark.plan`, which tunes it through
+caller's job, then reused by every branch. The leaf is made by :mod:`groupcoord.plans`, which tunes it through
 Spark's internals where it can and falls back to a plain local checkpoint where it cannot.
 
 Cutting plans the sub-plan at once, so it must happen inside :func:`planning`, which switches a few session settings
@@ -12,11 +12,11 @@ for the duration of one ``assign`` call (one lock, one switch, one restore per c
 
 - adaptive execution off: it would run shuffle stages while planning (``assign`` would be eager, a job per cut);
 - broadcast joins off: a broadcast is collected when the plan is prepared (again a job per cut), and the inputs are
-  co-partitioned by group (:mod:`groupcoord.spark.plan.partitioning`) so a broadcast would only add work;
+  co-partitioned by group (:mod:`groupcoord.plans.partitioning`) so a broadcast would only add work;
 - ``requireAllClusterKeysForCoPartition`` off: join sides hash-partitioned by the group alone are co-partitioned for
   any join keyed by the group and more, so the plans need no exchange beyond the one per input;
 - ``spark.sql.shuffle.partitions`` set to the call's partition count: the inputs' first windows, partitioned by the
-  group alone, are where the one exchange per input is planned (:mod:`groupcoord.spark.plan.partitioning`).
+  group alone, are where the one exchange per input is planned (:mod:`groupcoord.plans.partitioning`).
 
 The settings are session-wide. The lock serialises assignor calls; a query that another thread plans on the same
 session during those milliseconds would see them too (results are the same, only the plan shape differs), so the
@@ -31,7 +31,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 
-from groupcoord.spark.plan.leaves import checkpoint_leaf, plan_now
+from groupcoord.plans.leaves import checkpoint_leaf, plan_now
 
 _PLANNING: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
@@ -47,7 +47,7 @@ _ACTIVE = threading.local()
 def planning(session: SparkSession, *, shuffle_partitions: int, single_task: bool = False) -> Iterator[None]:
     """Hold the assignors' planning settings on ``session`` (under a lock) while the body builds and cuts a plan.
 
-    ``single_task``: the inputs are small and run as one task (:mod:`groupcoord.spark.plan.partitioning`); their
+    ``single_task``: the inputs are small and run as one task (:mod:`groupcoord.plans.partitioning`); their
     plans then skip whole-stage code generation, whose generated source costs more to produce than it saves on a few
     hundred rows.
     """
@@ -80,7 +80,7 @@ def planning(session: SparkSession, *, shuffle_partitions: int, single_task: boo
 
 def cut(frame: DataFrame) -> DataFrame:
     """Return ``frame`` as a lazily computed local checkpoint: same rows, a leaf in any later plan that keeps a
-    usable partitioning (:func:`groupcoord.spark.plan.leaves.checkpoint_leaf`).
+    usable partitioning (:func:`groupcoord.plans.leaves.checkpoint_leaf`).
 
     Must be called inside :func:`planning`.
     """
@@ -104,7 +104,7 @@ def single_task_call() -> bool:
 
 def planned(frame: DataFrame) -> DataFrame:
     """Return ``frame`` with its physical plan made now, under :func:`planning`'s settings
-    (:func:`groupcoord.spark.plan.leaves.plan_now`).
+    (:func:`groupcoord.plans.leaves.plan_now`).
 
     An action on the returned frame runs that plan whatever the session's settings are then; a frame derived from
     it is planned again (same rows, perhaps another plan shape). Cheaper than :func:`cut` (which plans twice) for a

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark import SparkContext
 from pyspark.sql import DataFrame
 
-from groupcoord.spark.plan.gate import Internals, through_internals
+from groupcoord.plans.gate import Internals, through_internals
 
 
 def max_rows(frame: DataFrame) -> int | None:

@@ -3,14 +3,14 @@
 Everything in groupcoord that reaches past PySpark's public API (``_jdf``, ``_jsc``, ``_jvm``, JVM classes) does it
 here, behind this interface:
 
-- facts, read without a job (:mod:`~groupcoord.spark.plan.facts`): :func:`max_rows`, :func:`known_empty`,
+- facts, read without a job (:mod:`~groupcoord.plans.facts`): :func:`max_rows`, :func:`known_empty`,
   :func:`estimated_bytes`, :func:`is_constant_column`, :func:`registered_executors`;
-- leaves and plans (:mod:`~groupcoord.spark.plan.leaves`): :func:`checkpoint_leaf`, :func:`detached`,
+- leaves and plans (:mod:`~groupcoord.plans.leaves`): :func:`checkpoint_leaf`, :func:`detached`,
   :func:`plan_now`;
-- the assignors' plan tuning, built on those: :mod:`~groupcoord.spark.plan.lineage` (cutting a plan into leaves under
-  the planning settings), :mod:`~groupcoord.spark.plan.partitioning` (one exchange per input, or one task for small
-  inputs), :mod:`~groupcoord.spark.plan.sql` (plans as SQL texts over named frames);
-- the switch (:mod:`~groupcoord.spark.plan.gate`): :data:`INTERNALS_ENV`, :data:`VERIFIED_SPARK_VERSIONS`,
+- the assignors' plan tuning, built on those: :mod:`~groupcoord.plans.lineage` (cutting a plan into leaves under
+  the planning settings), :mod:`~groupcoord.plans.partitioning` (one exchange per input, or one task for small
+  inputs), :mod:`~groupcoord.plans.sql` (plans as SQL texts over named frames);
+- the switch (:mod:`~groupcoord.plans.gate`): :data:`INTERNALS_ENV`, :data:`VERIFIED_SPARK_VERSIONS`,
   :func:`internals_of`, :func:`failed_features`.
 
 The contract: every function gives the same rows (or a hint that leads to the same rows) with or without the
@@ -19,7 +19,7 @@ internals. The internals are used on a classic session of a Spark version listed
 ``GROUPCOORD_SPARK_PLAN_INTERNALS=off``, or when a call finds a method or constructor that differs, the function
 falls back to the public API (``localCheckpoint``, the frame itself, "unknown"). A Spark upgrade therefore costs
 speed, never correctness; to make it fast again, check the internals against the new version and add its
-:class:`~groupcoord.spark.plan.gate.Layout`.
+:class:`~groupcoord.plans.gate.Layout`.
 
 Layering (``docs/architecture.md``): this package imports only pyspark and py4j, nothing else of groupcoord, so it
 sits a layer below the assignors, which import it (the assignors are Spark plans and this is where their
@@ -28,15 +28,15 @@ Spark-version-dependent tuning lives), while the rest of ``groupcoord.spark`` si
 
 from __future__ import annotations
 
-from groupcoord.spark.plan.facts import (
+from groupcoord.plans.facts import (
     estimated_bytes,
     is_constant_column,
     known_empty,
     max_rows,
     registered_executors,
 )
-from groupcoord.spark.plan.gate import INTERNALS_ENV, VERIFIED_SPARK_VERSIONS, failed_features, internals_of
-from groupcoord.spark.plan.leaves import checkpoint_leaf, detached, plan_now
+from groupcoord.plans.gate import INTERNALS_ENV, VERIFIED_SPARK_VERSIONS, failed_features, internals_of
+from groupcoord.plans.leaves import checkpoint_leaf, detached, plan_now
 
 __all__ = [
     "INTERNALS_ENV",

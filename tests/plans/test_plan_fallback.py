@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-import groupcoord.spark.plan.partitioning as partitioning
+import groupcoord.plans.partitioning as partitioning
+from groupcoord import plans as plan
 from groupcoord.assignors import get_assignor
-from groupcoord.spark import plan
-from groupcoord.spark.plan import gate
+from groupcoord.plans import gate
 from tests.assignors.builders import two_group_batch
 from tests.narrowing import present
 

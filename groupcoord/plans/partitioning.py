@@ -8,7 +8,7 @@ shuffle: one result stage after three small map stages, whatever the number of w
 The exchange is not a ``repartition``: Spark plans ``repartition(1, ...)`` as ``SinglePartition``, and a join of
 two ``SinglePartition`` sides is re-shuffled (a single partition cannot be used to shuffle the other side), two
 stages per join. Instead each input's first window is partitioned by the group alone and planned with
-``spark.sql.shuffle.partitions`` set to the partition count (:func:`groupcoord.spark.plan.lineage.planning`): the
+``spark.sql.shuffle.partitions`` set to the partition count (:func:`groupcoord.plans.lineage.planning`): the
 exchange Spark inserts for it is ``hashpartitioning(_g, n)``, co-partitioned with the other inputs even for ``n = 1``.
 
 The number of partitions is decided from the plan, never from a count: a single group (no ``group_id``) is one
@@ -31,7 +31,7 @@ import math
 
 from pyspark.sql import DataFrame
 
-from groupcoord.spark.plan.facts import estimated_bytes as plan_estimated_bytes
+from groupcoord.plans.facts import estimated_bytes as plan_estimated_bytes
 
 _BYTES_PER_PARTITION = 8 * 1024 * 1024
 
@@ -40,7 +40,7 @@ SINGLE_TASK_BYTES = 64 * 1024
 
 
 UNKNOWN_BYTES = 2**63 - 1
-"""The size taken when no estimate can be read (:func:`groupcoord.spark.plan.estimated_bytes`): Spark's own
+"""The size taken when no estimate can be read (:func:`groupcoord.plans.estimated_bytes`): Spark's own
 estimate of a source of unknown size, so such inputs take the hash-partitioned plan."""
 
 

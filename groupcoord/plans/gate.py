@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError  # type: ignore[import-untyped]
 
-log = logging.getLogger("groupcoord.spark.plan")
+log = logging.getLogger("groupcoord.plans")
 
 INTERNALS_ENV = "GROUPCOORD_SPARK_PLAN_INTERNALS"
 """``auto`` (the default): internals on a verified Spark version; ``off``: the public API only; ``on``: internals on

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from groupcoord.spark.plan.gate import Internals, through_internals
+from groupcoord.plans.gate import Internals, through_internals
 
 _ATTRIBUTE = re.compile(r"([^\s,()]+)#(\d+)L?")
 """An attribute as a plan prints it: ``name#exprId`` (``L`` after the id for longs)."""
