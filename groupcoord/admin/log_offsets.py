@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from groupcoord.state_root import StateRoot
-from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicLog, UnknownTopicOrPartitionError
+from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicLog
 from groupcoord.topics.local_delta import local_dataset, open_if_exists
 
 TopicPartitionKey = tuple[str, int]
@@ -19,13 +19,6 @@ TopicPartitionKey = tuple[str, int]
 def partition_counts(root: StateRoot) -> dict[str, int]:
     """Every topic of the catalog with its partition count."""
     return TopicCatalog(root).partition_counts()
-
-
-def require_topics(counts: Mapping[str, int], topics: Iterable[str]) -> None:
-    """Raise :class:`UnknownTopicOrPartitionError` (Kafka's code 3) for the first topic missing from the catalog."""
-    for topic in topics:
-        if topic not in counts:
-            raise UnknownTopicOrPartitionError(f"topic '{topic}' does not exist")
 
 
 def log_bounds(root: StateRoot, topics: Iterable[str]) -> dict[TopicPartitionKey, PartitionOffsets]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.config import keys as _keys  # noqa: F401  (fills the registry)
-from groupcoord.config.registry import PREFIX, REGISTRY, ConfigError, short_name
+from groupcoord.config.registry import PREFIX, REGISTRY, ConfigError
 
 
 class Config:
@@ -133,9 +133,3 @@ def _check_cross_key(values: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"{PREFIX}group.min.session.timeout.ms ({low}) exceeds {PREFIX}group.max.session.timeout.ms ({high})"
         )
-
-
-def describe_key(name: str) -> str:
-    """One line of documentation for a key, for help texts."""
-    key = REGISTRY.get(short_name(name))
-    return f"{key.full_name} (default {key.default}): {key.doc}"

@@ -109,10 +109,6 @@ class _Reader:
             result.append(TopicPartitions(topic, partitions))
         return tuple(result)
 
-    @property
-    def at_end(self) -> bool:
-        return self._pos >= len(self._data)
-
 
 class _Writer:
     def __init__(self) -> None:

@@ -141,14 +141,6 @@ def error_for_code(code: int) -> ErrorCode:
     return ERRORS_BY_CODE.get(code, Errors.UNKNOWN_SERVER_ERROR)
 
 
-def error_for_name(name: str) -> ErrorCode:
-    """The error named ``name`` (``"ILLEGAL_GENERATION"``); raises ``KeyError`` for an unknown name."""
-    for error in ERRORS_BY_CODE.values():
-        if error.name == name:
-            return error
-    raise KeyError(name)
-
-
 class ProtocolError(Exception):
     """A request failed with a Kafka error; raised by ``throw_if_*`` helpers, mapped to a response code."""
 

@@ -85,12 +85,6 @@ def supported_range(api_key: int, ranges: Mapping[ApiKey, VersionRange] = SUPPOR
         return None
 
 
-def is_supported(api_key: int, api_version: int, ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> bool:
-    """Whether ``(api_key, api_version)`` is advertised."""
-    advertised = supported_range(api_key, ranges)
-    return advertised is not None and api_version in advertised
-
-
 def version_table(ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> str:
     """The advertised ranges as a Markdown table (``docs/compatibility.md`` embeds it; a test keeps them equal)."""
     lines = ["| API | Key | Versions |", "| --- | --- | --- |"]
