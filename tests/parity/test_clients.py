@@ -1,4 +1,5 @@
-"""Parity with real clients: kafka-python (KafkaConsumer, KafkaAdminClient) and librdkafka (confluent-kafka).
+"""Parity with real clients: kafka-python (KafkaConsumer, KafkaAdminClient), librdkafka (confluent-kafka) and Kafka's
+Java consumer (``tests/parity/java``).
 
 The same client code runs against Kafka 4.4.0's coordinator, then against ``groupcoord serve``, and records what its
 API returns: assignments, committed offsets, and the groups as the admin clients list, describe and delete them.
@@ -9,22 +10,33 @@ fetch there, see docs/compatibility.md), so the librdkafka consumer closes as so
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 import pytest
 from confluent_kafka.admin import AdminClient
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from groupcoord.devbroker import TEST_JVM_OPTIONS
+from groupcoord.devbroker.java_build import java_command
 from tests.parity.observe import Observation, assert_parity
-from tests.parity.targets import TOPIC, Target, group_name
+from tests.parity.targets import OTHER_TOPIC, TOPIC, TOPICS, Target, group_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration]
 
 TIMEOUT_S = 30.0
+REPO = Path(__file__).resolve().parents[2]
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+JAVA_BUILD = REPO / "var" / "parity-java"
+STATIC_SESSION_MS = 6000
+"""The shortest session the coordinators accept (``group.min.session.timeout.ms``): a static member closed without
+leaving stays in the group that long."""
 
 
 def wait_until(condition: Callable[[], bool], step: Callable[[], Any], what: str) -> None:
@@ -167,3 +179,90 @@ def listed_groups(admin: AdminClient, group: str) -> list[tuple[str, bool, str]]
 
 def test_librdkafka_consumer_and_admin(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
     assert_parity(targets, librdkafka_consumer_and_admin, group_name(request.node.name))
+
+
+class RecordingListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """kafka-python's rebalance listener calls, in order, as ``"assigned ['topic-0', ...]"`` lines."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.calls.append(f"revoked {partition_names(revoked)}")
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.calls.append(f"assigned {partition_names(assigned)}")
+
+
+def partition_names(partitions: Any) -> list[str]:
+    """Partitions as ``topic-N`` (as Java prints a TopicPartition), sorted."""
+    return sorted(f"{tp.topic}-{tp.partition}" for tp in partitions)
+
+
+def described_static_group(target: Target, group: str) -> dict[str, Any]:
+    """``group`` as kafka-python's describe_groups shows it: its members keep their subscriptions and assignments."""
+    admin = KafkaAdminClient(bootstrap_servers=target.bootstrap, client_id="parity-python-admin")
+    try:
+        return dict(admin.describe_groups([group])[group])
+    finally:
+        admin.close()
+
+
+def kafka_python_static_member_resubscribes(target: Target, group: str) -> Observation:
+    """A static kafka-python consumer subscribes to one topic, closes (a static member sends no LeaveGroup), and a new
+    one under the same instance id subscribes to another. The coordinator hands it the old assignment first; the
+    consumer refuses it (its subscription does not match) and rejoins, so it ends up with the new topic only."""
+    observation = Observation()
+    for run, topic in (("first", TOPIC), ("after the restart", OTHER_TOPIC)):
+        kafka_python_static_run(target, group, topic, observation, run)
+    observation.add("described once closed", described_static_group(target, group))
+    return observation
+
+
+def kafka_python_static_run(target: Target, group: str, topic: str, observation: Observation, run: str) -> None:
+    """A static KafkaConsumer subscribes to ``topic``, polls until it holds that topic's partitions only, records
+    them, its generation and its listener's calls, and closes."""
+    listener = RecordingListener()
+    consumer = KafkaConsumer(bootstrap_servers=target.bootstrap, group_id=group, client_id="parity-python",
+                             group_instance_id="parity-static", enable_auto_commit=False,
+                             session_timeout_ms=STATIC_SESSION_MS, heartbeat_interval_ms=500, metadata_max_age_ms=500,
+                             request_timeout_ms=15000)
+    try:
+        consumer.subscribe([topic], listener=listener)
+        # The subscribed topic's metadata before the first poll joins: a kafka-python leader that assigns before its
+        # coordinator has seen it rebalances once more when it arrives (on both targets, as timing has it).
+        assert consumer.partitions_for_topic(topic) == set(range(TOPICS[topic]))
+        wait_until(lambda: {tp.topic for tp in consumer.assignment()} == {topic},
+                   lambda: consumer.poll(timeout_ms=1000), "an assignment")
+        observation.add(f"assignment, {run}", partition_names(consumer.assignment()))
+        observation.add(f"generation, {run}", consumer.group_metadata().generation_id)
+        observation.add(f"listener, {run}", listener.calls)
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_static_member_resubscribes(targets: tuple[Target, Target],
+                                                 request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, kafka_python_static_member_resubscribes, group_name(request.node.name))
+
+
+def java_static_member_resubscribes(target: Target, group: str) -> Observation:
+    """The same with Kafka's Java consumer (``java/StaticResubscribe.java``): it refuses the old assignment in
+    ``ConsumerCoordinator.onJoinComplete`` and rejoins."""
+    observation = Observation()
+    command = java_command(JAVA_DIR / "StaticResubscribe.java", JAVA_BUILD, target.bootstrap, group, "parity-static",
+                           str(STATIC_SESSION_MS), TOPIC, OTHER_TOPIC,
+                           jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=WARN"))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"StaticResubscribe failed on {target.name}:\n{done.stderr[-4000:]}"
+    for run, line in zip(("first", "after the restart"), done.stdout.splitlines(), strict=True):
+        observation.add(f"run, {run}", json.loads(line))
+    observation.add("described once closed", described_static_group(target, group))
+    return observation
+
+
+@pytest.mark.jvm
+def test_java_static_member_resubscribes(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, java_static_member_resubscribes, group_name(request.node.name))
+
+
