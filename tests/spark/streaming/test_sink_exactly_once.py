@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from tests.spark.streaming.sink_helpers import (
@@ -42,7 +43,10 @@ def test_two_queries_share_a_topic_and_a_table_and_one_hands_over(spark: SparkSe
     source.create(topic, partitions=6, records=6000)
     first = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt1", available_now=False,
                         maxOffsetsPerTrigger="300")
-    wait_until(lambda: table.exists() and sink_rows(table).num_rows >= 600, 60, "q1's first batches")
+    # the sink creates the table directory a moment before its first commit: reading it then fails ("No files in log
+    # segment"), so wait for a table, not for a directory
+    wait_until(lambda: DeltaTable.is_deltatable(str(table)) and sink_rows(table).num_rows >= 600, 60,
+               "q1's first batches")
     second = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt2", available_now=False,
                          maxOffsetsPerTrigger="300")
     wait_until(lambda: any(p["numInputRows"] for p in second.recentProgress), 60, "q2's first rows")
