@@ -1,13 +1,18 @@
-"""Render ``docs/benchmarks.md`` from ``bench/results/*.json``: ``python -m bench.report``."""
+"""Render ``docs/benchmarks.md`` from ``bench/results/*.json``: ``python -m bench.report``.
+
+The document opens with every failed check of every result (:func:`misses`): a missed target or a failed
+correctness check, by name, figure and target, with its reason from ``bench/known_misses.txt``.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.results_io import RESULTS_DIR
+from bench.results_io import KNOWN_MISSES, RESULTS_DIR, Check, checks_of, known_misses
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
@@ -55,6 +60,11 @@ def render_result(result: dict[str, Any]) -> str:
         f"{machine.get('os')}, Python {machine.get('python')}",
         f"- command: `{result.get('command')}`\n",
     ]
+    checks = checks_of(result)
+    if checks:
+        failed = [c for c in checks if not c.met]
+        parts.append(f"- checks: {len(checks)}, " + (f"{len(failed)} failed (listed at the top)" if failed else
+                                                      "all met"))
     summary = result.get("summary") or {}
     if summary:
         parts += [f"- **{key}**: {_cell(value)}" for key, value in summary.items()]
@@ -65,18 +75,88 @@ def render_result(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def render(results_dir: Path = RESULTS_DIR) -> str:
+NO_REASON = "**no reason recorded**"
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A failed check of a result, with its result's date and the reason recorded for it (or :data:`NO_REASON`)."""
+
+    check: Check
+    date: str
+    reason: str
+
+    @property
+    def explained(self) -> bool:
+        return self.reason != NO_REASON
+
+
+def _plain(value: Any) -> str:
+    """A target as written: ``0.3``, ``50`` (not ``50.0``), ``True``."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return str(value)
+
+
+def load_results(results_dir: Path = RESULTS_DIR) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(results_dir.glob("*.json"))]
+
+
+def misses(results: list[dict[str, Any]], reasons: dict[str, str]) -> list[Miss]:
+    """Every failed check of ``results``, correctness first, then by benchmark."""
+    found = [Miss(c, str(r.get("date")), reasons.get(c.key) or NO_REASON)
+             for r in results for c in checks_of(r) if not c.met]
+    return sorted(found, key=lambda m: (m.check.kind != "correctness", m.check.benchmark))
+
+
+def stale_reasons(results: list[dict[str, Any]], reasons: dict[str, str]) -> list[str]:
+    """Known-miss lines whose check now holds or exists no more: to be removed."""
+    failing = {c.key for r in results for c in checks_of(r) if not c.met}
+    return sorted(key for key in reasons if key not in failing)
+
+
+def render_misses(results: list[dict[str, Any]], reasons: dict[str, str]) -> str:
+    """The opening section: the failed checks, or a line saying there are none."""
+    found = misses(results, reasons)
+    total = sum(len(checks_of(r)) for r in results)
+    correctness = sum(m.check.kind == "correctness" for m in found)
+    unexplained = sum(not m.explained for m in found)
+    parts = [
+        "## Missed targets and failed checks\n",
+        f"{len(found)} of {total} checks fail in the {len(results)} results below ({correctness} correctness, "
+        f"{len(found) - correctness} speed; {unexplained} with no reason recorded). Reasons come from "
+        f"`bench/{KNOWN_MISSES.name}` (one line per miss, reviewed like code). `make bench` exits non-zero when a "
+        "benchmark it ran fails a correctness check or misses a target with no reason recorded.\n",
+    ]
+    if found:
+        parts.append(render_table([
+            {"benchmark": m.check.benchmark, "check": m.check.name, "kind": m.check.kind,
+             "figure": _plain(m.check.value), "target": f"{m.check.op} {_plain(m.check.target)}", "run": m.date,
+             "reason": m.reason}
+            for m in found]))
+    stale = stale_reasons(results, reasons)
+    if stale:
+        parts.append(f"Lines of `bench/{KNOWN_MISSES.name}` whose check holds or exists no more (remove them): "
+                     + ", ".join(f"`{key}`" for key in stale) + ".\n")
+    return "\n".join(parts)
+
+
+def render(results_dir: Path = RESULTS_DIR, reasons: dict[str, str] | None = None) -> str:
     """The whole document."""
-    results = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(results_dir.glob("*.json"))]
+    results = load_results(results_dir)
+    reasons = known_misses() if reasons is None else reasons
     body = [render_result(r) for r in results] or ["_No results yet: run `make bench`._\n"]
-    return INTRO + "\n" + "\n".join(body)
+    return INTRO + "\n" + render_misses(results, reasons) + "\n" + "\n".join(body)
 
 
 def main() -> int:
-    """Write ``docs/benchmarks.md``."""
+    """Write ``docs/benchmarks.md`` and print its opening list of failed checks."""
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(render(), encoding="utf-8")
     print(f"wrote {DOC}")
+    print(render_misses(load_results(), known_misses()))
     return 0
 
 

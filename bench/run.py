@@ -2,6 +2,11 @@
 
 Each benchmark module in :data:`BENCHMARKS` exposes ``main(full: bool) -> None`` and writes its results with
 :func:`bench.results_io.write_result`.
+
+The run ends with the list of failed checks that opens ``docs/benchmarks.md`` (every result's, see
+:mod:`bench.report`) and exits 1 when a benchmark raised, or when a result this run wrote fails a correctness check
+(lost or duplicated records, a failed schedule, rows unlike the peer's) or misses a target that has no line in
+``bench/known_misses.txt``. A known speed miss is listed, and does not fail the run.
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ import importlib
 import sys
 import time
 import traceback
+from pathlib import Path
 
 from bench import report
+from bench.results_io import RESULTS_DIR, known_misses
 
 BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "assign_java", "load_time", "simulate", "fuzz",
                                  "member_capacity", "failover", "rebalance_latency", "assign_heterogeneous",
@@ -30,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.names) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+    before = _stamps()
     failed: list[str] = []
     for name in args.names or BENCHMARKS:
         started = time.perf_counter()
@@ -43,11 +51,27 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"== bench {name} took {time.perf_counter() - started:.1f} s", flush=True)
     status = report.main()
+    written = {path.stem for path, stamp in _stamps().items() if before.get(path) != stamp}
+    failing = run_failures(report.misses(report.load_results(), known_misses()), written)
+    for miss in failing:
+        why = "failed correctness check" if miss.check.kind == "correctness" else "missed target, no reason recorded"
+        print(f"bench.run: {why}: {miss.check.key} = {miss.check.value} (target {miss.check.op} {miss.check.target})",
+              file=sys.stderr)
     if failed:
         print(f"bench.run: {len(failed)} benchmark(s) failed: {', '.join(failed)} (their previous results stay in the "
               "report)", file=sys.stderr)
-        return 1
-    return status
+    return 1 if failed or failing else status
+
+
+def run_failures(misses: list[report.Miss], written: set[str]) -> list[report.Miss]:
+    """The misses that fail a run: in the results named in ``written`` (the ones the run wrote), every failed
+    correctness check and every missed target with no reason recorded."""
+    return [m for m in misses if m.check.benchmark in written and (m.check.kind == "correctness" or not m.explained)]
+
+
+def _stamps() -> dict[Path, int]:
+    """Each result file's modification time: the files a run changed are the results it wrote."""
+    return {path: path.stat().st_mtime_ns for path in RESULTS_DIR.glob("*.json")}
 
 
 if __name__ == "__main__":
