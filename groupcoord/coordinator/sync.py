@@ -42,10 +42,11 @@ def handle_sync(ctx: CoordinatorContext, request: SyncGroupRequest, now_ms: int,
         raise ProtocolError(Errors.REBALANCE_IN_PROGRESS, f"group {group.group_id} is rebalancing")
     member = group.get(request.member_id)
     if group.is_in(_S.STABLE):
+        # As in Kafka, a SyncGroup of a Stable group is no sign of life: the session runs on. (A member that keeps
+        # refusing the assignment it is handed back, and rejoins and syncs again, expires and rejoins afresh.)
         rebalance.mark_synced(ctx, group, member.member_id)
         ctx.respond(token, SyncGroupResponse(error=Errors.NONE, protocol_type=group.protocol_type,
                                              protocol_name=group.protocol_name, assignment=member.assignment))
-        rebalance.heartbeat(ctx, group, member, now_ms)
         return
     member.sync_tokens.append(token)
     rebalance.mark_synced(ctx, group, member.member_id)

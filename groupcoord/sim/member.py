@@ -25,6 +25,7 @@ from typing import Protocol
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
+from groupcoord.member.generation import Generation
 from groupcoord.member.heartbeat import HeartbeatTiming
 from groupcoord.member.protocol_machine import (
     AssignAsLeader,
@@ -142,6 +143,7 @@ class SimMember:
         self.inbox: list[tuple[int, GroupResponse, int]] = []
         self.pending: dict[int, str] = {}  # transport token -> kind
         self._request_ids: dict[int, int] = {}  # transport token -> the machine's request id
+        self._fetched_in: Generation | None = None  # the generation the last OffsetFetch was sent in
         self.unexpected: list[str] = []
         self.assigned_with: dict[str, int] | None = None  # the leader's metadata snapshot (Kafka's assignmentSnapshot)
         self.retry_at_ms = transport.now_ms()  # after losing the coordinator, it rejoins no earlier than this
@@ -306,6 +308,12 @@ class SimMember:
         self._run(self.machine.on_response(request_id, response, received_at_ms=arrived_at))
 
     def _on_fetch(self, response: OffsetFetchResponse) -> None:
+        if self._fetched_in != self.machine.generation:
+            # Kafka's consumer does not use committed offsets fetched in another generation (its pending
+            # OffsetFetch is tied to one): a partition that left and came back may have been committed further
+            # by its owner in between, and the old answer would rewind it.
+            self._fetch_missing_positions()
+            return
         for topic in response.topics:
             for partition in topic.partitions:
                 tp = KafkaTopicPartition(topic.name, partition.partition)
@@ -366,6 +374,7 @@ class SimMember:
         missing: set[TopicPartition] = {tp for tp in self.owned if tp not in self.positions}
         if not missing or "fetch" in self.pending.values():
             return
+        self._fetched_in = self.machine.generation
         self._send("fetch", OffsetFetchRequest(group_id=self.group_id, topics=tuple(
             OffsetFetchTopic(tp.topic, tp.partitions) for tp in grouped(missing))))
 

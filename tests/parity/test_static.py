@@ -258,10 +258,6 @@ def follower_only_syncs(target: Target, group: str, version: int) -> Observation
     return observation
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "groupcoord's SyncGroup in a Stable group restarts the member's session timer (groupcoord/coordinator/sync.py); "
-    "Kafka 4.4's does not (GroupMetadataManager.classicGroupSyncToClassicGroup), so on Kafka a follower that only "
-    "joins and syncs expires after its session. Not a kept difference: reported to the lead (issue 26)"))
 def test_a_sync_group_in_a_stable_group_is_no_sign_of_life(targets: tuple[Target, Target],
                                                            request: pytest.FixtureRequest) -> None:
     assert_parity(targets, follower_only_syncs, group_name(request.node.name), 9)

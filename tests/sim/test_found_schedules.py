@@ -6,6 +6,8 @@ bugs in the simulated client or in the invariants' definitions, fixed in ``group
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from groupcoord.sim import (
@@ -21,6 +23,8 @@ from groupcoord.sim import (
     Tick,
     assert_schedule_passes,
 )
+
+Mode = Literal["eager", "cooperative"]
 
 
 def test_growth_lost_in_a_failover_is_assigned_after_the_restart() -> None:
@@ -102,7 +106,7 @@ def test_a_static_member_back_with_one_of_two_topics_keeps_only_that_one() -> No
 
 
 @pytest.mark.parametrize("mode", ["eager", "cooperative"])
-def test_a_static_follower_back_on_another_topic_rejoins_into_a_rebalance(mode: str) -> None:
+def test_a_static_follower_back_on_another_topic_rejoins_into_a_rebalance(mode: Mode) -> None:
     """The companion of the four above with a follower: the coordinator stores its new metadata without a rebalance
     and hands back its old assignment; its rejoin carries a generation in its subscription, so the stored metadata no
     longer matches and the coordinator rebalances (no endless refuse-and-rejoin loop)."""
