@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from groupcoord.coordinator.demo import Demo
+from groupcoord.cli.demo import Demo
 
 
 def test_demo_shows_both_generations_with_members_leader_and_assignment() -> None:
