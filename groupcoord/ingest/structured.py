@@ -108,7 +108,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
             for query in queries:
                 if query.isActive:
                     query.stop()
-            stop_coordinator(root.path)  # release the lease now: at exit the coordinator cannot step down cleanly
+            stop_coordinator(root.path)  # release the lease now, before the final report
         final = monitor.stop()
     stop_file.unlink(missing_ok=True)
     failed = [q for q in queries if q.exception() is not None]

@@ -15,14 +15,16 @@ It
 3. starts the state root's coordinator in this driver (a :class:`~groupcoord.host.background.BackgroundCoordinator`
    with server-side assignment on this session), or, when another process holds the lease, stands by to take it
    over when that process ends, as ``groupcoord serve`` does. Every application that registers is thus a standby.
-   One coordinator per state root per driver; :func:`stop_coordinators` (also run at exit) releases the leases.
+   One coordinator per state root per driver; :func:`stop_coordinators` releases the leases. It also runs by itself
+   when the script ends, before Python shuts its thread pools down (the step-down runs its storage calls on them), so
+   a script that never calls it still releases the lease at once and a standby takes over without waiting.
 
 Returns the coordinator (serving or standing by), or ``None`` without a state root.
 """
 
 from __future__ import annotations
 
-import atexit
+import concurrent.futures.thread
 import logging
 import threading
 from collections.abc import Mapping
@@ -109,11 +111,8 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
 
 
 def stop_coordinator(state_root: str | Path) -> None:
-    """Stop the coordinator (serving or standing by) that ``register`` started in this process for ``state_root``.
-
-    An application should call it (or :func:`stop_coordinators`) when its queries are done: the atexit hook runs
-    after Python has shut its thread pools down, when the coordinator can no longer step down cleanly (the lease
-    then expires instead of being released, and a standby waits for that)."""
+    """Stop the coordinator (serving or standing by) that ``register`` started in this process for ``state_root``
+    (when its queries are done; at the end of the script this happens by itself)."""
     with _lock:
         running = _coordinators.pop(Path(state_root).resolve(), None)
     if running is not None:
@@ -129,4 +128,15 @@ def stop_coordinators() -> None:
         coordinator.stop()
 
 
-atexit.register(stop_coordinators)
+def _stop_before_thread_pools_shut_down() -> None:
+    """Run :func:`stop_coordinators` at interpreter exit, before the thread pools stop taking work.
+
+    ``atexit`` hooks run after ``concurrent.futures`` has shut its executors down, and the step-down's storage calls
+    (``asyncio.to_thread``) then fail with "cannot schedule new futures after shutdown", leaving the lease to expire.
+    ``threading``'s exit hooks run earlier, newest first: this one is registered after ``concurrent.futures.thread``
+    registered its own (the import above), so it runs before it."""
+    assert concurrent.futures.thread  # imported for the order of the exit hooks
+    threading._register_atexit(stop_coordinators)  # type: ignore[attr-defined]
+
+
+_stop_before_thread_pools_shut_down()
