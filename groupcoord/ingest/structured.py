@@ -88,7 +88,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
                    tty: bool | None = None) -> StructuredResult:
     """Run ``config.members`` queries in the job's group until they finish or are stopped (see the module)."""
     from groupcoord.spark import register
-    from groupcoord.spark.streaming.register import stop_coordinator
+    from groupcoord.spark.registration import stop_coordinator
 
     register(spark, state_root=str(root.path))
     source = SourceSpec.parse(config.source, state_root=root)

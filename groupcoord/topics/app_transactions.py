@@ -1,7 +1,7 @@
 """Per-partition Delta app transactions: how an exactly-once sink records, in its own commits, how far it ingested.
 
 Both exactly-once sinks (the ingestion job's :mod:`groupcoord.ingest.sink` and Structured Streaming's
-``groupcoord-delta`` sink, :mod:`groupcoord.spark.streaming.sink`) commit rows together with one Delta app
+``groupcoord-delta`` sink, :mod:`groupcoord.sink.data_sink`) commit rows together with one Delta app
 transaction per ``<group>/<topic>/<partition>`` whose version is the partition's end offset (the next offset to
 ingest), so the table itself says how far each partition of each group was written, atomically with the data.
 

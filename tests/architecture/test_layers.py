@@ -24,6 +24,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("server", "member"),
     ("host",),
     ("assignors",),
+    ("source",),
+    ("sink",),
     ("spark",),
     ("ingest", "admin", "devbroker"),
     ("cli", "__main__"),

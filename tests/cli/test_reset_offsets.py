@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.admin.describe import committed_offsets
-from groupcoord.spark.streaming.sink_group import reset_markers
+from groupcoord.sink.group import reset_markers
 from groupcoord.state_root import StateRoot
 from tests.cli.conftest import BASE_TIME, RECORDS, TOPIC, Cli, LiveGroup, commit, table_rows
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from confluent_kafka._types import HeadersType
     from pyspark.sql.types import StructType
 
-log = logging.getLogger("groupcoord.spark.streaming.records")
+log = logging.getLogger("groupcoord.source.records")
 
 READ_CHUNK_RECORDS = 100_000
 """Most records of one Arrow batch read from the embedded log."""

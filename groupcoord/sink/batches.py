@@ -4,7 +4,7 @@ The sink needs each partition's range, not only the offsets of the rows it recei
 rows, and Kafka's offsets are not dense (transaction markers, compaction), so neither the first nor the last row
 says where the batch starts or ends. Spark writes the source's end offset of batch ``N`` to
 ``<checkpoint>/offsets/N`` before it runs the batch (its write-ahead log), and batch ``N``'s start is the end of
-batch ``N - 1``. The source's offset codec turns the two into ranges (:mod:`groupcoord.spark.streaming.offsets`).
+batch ``N - 1``. The source's offset codec turns the two into ranges (:mod:`groupcoord.sink.group_commit`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groupcoord.spark.streaming.sink_plan import BatchRange, TopicPartitionKey
+from groupcoord.sink.plan import BatchRange, TopicPartitionKey
 
 
 class SourceBatchError(RuntimeError):

@@ -11,7 +11,7 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from tests.spark.streaming.sink_helpers import (
+from tests.sink.sink_helpers import (
     Source,
     assert_exactly_once,
     sink_rows,

@@ -30,18 +30,18 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from groupcoord.runtime.crash_points import crash_point
-from groupcoord.spark.streaming.sink_commit import commit_batch, ensure_table
-from groupcoord.spark.streaming.sink_files import PartitionFile, remove_files, write_partition_files
-from groupcoord.spark.streaming.sink_group import commit_to_group, reset_markers, source_batch
-from groupcoord.spark.streaming.sink_options import SinkOptionError, SinkOptions, check_table_schema, sink_table_schema
-from groupcoord.spark.streaming.sink_plan import TopicPartitionKey
-from groupcoord.spark.streaming.sink_source import SourceBatch, read_source_batch
+from groupcoord.sink.batches import SourceBatch, read_source_batch
+from groupcoord.sink.commit import commit_batch, ensure_table
+from groupcoord.sink.files import PartitionFile, remove_files, write_partition_files
+from groupcoord.sink.group import commit_to_group, reset_markers, source_batch
+from groupcoord.sink.options import SinkOptionError, SinkOptions, check_table_schema, sink_table_schema
+from groupcoord.sink.plan import TopicPartitionKey
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-log = logging.getLogger("groupcoord.spark.streaming.sink")
+log = logging.getLogger("groupcoord.sink.data_sink")
 
 FORMAT = "groupcoord-delta"
 
@@ -54,7 +54,7 @@ class SinkFiles(WriterCommitMessage):
 
 
 class GroupcoordDeltaSink(DataSource):
-    """The ``groupcoord-delta`` format (options: :mod:`groupcoord.spark.streaming.sink_options`)."""
+    """The ``groupcoord-delta`` format (options: :mod:`groupcoord.sink.options`)."""
 
     defaults: ClassVar[Mapping[str, str]] = {}
     """Option defaults from the session's ``spark.groupcoord.*`` conf (set by :func:`register_sink`)."""

@@ -2,7 +2,7 @@
 
 A sink that has made a batch durable (the ``groupcoord-delta`` sink, right after its Delta commit) calls::
 
-    from groupcoord.spark.streaming.offsets import commit_batch_offsets
+    from groupcoord.sink.group_commit import commit_batch_offsets
 
     result = commit_batch_offsets("orders-ingest", {("orders", 0): 1200, ("orders", 3): 40},
                                   state_root="/data/gc", checkpoint_location="/data/ckpt/orders", batch_id=17)
@@ -13,7 +13,7 @@ A sink that has made a batch durable (the ``groupcoord-delta`` sink, right after
 ``groupcoord`` source's offset of batch ``batch_id`` from the query's checkpoint (``<checkpoint>/offsets/<id>``):
 it names the member that read the batch and, for each partition, the generation in which that member acquired it.
 A partition is committed only while that member still owns it from that same acquisition (its
-:mod:`~groupcoord.spark.streaming.fences` fence says so); the OffsetCommit carries the member's current generation,
+:mod:`~groupcoord.source.fences` fence says so); the OffsetCommit carries the member's current generation,
 which the coordinator checks. So a late commit from a previous owner (its partition has moved, and the new owner may
 have committed further) is skipped instead of moving the group's offset backwards. A skipped partition loses
 nothing: its new owner starts at the group's committed offset or later (the sink's own version, for the
@@ -40,10 +40,10 @@ from groupcoord.member.discovery import CoordinatorLocator, lease_candidates
 from groupcoord.member.errors import CoordinatorUnavailableError
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol.errors import Errors
-from groupcoord.spark.streaming.fences import OwnershipFence, read_fence
-from groupcoord.spark.streaming.source_offset import SourceOffset
+from groupcoord.source.fences import OwnershipFence, read_fence
+from groupcoord.source.offset import SourceOffset
 
-log = logging.getLogger("groupcoord.spark.streaming.offsets")
+log = logging.getLogger("groupcoord.sink.group_commit")
 
 Partition = tuple[str, int]
 

@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 from groupcoord.config import resolve_config
 from groupcoord.host.background import BackgroundCoordinator
 from groupcoord.state_root import StateRoot
-from tests.spark.streaming.sink_helpers import Source, register_root
-from tests.spark.streaming.source_helpers import FAST_CONF
+from tests.sink.sink_helpers import Source, register_root
+from tests.source.source_helpers import FAST_CONF
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def source_coordinator(source_root: StateRoot) -> Iterator[BackgroundCoordinator
 def source(request: pytest.FixtureRequest, spark: SparkSession, tmp_path: Path) -> Iterator[Source]:
     """A fresh state root registered in the session, with records from the embedded log or the Kafka broker; its
     coordinator stops with the test (not at the interpreter's exit, when its thread can no longer step down)."""
-    from groupcoord.spark.streaming.register import stop_coordinators
+    from groupcoord.spark.registration import stop_coordinators
 
     root = StateRoot.open(tmp_path / "state", create=True)
     broker = request.getfixturevalue("kafka_broker") if request.param == "kafka" else None

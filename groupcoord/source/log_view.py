@@ -12,11 +12,11 @@ from typing import Protocol
 
 from kafka.structs import TopicPartition
 
-from groupcoord.spark.streaming.records import kafka_client_config
+from groupcoord.source.records import kafka_client_config
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicError, TopicLog
 
-log = logging.getLogger("groupcoord.spark.streaming.log_view")
+log = logging.getLogger("groupcoord.source.log_view")
 
 Bounds = dict[TopicPartition, PartitionOffsets]
 

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from groupcoord.spark.streaming.sink_files import PartitionFile
+from groupcoord.sink.files import PartitionFile
 
 TopicPartitionKey = tuple[str, int]
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from groupcoord.spark.streaming.options import (
+from groupcoord.source.options import (
     JAVA_ONLY_KAFKA_SETTINGS,
     REJECTED_OPTIONS,
     SourceOptionError,
@@ -92,6 +92,6 @@ def test_every_rejected_option_says_why(name: str) -> None:
 
 
 def test_warned_options_are_accepted_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="groupcoord.spark.streaming.options"):
+    with caplog.at_level(logging.WARNING, logger="groupcoord.source.options"):
         parse_source_options({**BASE, "fetchOffset.numRetries": "3"})
     assert "fetchOffset.numRetries is ignored" in caplog.text

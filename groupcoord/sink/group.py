@@ -1,12 +1,12 @@
 """The ``groupcoord-delta`` sink's links to the group: the source's batches, reset markers, and the group commit.
 
 - :func:`source_batch` turns two of the source's checkpointed offsets into the batch's group and ranges
-  (:mod:`groupcoord.spark.streaming.source_offset`);
+  (:mod:`groupcoord.source.offset`);
 - :func:`reset_markers` reads the offsets ``groupcoord groups reset-offsets`` committed (their metadata is
   :data:`~groupcoord.topics.app_transactions.RESET_OFFSETS_METADATA`): the only jumps past a table's version the sink
   accepts;
 - :func:`commit_to_group` commits the table's versions to the group right after the Delta commit, fenced by the
-  ownership of the member that read the batch (:func:`groupcoord.spark.streaming.offsets.commit_fenced`).
+  ownership of the member that read the batch (:func:`groupcoord.sink.group_commit.commit_fenced`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from groupcoord.spark.streaming.sink_plan import BatchRange, TopicPartitionKey
-from groupcoord.spark.streaming.sink_source import SourceBatch
-from groupcoord.spark.streaming.source_offset import FORMAT_VERSION, SourceOffset, batch_ranges
+from groupcoord.sink.batches import SourceBatch
+from groupcoord.sink.plan import BatchRange, TopicPartitionKey
+from groupcoord.source.offset import FORMAT_VERSION, SourceOffset, batch_ranges
 from groupcoord.topics.app_transactions import RESET_OFFSETS_METADATA
 
-log = logging.getLogger("groupcoord.spark.streaming.sink")
+log = logging.getLogger("groupcoord.sink.data_sink")
 
 
 def source_batch(previous: Mapping[str, Any] | None, end: Mapping[str, Any]) -> SourceBatch | None:
@@ -49,7 +49,7 @@ def reset_markers(state_root: str, group_id: str) -> dict[TopicPartitionKey, int
 def commit_to_group(state_root: str, batch: SourceBatch, versions: Mapping[TopicPartitionKey, int]) -> None:
     """Commit ``versions`` to the batch's group as the member that read the batch (partitions it no longer owns
     are skipped: their new owner starts from the table's version)."""
-    from groupcoord.spark.streaming.offsets import commit_fenced
+    from groupcoord.sink.group_commit import commit_fenced
 
     done = commit_fenced(batch.group_id, versions, state_root=state_root, read=SourceOffset.from_dict(batch.end))
     if done.skipped:

@@ -12,10 +12,10 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
-from groupcoord.spark.streaming import sink_plan
-from groupcoord.spark.streaming.sink_commit import commit_batch, ensure_table
-from groupcoord.spark.streaming.sink_files import PartitionFile, write_partition_files
-from groupcoord.spark.streaming.sink_plan import BatchRange, CommitPlan, SinkBatchError, SinkGapError
+from groupcoord.sink import plan as sink_plan
+from groupcoord.sink.commit import commit_batch, ensure_table
+from groupcoord.sink.files import PartitionFile, write_partition_files
+from groupcoord.sink.plan import BatchRange, CommitPlan, SinkBatchError, SinkGapError
 from groupcoord.topics.app_transactions import app_id
 from groupcoord.topics.local_delta import local_dataset
 
@@ -139,7 +139,7 @@ def test_a_concurrent_commit_of_the_same_partition_makes_the_loser_plan_again(ta
             planned.append(plan)
         return plan
 
-    monkeypatch.setattr("groupcoord.spark.streaming.sink_commit.plan_commit", racing_plan)
+    monkeypatch.setattr("groupcoord.sink.commit.plan_commit", racing_plan)
     done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 10)}, write(table, rows(0, 0, 10)),
                         resets=no_resets)
     assert done.attempts == 2
@@ -159,7 +159,7 @@ def test_two_writers_of_other_partitions_both_commit(table: Path, monkeypatch: p
                          resets=no_resets)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr("groupcoord.spark.streaming.sink_commit.plan_commit", racing_plan)
+    monkeypatch.setattr("groupcoord.sink.commit.plan_commit", racing_plan)
     done = commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 6)}, write(table, rows(0, 0, 6)),
                         resets=no_resets)
     assert done.attempts == 1  # delta-rs rebased the append: no shared app id
@@ -171,8 +171,8 @@ def test_two_writers_of_other_partitions_both_commit(table: Path, monkeypatch: p
 def test_an_abort_after_the_delta_commit_keeps_the_committed_files(table: Path) -> None:
     """Spark aborts a batch whose commit worker died after its Delta commit: the files that commit added are the
     table's and stay; a file the table does not hold (a task attempt's leftover) is removed."""
-    from groupcoord.spark.streaming.sink import DeltaStreamWriter, SinkFiles
-    from groupcoord.spark.streaming.sink_options import SinkOptions
+    from groupcoord.sink.data_sink import DeltaStreamWriter, SinkFiles
+    from groupcoord.sink.options import SinkOptions
 
     committed = write(table, rows(0, 0, 5))
     commit_batch(str(table), SCHEMA, GROUP, {("t", 0): BatchRange(0, 5)}, committed, resets=no_resets)

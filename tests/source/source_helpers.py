@@ -12,8 +12,8 @@ from kafka.structs import TopicPartition
 
 from groupcoord.devbroker import KafkaBroker, Record
 from groupcoord.member import GroupMember, MemberOptions
-from groupcoord.spark.streaming.options import parse_source_options
-from groupcoord.spark.streaming.source import GroupcoordStreamReader
+from groupcoord.source.data_source import GroupcoordStreamReader
+from groupcoord.source.options import parse_source_options
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 

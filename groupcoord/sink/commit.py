@@ -1,7 +1,7 @@
 """The driver's side of a ``groupcoord-delta`` batch: one Delta commit of rows and offsets, through delta-rs.
 
 :func:`commit_batch` reads each partition's app transaction version from the snapshot it commits on, plans the
-commit (:mod:`groupcoord.spark.streaming.sink_plan`), rewrites the files that straddle a version, and commits the
+commit (:mod:`groupcoord.sink.plan`), rewrites the files that straddle a version, and commits the
 kept files with one app transaction per partition. When another commit wrote the same app ids since that snapshot
 (two queries, or a replay racing the new owner), delta-rs refuses it: the commit then reloads the table and plans
 again from the new versions (never a blind retry of the old plan), up to ``attempts`` times.
@@ -18,8 +18,8 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from groupcoord.spark.streaming.sink_files import PartitionFile, remove_files, trim_file
-from groupcoord.spark.streaming.sink_plan import (
+from groupcoord.sink.files import PartitionFile, remove_files, trim_file
+from groupcoord.sink.plan import (
     BatchRange,
     CommitPlan,
     SinkGapError,
@@ -28,7 +28,7 @@ from groupcoord.spark.streaming.sink_plan import (
 )
 from groupcoord.topics.app_transactions import MEMBER_METADATA_KEY, offsets_commit, transaction_versions
 
-log = logging.getLogger("groupcoord.spark.streaming.sink")
+log = logging.getLogger("groupcoord.sink.data_sink")
 
 ResetMarkers = Callable[[], Mapping[TopicPartitionKey, int]]
 """The group's offsets that ``reset-offsets`` committed (read only when a batch would leave a gap)."""

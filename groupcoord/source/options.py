@@ -26,7 +26,7 @@ from typing import Any
 from groupcoord.config import PREFIX, REGISTRY, ConfigError, resolve_config
 from groupcoord.member.config import MemberOptions
 
-log = logging.getLogger("groupcoord.spark.streaming.options")
+log = logging.getLogger("groupcoord.source.options")
 
 
 class SourceOptionError(ValueError):

@@ -15,11 +15,11 @@ import pytest
 from kafka.structs import TopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from groupcoord.spark.streaming.offsets import commit_batch_offsets, commit_fenced
-from groupcoord.spark.streaming.source import GroupcoordStreamReader
-from groupcoord.spark.streaming.source_offset import SourceOffset
+from groupcoord.sink.group_commit import commit_batch_offsets, commit_fenced
+from groupcoord.source.data_source import GroupcoordStreamReader
+from groupcoord.source.offset import SourceOffset
 from groupcoord.state_root import StateRoot
-from tests.spark.streaming.source_helpers import Feed, committed, produce, read_batch, reader
+from tests.source.source_helpers import Feed, committed, produce, read_batch, reader
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 ALL = ReadAllAvailable()

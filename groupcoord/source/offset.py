@@ -23,7 +23,7 @@ from typing import Any
 
 from kafka.structs import TopicPartition
 
-from groupcoord.spark.streaming.fences import parse_partition_key, partition_key
+from groupcoord.source.fences import parse_partition_key, partition_key
 
 FORMAT_VERSION = 1
 

@@ -23,10 +23,10 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from groupcoord.admin.describe import committed_offsets
-from groupcoord.spark.streaming.sink import DeltaStreamWriter, GroupcoordDeltaSink, SinkFiles
-from groupcoord.spark.streaming.sink_plan import TopicPartitionKey
-from groupcoord.spark.streaming.sink_source import SourceBatch
-from tests.spark.streaming.sink_helpers import (
+from groupcoord.sink.batches import SourceBatch
+from groupcoord.sink.data_sink import DeltaStreamWriter, GroupcoordDeltaSink, SinkFiles
+from groupcoord.sink.plan import TopicPartitionKey
+from tests.sink.sink_helpers import (
     Source,
     assert_exactly_once,
     sink_rows,

@@ -20,11 +20,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.admin.describe import group_members
 from groupcoord.devbroker import KafkaBroker
-from groupcoord.spark.streaming.register import stop_coordinators
+from groupcoord.spark.registration import stop_coordinators
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
-from tests.spark.streaming.sink_helpers import wait_until
-from tests.spark.streaming.source_helpers import FAST_CONF, SOURCE_TIMING, Feed, committed
+from tests.sink.sink_helpers import wait_until
+from tests.source.source_helpers import FAST_CONF, SOURCE_TIMING, Feed, committed
 
 pytestmark = [pytest.mark.spark]
 

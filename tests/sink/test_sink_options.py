@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
-from groupcoord.spark.streaming.sink_options import (
+from groupcoord.sink.options import (
     SinkOptionError,
     SinkOptions,
     check_table_schema,
@@ -18,7 +18,7 @@ from groupcoord.spark.streaming.sink_options import (
 )
 from groupcoord.state_root import StateRoot
 from groupcoord.topics.local_delta import open_or_create
-from tests.spark.streaming.sink_helpers import Source, register_root, start_query
+from tests.sink.sink_helpers import Source, register_root, start_query
 
 GOOD = {"path": "/tmp/t", "group.id": "g", "checkpointLocation": "file:///tmp/c", "state.root": "/tmp/s"}
 

@@ -28,7 +28,7 @@ from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicLog
 from groupcoord.topics.app_transactions import transaction_versions
 from groupcoord.topics.local_delta import local_dataset
-from tests.spark.streaming.source_helpers import FAST_CONF, SOURCE_TIMING
+from tests.source.source_helpers import FAST_CONF, SOURCE_TIMING
 
 COLUMNS = ["topic", "partition", "offset", "value"]
 FAST_MEMBER = {**SOURCE_TIMING, "assignors": "cooperative-sticky"}

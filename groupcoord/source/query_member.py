@@ -4,7 +4,7 @@ It is a :class:`~groupcoord.member.GroupMember` (the threaded shell of the pure
 :class:`~groupcoord.member.protocol_machine.MemberMachine`): it reaches the coordinator over the wire, found through
 the state root's lease table, heartbeats from its own thread, and rebalances only when the source polls it, between
 micro-batches. On top it keeps, for every partition it owns, the generation in which it acquired it (what offsets and
-commits are fenced by), and publishes that as its :mod:`~groupcoord.spark.streaming.fences` fence after each poll.
+commits are fenced by), and publishes that as its :mod:`~groupcoord.source.fences` fence after each poll.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from kafka.structs import TopicPartition
 
 from groupcoord.member import CommitFailedError, CoordinatorRequestError, CoordinatorUnavailableError, GroupMember
-from groupcoord.spark.streaming.fences import OwnershipFence, publish_fence, withdraw_fence
-from groupcoord.spark.streaming.options import SourceOptions
+from groupcoord.source.fences import OwnershipFence, publish_fence, withdraw_fence
+from groupcoord.source.options import SourceOptions
 
-log = logging.getLogger("groupcoord.spark.streaming.member")
+log = logging.getLogger("groupcoord.source.member")
 
 
 class _Acquisitions:
@@ -57,7 +57,7 @@ class KafkaCommitMirror:
     def __init__(self, group_id: str, servers: str, settings: Mapping[str, str]) -> None:
         from confluent_kafka import Consumer
 
-        from groupcoord.spark.streaming.records import kafka_client_config
+        from groupcoord.source.records import kafka_client_config
 
         self.group_id = group_id
         self._consumer = Consumer({**kafka_client_config(servers, settings), "group.id": group_id})

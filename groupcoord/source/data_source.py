@@ -3,7 +3,7 @@
 Spark runs a Python data source's driver-side methods (``initialOffset``, ``latestOffset``, ``partitions``,
 ``commit``) in one Python worker per query, and ``read`` in executors' workers. So:
 
-- **The member** (:class:`~groupcoord.spark.streaming.query_member.QueryMember`) lives in the driver-side worker,
+- **The member** (:class:`~groupcoord.source.query_member.QueryMember`) lives in the driver-side worker,
   created at the first ``latestOffset``, and leaves the group when the query ends: Spark terminates the worker with
   SIGTERM (pyspark 4.2 does not call ``stop()`` then), and the source leaves before it goes.
 - **latestOffset(start, limit)** runs between micro-batches, after the batch ending at ``start`` has finished:
@@ -12,7 +12,7 @@ Spark runs a Python data source's driver-side methods (``initialOffset``, ``late
   offset: continuing partitions from ``start``, newly acquired ones from max(committed offset, ``start``'s stale
   position) or ``startingOffsets`` when nothing is committed, up to the log end (or the AvailableNow target), under
   ``maxOffsetsPerTrigger``. With no record to read it returns ``start`` itself, so no empty batch is planned.
-- **partitions(start, end)** depends on the two offsets alone (:func:`~groupcoord.spark.streaming.source_offset.
+- **partitions(start, end)** depends on the two offsets alone (:func:`~groupcoord.source.offset.
   batch_ranges`), so a batch Spark replays after a crash reads exactly the same records.
 - **commit(end)** commits ``end``'s positions of the partitions still owned from the same acquisition; a late call
   about partitions that have moved since commits nothing for them.
@@ -40,16 +40,16 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from groupcoord.spark.streaming.log_view import LogView, open_log_view
-from groupcoord.spark.streaming.options import SourceOptions, parse_source_options
-from groupcoord.spark.streaming.planning import admit, split_ranges
-from groupcoord.spark.streaming.query_member import QueryMember
-from groupcoord.spark.streaming.records import DataLossError, RangeRead, kafka_source_schema, read_range
-from groupcoord.spark.streaming.source_offset import Position, SourceOffset, batch_ranges
+from groupcoord.source.log_view import LogView, open_log_view
+from groupcoord.source.offset import Position, SourceOffset, batch_ranges
+from groupcoord.source.options import SourceOptions, parse_source_options
+from groupcoord.source.planning import admit, split_ranges
+from groupcoord.source.query_member import QueryMember
+from groupcoord.source.records import DataLossError, RangeRead, kafka_source_schema, read_range
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import PartitionOffsets
 
-log = logging.getLogger("groupcoord.spark.streaming.source")
+log = logging.getLogger("groupcoord.source.data_source")
 
 SOURCE_NAME = "groupcoord"
 POLL_TIMEOUT_MS = 1000

@@ -6,8 +6,8 @@ import json
 
 from kafka.structs import TopicPartition
 
-from groupcoord.spark.streaming.planning import admit, split_ranges
-from groupcoord.spark.streaming.source_offset import Position, SourceOffset, batch_ranges
+from groupcoord.source.offset import Position, SourceOffset, batch_ranges
+from groupcoord.source.planning import admit, split_ranges
 
 P0, P1, P2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
 

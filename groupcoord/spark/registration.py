@@ -11,7 +11,7 @@ It
 1. sets ``spark.groupcoord.state.root`` when ``state_root`` is given;
 2. registers the ``groupcoord`` source with the session's ``spark.groupcoord.*`` conf as the defaults of its
    registry options (as they are now: later changes need another ``register``), and the ``groupcoord-delta`` sink
-   when :mod:`groupcoord.spark.streaming.sink` is installed;
+   when :mod:`groupcoord.sink.data_sink` is installed;
 3. starts the state root's coordinator in this driver (a :class:`~groupcoord.host.background.BackgroundCoordinator`
    with server-side assignment on this session), or, when another process holds the lease, stands by to take it
    over when that process ends, as ``groupcoord serve`` does. Every application that registers is thus a standby.
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from groupcoord.host.background import BackgroundCoordinator
 
-log = logging.getLogger("groupcoord.spark.streaming.register")
+log = logging.getLogger("groupcoord.spark.registration")
 
 COORDINATOR_START_TIMEOUT_S = 60.0
 
@@ -57,7 +57,7 @@ def session_groupcoord_conf(spark: SparkSession) -> dict[str, str]:
 def register(spark: SparkSession, state_root: str | Path | None = None, *,
              start_coordinator: bool = True) -> BackgroundCoordinator | None:
     """Register the source (and sink) and start or stand by for the coordinator (see the module docstring)."""
-    from groupcoord.spark.streaming.source import GroupcoordSource
+    from groupcoord.source.data_source import GroupcoordSource
 
     if state_root is not None:
         spark.conf.set(full_name("state.root"), str(state_root))
@@ -79,7 +79,7 @@ def register(spark: SparkSession, state_root: str | Path | None = None, *,
 
 def _register_sink(spark: SparkSession, state_root: str | Path | None) -> None:
     try:
-        from groupcoord.spark.streaming.sink import register_sink
+        from groupcoord.sink.data_sink import register_sink
     except ImportError:
         log.info("the groupcoord-delta sink is not installed; registered the groupcoord source only")
         return
