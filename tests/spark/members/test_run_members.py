@@ -128,6 +128,12 @@ def test_killed_member_worker_rebalances_and_the_retry_rejoins_under_its_instanc
     assert survivor.generation_id >= first_generation
 
     history = read_rows(root, ASSIGNMENTS).to_pylist()
+    holders: dict[tuple[int, int], set[str]] = {}
+    for r in history:
+        if r["group_id"] == "killed" and r["member_id"] and r["partition"] is not None:
+            holders.setdefault((r["generation"], r["partition"]), set()).add(r["group_instance_id"])
+    shared = {key: names for key, names in holders.items() if len(names) > 1}
+    assert not shared, f"(generation, partition) held by two instances: {shared}"
     victim_member_ids = {r["member_id"] for r in history if r["group_instance_id"] == victim and r["member_id"]}
     assert len(victim_member_ids) >= 2, "the retry rejoined under the same instance id with a new member id"
     final = max(r["generation"] for r in history if r["group_id"] == "killed" and r["member_id"])

@@ -19,6 +19,9 @@ from groupcoord.member import GroupMember, MemberState
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]  # pyspark's copy is unannotated
 
+STOP_TOGETHER_S = 120.0
+"""How long a member that saw ``done`` waits for the others to see it too before it leaves anyway."""
+
 
 def journal(directory: Path) -> list[dict[str, object]]:
     """Every observation the members wrote, in time order."""
@@ -32,6 +35,11 @@ class SplitThenLeave:
     Members agree through files in ``directory`` (the executors share the filesystem in local mode): a member's
     ``holding-<instance>`` file names the generation and partitions it holds while it holds its share; when all
     ``members`` files name the same generation and together cover ``partitions``, the ``done`` file ends the run.
+
+    No member leaves before every member has seen ``done``: each marks ``stopped-<instance>`` in its last call and
+    waits there (without polling) until all have. Otherwise the first to leave rebalances the others, and one slow
+    to see ``done`` (a starved worker on a loaded machine) polls that later generation first and reports the
+    leaver's partitions as its own: the assignments the run reports would not be the split that ended it.
     """
 
     def __init__(self, directory: str, *, members: int, share: int, partitions: int) -> None:
@@ -55,12 +63,21 @@ class SplitThenLeave:
         if not done.exists() and self._all_hold_their_share():
             done.touch()
         if done.exists():
+            self._stop_together(instance)
             return False
         time.sleep(0.05)
         return True
 
     def before_holding(self, member: GroupMember, assignment: frozenset[TopicPartition]) -> None:
         """A hook for fault injection; nothing here."""
+
+    def _stop_together(self, instance: str | None) -> None:
+        """Mark this member stopped and wait until every member is (a generous deadline, then leave anyway: the
+        test's checks of the assignments say what went wrong)."""
+        (self.directory / f"stopped-{instance}").touch()
+        deadline = time.monotonic() + STOP_TOGETHER_S
+        while len(list(self.directory.glob("stopped-*"))) < self.members and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _all_hold_their_share(self) -> bool:
         views = []
