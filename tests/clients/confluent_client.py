@@ -69,7 +69,10 @@ class ConfluentClient:
     """librdkafka's consumers and confluent-kafka's ``AdminClient``."""
 
     lacks: Mapping[str, str] = {}
-    fenced_error = "FENCED"
+    fenced_error = "FENCED|_FATAL"
+    """FENCED_INSTANCE_ID from the coordinator; or ``_FATAL`` ("Local: Fatal error") once a heartbeat met the fencing
+    first: librdkafka raises the fatal error "Static consumer fenced by other consumer with same group.instance.id"
+    and refuses any later commit itself."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap

@@ -84,7 +84,16 @@ def java_client(bootstrap: str, log_path: Path) -> LineClient:
     """Kafka's Java consumer and admin client (``tests/clients/java/GroupClient.java``, compiled at first use)."""
     command = java_command(JAVA_SOURCE, JAVA_BUILD, bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS),
                            str(HEARTBEAT_MS), jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=WARN"))
-    return LineClient(LineProcess(command, log_path=log_path), lacks={}, fenced_error="FencedInstanceId")
+    return LineClient(LineProcess(command, log_path=log_path), lacks={}, fenced_error=JAVA_FENCED)
+
+
+JAVA_FENCED = r"FencedInstanceId|CommitFailedException"
+"""A fenced Java consumer's commit: FENCED_INSTANCE_ID from the coordinator, or CommitFailedException once the
+consumer's heartbeat (every ``HEARTBEAT_MS``) met FENCED_INSTANCE_ID first and reset its generation: a commit after
+that is refused by the consumer itself, "not part of an active group", without asking the coordinator; a commit in
+flight meanwhile gets FENCED_INSTANCE_ID for a generation that is gone, which the consumer reports as a plain
+CommitFailedException (``ConsumerCoordinator``'s OffsetCommit request and response). Kafka 4.4.0's coordinator gives
+the same: which one the test sees depends only on how soon its commit follows the fencing."""
 
 
 ClientFactory = Callable[[str, Path], Client]

@@ -5,8 +5,9 @@ Each request is one line ``{"id": N, "op": ..., ...}``; the process answers each
 ``{"id": N, "result": ...}`` or ``{"id": N, "error": "..."}`` (an error of the call itself, not a Kafka error that
 the operation reports as its result). The operations mirror :class:`~tests.clients.scenarios.Client` and
 :class:`~tests.clients.scenarios.Member`: ``join`` (returns a member handle), ``assignment``, ``assignments``,
-``commit``, ``committed``, ``close``, ``list_groups``, ``describe``, ``group_offsets``, ``reset``, ``delete``, and
-``exit``. ``tests/clients/node/group_client.js`` and ``tests/clients/java/GroupClient.java`` implement them.
+``commit``, ``committed``, ``hold``, ``close``, ``list_groups``, ``describe``, ``group_offsets``, ``reset``, ``delete``
+and ``exit``. ``tests/clients/node/group_client.js`` and ``tests/clients/java/GroupClient.java`` implement them, but
+for ``hold``, which only the static-membership scenario calls and kafkajs (no static members) never needs.
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ class LineMember:
         """The committed offsets."""
         found = self._process.call("committed", member=self._handle, partitions=list(partitions))
         return {int(p): offset for p, offset in found.items()}
+
+    def hold(self) -> None:
+        """Stop polling (the Java client only: see the module docstring)."""
+        self._process.call("hold", member=self._handle)
 
     def close(self) -> None:
         """Close the consumer."""

@@ -26,6 +26,7 @@ class PolledMember:
         self._assignments = 0
         self._calls: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = queue.Queue()
         self._stopped = threading.Event()
+        self._held = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"client-{name}", daemon=True)
 
     def start(self) -> None:
@@ -79,6 +80,10 @@ class PolledMember:
         wanted = list(partitions)
         return self.call(lambda: self.committed_now(wanted))
 
+    def hold(self) -> None:
+        """Poll no more (calls still run on the poll thread); set on the poll thread, so no poll is under way after."""
+        self.call(self._held.set)
+
     def close(self) -> None:
         """Close on the poll thread, then stop it."""
         if not self._stopped.is_set():
@@ -95,14 +100,15 @@ class PolledMember:
     def _loop(self) -> None:
         failure: BaseException | None = None
         while not self._stopped.is_set():
-            if failure is None:
+            if failure is None and not self._held.is_set():
                 try:
                     self.poll_once()
                     self._owned = self.owned()
                 except Exception as exc:  # a fatal client error (fenced): keep answering calls
                     failure = exc
             try:
-                action, future = self._calls.get(timeout=0.01 if failure is None else 0.1)
+                polling = failure is None and not self._held.is_set()
+                action, future = self._calls.get(timeout=0.01 if polling else 0.1)
             except queue.Empty:
                 continue
             try:

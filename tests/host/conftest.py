@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 
+from groupcoord.cli.serve import STOP_DEADLINE_S
 from groupcoord.server.api import BrokerAddress
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
@@ -67,8 +68,9 @@ class ServeProcess:
         self._stderr.flush()
         return self.log_path.read_text()
 
-    def terminate(self, timeout: float = 10.0) -> int:
-        """SIGTERM and wait; returns the exit code."""
+    def terminate(self, timeout: float = STOP_DEADLINE_S + 30.0) -> int:
+        """SIGTERM and wait for the exit (serve gives its step-down up to ``STOP_DEADLINE_S``, then exits; a loaded
+        machine stretches both); returns the exit code."""
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout)
 

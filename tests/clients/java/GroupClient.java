@@ -111,6 +111,9 @@ public final class GroupClient {
                 return member(request).commit(request.get("offsets"));
             case "committed":
                 return member(request).committed(request.get("partitions"));
+            case "hold":
+                member(request).hold();
+                return null;
             case "close":
                 member(request).close();
                 return null;
@@ -232,6 +235,7 @@ public final class GroupClient {
         volatile Set<Integer> owned = Set.of();
         volatile int assignments;
         volatile boolean stopped;
+        volatile boolean held;
         volatile Exception failure;
 
         Member(String group, String name, String instanceId) {
@@ -268,7 +272,7 @@ public final class GroupClient {
         @Override
         public void run() {
             while (!stopped) {
-                if (failure == null) {
+                if (failure == null && !held) {
                     try {
                         consumer.poll(Duration.ofMillis(100));
                         owned = partitionsOf(consumer.assignment());
@@ -277,7 +281,7 @@ public final class GroupClient {
                     }
                 }
                 try {
-                    FutureTask<?> task = calls.poll(failure == null ? 1 : 100, TimeUnit.MILLISECONDS);
+                    FutureTask<?> task = calls.poll(failure == null && !held ? 1 : 100, TimeUnit.MILLISECONDS);
                     if (task != null) {
                         task.run();
                     }
@@ -322,6 +326,14 @@ public final class GroupClient {
                 result.put(Integer.toString(tp.partition()), value == null ? null : value.offset());
             }
             return result;
+        }
+
+        /** Poll no more (calls still run; the heartbeat thread goes on); set on this member's thread, between polls. */
+        void hold() throws Exception {
+            call(() -> {
+                held = true;
+                return null;
+            });
         }
 
         void close() throws Exception {
