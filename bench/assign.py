@@ -24,6 +24,7 @@ import sys
 import time
 from collections import namedtuple
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.results_io import write_result
@@ -47,7 +48,9 @@ KEPT = ((1_000_000, 2000, 1000),)  # issue 4's 1M x 2000 target, run in quick mo
 KEPT_ASSIGNORS = ("sticky", "uniform")
 BATCH = (10_000, 10, 100)  # groups, members per group, partitions per group
 SMALL = (10, 100, 4)  # members, partitions, topics
-SMALL_WARM_ROUNDS = 25  # untimed rounds of every assignor on the small group before its timed calls (see _small)
+SMALL_WARM_ROUNDS = 25  # untimed rounds of every assignor on the small group, per block of the warm-up (see _small)
+SMALL_WARM_MAX_ROUNDS = 100  # the warm-up stops here even if the JIT is still busy (small_group_warm_jit_share says)
+JIT_SETTLED = 0.1  # warm once the JIT compiler threads use less CPU than this share of a warm-up block's wall time
 WARM_UP = (100_000, 1000, 100)  # partitions, members, topics: each assignor runs once at this size, untimed
 REFERENCE = (20_000, 200, 10)  # partitions, members, topics: the issue's reference timing of kafka-python's sticky
 REFERENCE_SECONDS = 10.5  # that timing on the machine the issue's targets were set on
@@ -281,22 +284,34 @@ def _batch(spark: SparkSession, names: tuple[str, ...]) -> list[dict[str, Any]]:
     return rows
 
 
-def _small(spark: SparkSession, names: tuple[str, ...], repeats: int) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """The p50 of one small group per assignor in a warm session, and each assignor's first call (cold).
+def _small(spark: SparkSession, names: tuple[str, ...],
+           repeats: int) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, Any]]:
+    """The p50 of one small group per assignor in a warm session, each assignor's first call (cold), and the warm-up.
 
     A small group's call is almost all Spark planning on the driver (analysis, optimisation, physical planning) and
-    the JVM compiles that code over the first hundred calls or so: sticky alone on 2026-11-25 took 700 ms per call
+    the JVM compiles that code over the first hundreds of calls: sticky alone on 2026-11-25 took 700 ms per call
     over its first 10 calls, then 420, 340, 320, and 250-290 ms after 100. A coordinator that has been serving is
-    past that point, so every assignor first runs :data:`SMALL_WARM_ROUNDS` untimed rounds (interleaved with the
-    others), then ``repeats`` timed rounds, again interleaved, so that a slow moment of the shared machine falls on
-    all assignors alike. The first call of each (the process's first small call of that assignor) is returned too.
+    past that point, so every assignor first runs blocks of :data:`SMALL_WARM_ROUNDS` untimed rounds (interleaved
+    with the others) until the JVM's JIT compiler threads used less CPU than :data:`JIT_SETTLED` of a block's wall
+    time (:func:`_jit_cpu_seconds`), at most :data:`SMALL_WARM_MAX_ROUNDS` rounds. On 2026-11-27, at a load of
+    7-13 on the 2 cores, the compiler threads took 52 % of the wall time over the first 25 rounds of all six
+    assignors, 25 % over the next 25 (the rounds a fixed warm-up of 25 timed), 9 % after 75 and 5 % after 125.
+    Then ``repeats`` timed rounds, again interleaved, so that a slow moment of the shared machine falls on all
+    assignors alike. The first call of each (the process's first small call of that assignor) is returned too.
     """
     members, partitions, topics = SMALL
     m, p = _inputs(spark, groups=1, members=members, partitions=partitions, topics=topics, batched=False)
     first = {name: round(_timed_call(spark, name, m, p).seconds, 3) for name in names}
-    for _ in range(SMALL_WARM_ROUNDS):
-        for name in names:
-            _timed_call(spark, name, m, p)
+    jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    rounds, share = 0, 1.0
+    while share >= JIT_SETTLED and rounds < SMALL_WARM_MAX_ROUNDS:
+        started, compiled = time.perf_counter(), _jit_cpu_seconds(jvm)
+        for _ in range(SMALL_WARM_ROUNDS):
+            for name in names:
+                _timed_call(spark, name, m, p)
+        rounds += SMALL_WARM_ROUNDS
+        share = (_jit_cpu_seconds(jvm) - compiled) / (time.perf_counter() - started)
+        print(f"small: {rounds} warm-up rounds, JIT {share:.0%} of the last block's wall time", flush=True)
     calls: dict[str, list[Timed]] = {name: [] for name in names}
     for _ in range(repeats):
         for name in names:
@@ -310,7 +325,22 @@ def _small(spark: SparkSession, names: tuple[str, ...], repeats: int) -> tuple[l
         })
         print(rows[-1], flush=True)
     print(f"small: first call of each assignor (cold JVM): {first}", flush=True)
-    return rows, first
+    return rows, first, {"small_group_warm_rounds": rounds, "small_group_warm_jit_share": round(share, 3)}
+
+
+def _jit_cpu_seconds(pid: int) -> float:
+    """CPU seconds the JIT compiler threads (``C1/C2 CompilerThread``) of the JVM ``pid`` used so far, from /proc
+    (0.0 where there is none: the warm-up is then one block)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended
+            continue
+        if "CompilerThre" in stat[stat.index("(") + 1:stat.rindex(")")]:
+            fields = stat.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def main(full: bool) -> None:
@@ -321,7 +351,7 @@ def main(full: bool) -> None:
     machine = _machine_factor()
     spark = _session()
     names = tuple(ASSIGNOR_NAMES)
-    small, first = _small(spark, names, repeats=9)
+    small, first, warm = _small(spark, names, repeats=9)
     _warm_up(spark, names)
     sizes = _sizes(spark, full, names)
     if not full:  # issue 20 keeps issue 4's targets in the same (quick) run: 1M x 2000 sticky and uniform <= 10 s
@@ -340,6 +370,7 @@ def main(full: bool) -> None:
             **machine,
             "small_group_p50_s": {r["assignor"]: r["seconds"] for r in small},
             "small_group_first_call_s": first,
+            **warm,
             "jobs_per_call": sorted({r["jobs"] for r in small + sizes + batch}),
             "sticky_100k_x_1000_s": seconds("100,000 x 1,000", "sticky"),
             "sticky_1M_x_2000_s": seconds("1,000,000 x 2,000", "sticky"),
@@ -357,9 +388,12 @@ def main(full: bool) -> None:
         f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end), so absolute times are above what an "
         "idle machine gives. machine_factor: kafka-python's sticky at 20k x 200 here, divided by the issue's 10.5 s "
         "for it (above 1: this machine is slower than the one the targets were set on). "
-        f"Small group: {SMALL_WARM_ROUNDS} untimed rounds of every assignor first (the JIT compiles Spark's planner "
-        "over the first hundred calls or so; small_group_first_call_s is each assignor's first call, cold), then "
-        "the timed calls, interleaved across assignors. "
+        f"Small group: blocks of {SMALL_WARM_ROUNDS} untimed rounds of every assignor first, until the JVM's JIT "
+        f"compiler threads used less CPU than {JIT_SETTLED:.0%} of a block's wall time or {SMALL_WARM_MAX_ROUNDS} "
+        "rounds ran (small_group_warm_rounds; small_group_warm_jit_share: the last block's share; the JIT "
+        "compiles Spark's planner over the first hundreds of calls; small_group_first_call_s is each assignor's "
+        "first call, cold), "
+        "then the timed calls, interleaved across assignors. "
         "Warm JVM: each assignor ran once at 100k x 1000, untimed, before the timed sizes and the batch, and each "
         "timed size and batch is the second of two identical calls (the first untimed). "
         "Fresh assignment, every member subscribes to every topic. One Spark job per call; 'stages' counts every "
@@ -393,7 +427,7 @@ def _cases_main(argv: list[str]) -> None:
     print(f"load average {load_before:.1f}", flush=True)
     machine = _machine_factor() if args.record else {}
     spark = _session()
-    rows, first = _small(spark, names, repeats=9) if "small" in cases else ([], {})
+    rows, first, warm = _small(spark, names, repeats=9) if "small" in cases else ([], {}, {})
     sizes = tuple(by_label[c] for c in cases if c in by_label)
     if sizes or "batch" in cases:
         _warm_up(spark, names)
@@ -407,7 +441,7 @@ def _cases_main(argv: list[str]) -> None:
         write_result(
             "assign_cases", title="Assignors: selected cases of bench/assign.py, current code", rows=rows,
             summary={"cases": cases, "assignors": list(names), **machine,
-                     **({"small_group_first_call_s": first} if first else {})},
+                     **({"small_group_first_call_s": first} if first else {}), **warm},
             notes=f"Same timing as the assign benchmark (input DataFrames to toArrow(), warm session: "
             "each assignor ran once at 100k x 1000, untimed, before the timed sizes and the batch, and each timed "
             "size and batch is the second of two identical calls); 1-minute "
