@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.results_io import RESULTS_DIR, write_result
+from bench.results_io import RESULTS_DIR, derive_checks, write_result
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.sim import Summary, run_seeds, run_seeds_in_parallel
 
@@ -101,6 +101,7 @@ def main(full: bool, *, campaign: dict[str, Any] | None = None) -> None:
     )
     payload = json.loads(path.read_text(encoding="utf-8"))
     payload["campaigns"] = campaigns
+    payload["checks"] = [check.to_json() for check in derive_checks(payload)]  # the latest campaign's check too
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
 
 
