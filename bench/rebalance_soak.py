@@ -162,17 +162,18 @@ def soak(bootstrap: str, strategy: str, *, rounds: int, timeout_s: float = STABL
     return run
 
 
-def start_serve(root: Path, log_path: Path) -> tuple[ServeProcess, str]:
+def start_serve(root: Path, log_path: Path, ready_s: float = SERVE_READY_S) -> tuple[ServeProcess, str]:
     """A ``serve`` with Spark and no initial rebalance delay, on a fresh state root holding the soak topic, once its
-    planner warm-up is done."""
+    planner warm-up is done (within ``ready_s`` for each of the two)."""
     subprocess.run([sys.executable, "-m", "groupcoord", "topics", "create", TOPIC, "--partitions", str(PARTITIONS),
                     "--state-root", str(root)], check=True, capture_output=True)
     serve = ServeProcess(root, "--conf", "group.initial.rebalance.delay.ms=0", log_path=log_path, spark=True)
-    address = serve.wait_ready(SERVE_READY_S)
+    address = serve.wait_ready(ready_s)
     # The soak measures rebalances of a running server: its Spark planner warm-up (begun at start-up) is over.
-    if address is None or not serve.wait_logged(WARMED, SERVE_READY_S):
+    if address is None or not serve.wait_logged(WARMED, ready_s):
+        tail = serve.log_tail()
         serve.close()
-        raise RuntimeError(f"serve did not start and warm up:\n{serve.log_tail()}")
+        raise RuntimeError(f"serve did not start and warm up:\n{tail}")
     return serve, f"{address[0]}:{address[1]}"
 
 

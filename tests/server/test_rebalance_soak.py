@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 def test_rounds_of_leave_and_rejoin_each_settle(tmp_path: Path) -> None:
     """Both strategies on one server; ``soak`` raises at the first round that misses (naming what it saw)."""
-    serve, bootstrap = start_serve(tmp_path / "state", tmp_path / "serve.log")
+    serve, bootstrap = start_serve(tmp_path / "state", tmp_path / "serve.log", ready_s=STATE_DEADLINE_S * 3)
     try:
         for strategy in STRATEGIES:
             run = soak(bootstrap, strategy, rounds=ROUNDS, timeout_s=STATE_DEADLINE_S)
