@@ -192,8 +192,8 @@ class Checker:
         if set(group.members) != {m.member_id for m in running}:
             return False
         for member in running:
-            if (member.phase is not Phase.STABLE or member.generation != group.generation_id or member.pending
-                    or member.inbox):
+            if (member.phase is not Phase.STABLE or member.rejoin_pending or member.generation != group.generation_id
+                    or member.pending or member.inbox):
                 return False
             if member.is_leader and (member.assigned_with is None or any(
                     world.counts.get(t, 0) != n for t, n in member.assigned_with.items())):

@@ -181,6 +181,12 @@ class SimMember:
         return self.machine.topics
 
     @property
+    def rejoin_pending(self) -> bool:
+        """True when the member will rejoin at its next poll (a new subscription, a refused assignment, an error),
+        even while it backs off from a lost coordinator."""
+        return not self.left and self.machine.rejoin_reason is not None
+
+    @property
     def is_leader(self) -> bool:
         """True when the last JoinGroup made this member the leader."""
         return self.machine.is_leader

@@ -17,6 +17,7 @@ from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.sim import Commit, Crash, Join, Pause, Resume, Schedule, Tick, run_schedule
 from groupcoord.sim import member as sim_member
 from groupcoord.sim.assignor import MemberSubscription, TopicPartition, assign
+from groupcoord.sim.world import World
 
 TWO_MEMBERS = (Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(8000), Tick(8000))
 
@@ -111,3 +112,21 @@ def test_control_a_zombie_schedule_passes_on_the_real_coordinator() -> None:
     outcome = run_schedule(_schedule(*TWO_MEMBERS, Pause("m0"), Tick(20_000), Resume("m0"), Commit("m0", -1)))
     assert outcome.ok, outcome.message
     assert outcome.stale_commits_rejected >= 1
+
+
+def test_a_member_with_a_rejoin_pending_is_not_quiescent() -> None:
+    """Invariant 4's quiescence includes "no rejoin pending": a member that changed its subscription while backing
+    off from a lost coordinator is Stable with nothing in flight, but will rejoin when the backoff ends (seeds 5229
+    and 4085 of the first campaign were checked in that instant)."""
+    schedule = Schedule(seed=0, mode="eager", topics=(("t0", 2), ("t1", 2)), events=(Join("m0", ("t0",)), Tick(4000)))
+    world = World(schedule, InMemoryRecordLog())
+    for event in world.schedule.events:
+        world.run_event(event)
+    member = world.members["m0"]
+    assert world.checker.quiescent(world) and member.owned
+    member.retry_at_ms = world.now_ms() + member.timings.retry_backoff_ms  # as after a NOT_COORDINATOR
+    member.subscribe(("t1",))
+    assert member.rejoin_pending and member.pending == {} and member.owned
+    assert not world.checker.quiescent(world)
+    world.run_event(Tick(1000))
+    assert world.checker.quiescent(world) and {tp.topic for tp in member.owned} == {"t1"}
