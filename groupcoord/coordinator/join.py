@@ -165,8 +165,8 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
             for parked in group.take_join_tokens(member):
                 ctx.respond(parked, response)
         else:
-            rebalance.prepare_rebalance(ctx, group, now_ms,
-                                        f"static member {instance_id} rejoined with a change that needs a rebalance")
+            rebalance.prepare_rebalance(ctx, group, now_ms, f"static member {instance_id} rejoined with another "
+                                        "subscription or a change of the group's protocol")
     elif group.is_in(_S.COMPLETING_REBALANCE):
         # The assignment being computed names the old member id: start over.
         rebalance.prepare_rebalance(ctx, group, now_ms, f"static member {instance_id} rejoined during sync")
@@ -174,15 +174,21 @@ def _replace_static_member(ctx: CoordinatorContext, group: ClassicGroup, instanc
 
 def _keeps_the_generation(group: ClassicGroup, topics_before: frozenset[str] | None,
                           topics_now: frozenset[str] | None) -> bool:
-    """Kafka's rule for a static member that rejoined a Stable group (its protocols already updated): no rebalance
-    unless the protocol the group would select changes. Other changes of its metadata (a Java consumer's restart
-    drops the owned partitions it reported) are stored without one. A ``server-*`` group also rebalances when the
-    member's own subscribed topics changed (``topics_before`` -> ``topics_now``): the coordinator assigns it, so the
-    assignment must follow them; otherwise the member would get back partitions it no longer subscribes to, reject
-    them (as Kafka's consumer does) and, being a follower whose metadata is already stored, rejoin without end."""
+    """Whether a static member that rejoined a Stable group (its protocols already updated) keeps the generation.
+
+    Kafka's rule: no rebalance unless the protocol the group would select changes; other changes of its metadata
+    (a Java consumer's restart drops the owned partitions it reported) are stored without one. groupcoord also
+    rebalances when the member's own subscribed topics changed (``topics_before`` -> ``topics_now``), in every
+    consumer-protocol group: a kept difference from Kafka (docs/compatibility.md, issue 26). Kafka hands the old
+    assignment back; a member back with *more* topics accepts it, since it fits the subscription, and the new topics
+    stay unowned until some other rebalance (Kafka's Java consumer does the same as a restarted leader told to skip
+    the assignment, KIP-814). A member back with fewer or other topics refuses it (``ConsumerCoordinator
+    .onJoinComplete``) and rejoins, which rebalances one round trip later anyway. In a ``server-*`` group, which the
+    coordinator assigns, a follower whose metadata is already stored would otherwise refuse and rejoin without end.
+    """
     if group.select_protocol() != group.protocol_name:
         return False
-    return not is_server_side(group.protocol_name) or topics_before == topics_now
+    return topics_before == topics_now
 
 
 def _member_topics(group: ClassicGroup, member: Member) -> frozenset[str] | None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from groupcoord.coordinator import CompleteAssignment
 from groupcoord.group import GroupState
-from groupcoord.protocol import Errors, MemberIdentity
+from groupcoord.protocol import Errors, JoinGroupProtocol, MemberIdentity
+from groupcoord.protocol.consumer_protocol import Subscription, encode_subscription
 
-from .context import REBALANCE_MS, CoordinatorTestContext, protocols, round_robin
+from .context import REBALANCE_MS, CoordinatorTestContext, protocols, round_robin, subscription
 
 LONG_SESSION_MS = 60_000
 
@@ -36,16 +37,41 @@ def test_static_member_rejoining_with_same_protocols_replaces_old_id_without_reb
     assert leader in group.members
 
 
-def test_static_member_rejoining_with_new_metadata_keeps_the_generation(ctx: CoordinatorTestContext) -> None:
-    """As in Kafka, new metadata for the same selected protocol (here a new subscription) is stored without a
-    rebalance: the group stays Stable at its generation and the member keeps its assignment."""
+def test_static_member_rejoining_with_other_metadata_for_the_same_topics_keeps_the_generation(
+        ctx: CoordinatorTestContext) -> None:
+    """As in Kafka, new metadata for the same selected protocol and the same topics (here: what a restarted Java
+    consumer sends, no owned partitions and generation -1, in place of the partitions it reported) is stored without
+    a rebalance: the group stays Stable at its generation and the member keeps its assignment."""
     _, _, generation = _static_group(ctx)
-    response = ctx.response(ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS,
-                                     protos=protocols("range", topics=("t", "u"))))
+    restarted = (JoinGroupProtocol("range", encode_subscription(Subscription(topics=("t",), user_data=b"restarted"))),)
+    response = ctx.response(ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS, protos=restarted))
     assert response.error == Errors.NONE and response.generation_id == generation
     group = ctx.group("g")
     assert group.state == GroupState.STABLE and group.get(response.member_id).assignment == b"a2"
-    assert group.get(response.member_id).protocols == protocols("range", topics=("t", "u"))
+    assert group.get(response.member_id).protocols == restarted
+
+
+def test_static_member_back_with_more_topics_rebalances(ctx: CoordinatorTestContext) -> None:
+    """A kept difference from Kafka (issue 26, docs/compatibility.md): a static member back with another set of
+    topics (here t, then t and u) starts a rebalance. Kafka stores the new subscription and hands back the old
+    assignment, which fits it, so u would stay unowned; groupcoord reassigns."""
+    _, _, generation = _static_group(ctx)
+    leader, _, generation = _static_group(ctx)
+    token = ctx.join("g", instance_id="i-2", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=("t", "u")))
+    assert ctx.group("g").state == GroupState.PREPARING_REBALANCE and ctx.response(token) is None
+    assert ctx.heartbeat("g", generation, leader, "i-1").error == Errors.REBALANCE_IN_PROGRESS
+    leader_rejoin = ctx.join("g", leader, instance_id="i-1", session_ms=LONG_SESSION_MS)
+    led, followed = ctx.assert_all_joined([leader_rejoin, token])
+    assert led.generation_id == followed.generation_id == generation + 1
+    assert {m.member_id: m.metadata for m in led.members}[followed.member_id] == subscription("t", "u")
+
+
+def test_static_leader_back_with_fewer_topics_rebalances(ctx: CoordinatorTestContext) -> None:
+    """The same for the leader and for a topic dropped: the rebalance starts at its JoinGroup (Kafka's consumer
+    would refuse the old assignment and rejoin, one round trip later)."""
+    _static_group(ctx)
+    ctx.join("g", instance_id="i-1", session_ms=LONG_SESSION_MS, protos=protocols("range", topics=()))
+    assert ctx.group("g").state == GroupState.PREPARING_REBALANCE
 
 
 def test_static_member_rejoining_without_the_selected_protocol_triggers_rebalance(

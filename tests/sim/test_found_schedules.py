@@ -1,7 +1,8 @@
 """Shrunk schedules the simulator once failed on, kept as regression tests (each replays in milliseconds).
 
-The first is a core bug (fixed in ``coordinator/admin.py``; see tests/coordinator/test_sim_findings.py); most others were
-bugs in the simulated client or in the invariants' definitions, fixed in ``groupcoord/sim``. Each says what went wrong.
+The first is a core bug (fixed in ``coordinator/admin.py``; see tests/coordinator/test_sim_findings.py); most others
+were bugs in the simulated client or in the invariants' definitions, fixed in ``groupcoord/sim``. Each says what went
+wrong.
 """
 
 from __future__ import annotations
@@ -78,9 +79,12 @@ def test_a_fenced_static_zombie_stops_instead_of_rejoining_as_a_twin() -> None:
 
 # Seeds 353, 358, 634 and 767 (issue 26): a static member closes (its session is left to run out) and comes back
 # under the same instance id with another subscription. The group is Stable and the selected protocol does not change,
-# so the coordinator hands back the old assignment without a rebalance (Kafka's rule). The member must refuse an
+# so the coordinator handed back the old assignment without a rebalance (Kafka's rule). The member must refuse an
 # assignment outside its subscription and rejoin, as Kafka's ConsumerCoordinator.onJoinComplete does; it used to keep
-# the partitions of the topic it had dropped (invariant 4).
+# the partitions of the topic it had dropped (invariant 4). Since the campaign's findings below, the coordinator
+# rebalances as soon as such a member rejoins (a kept difference from Kafka), so these schedules no longer reach the
+# member's check, which tests/member/test_protocol_machine.py keeps testing (it is what protects a groupcoord member
+# against Kafka's own coordinator).
 
 def test_a_static_member_back_with_fewer_topics_drops_the_topic_it_left() -> None:
     """Seed 353: t0 and t1, then t0 alone; m2 kept t1-2."""
@@ -108,23 +112,47 @@ def test_a_static_member_back_with_one_of_two_topics_keeps_only_that_one() -> No
 
 @pytest.mark.parametrize("mode", ["eager", "cooperative"])
 def test_a_static_follower_back_on_another_topic_rejoins_into_a_rebalance(mode: Mode) -> None:
-    """The companion of the four above with a follower: the coordinator stores its new metadata without a rebalance
-    and hands back its old assignment; its rejoin carries a generation in its subscription, so the stored metadata no
-    longer matches and the coordinator rebalances (no endless refuse-and-rejoin loop)."""
+    """The companion of the four above with a follower. Under Kafka's rule the coordinator stored its new metadata
+    without a rebalance and handed back its old assignment; its rejoin carried a generation in its subscription, so
+    the stored metadata no longer matched and the coordinator rebalanced (no endless refuse-and-rejoin loop). Now the
+    first JoinGroup rebalances."""
     assert_schedule_passes(Schedule(seed=0, mode=mode, topics=(("t0", 4), ("t1", 4)), static=True, events=(
         Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(4000), Leave("m1"), Join("m1", ("t1",)), Tick(4000))))
 
 
-# Open findings of the 100,000-schedule campaign (issue 26 §3, bench/known_misses.txt): kept as strict xfails so that
-# a fix turns them into failures until their marks are removed.
+# Findings of the first 100,000-schedule campaign (issue 26 §3, commit 5d3c235).
+#
+# A static member back with MORE topics (seeds 4549, 4853 and 5540): its old assignment fits the new subscription, so
+# it accepts it, and under Kafka's rule (no rebalance unless the selected protocol changes) the new topic stayed
+# unowned. The coordinator now rebalances when a static member rejoins a Stable group with another set of topics: a
+# kept difference from Kafka (coordinator/join.py ``_keeps_the_generation``, docs/compatibility.md; unit tests in
+# tests/coordinator/test_static_membership.py).
 
-@pytest.mark.xfail(strict=True, reason="open (issue 26): a static member back with MORE topics keeps its old "
-                   "assignment, which fits the new subscription, and Kafka's Stable-group rule starts no rebalance: "
-                   "the new topic stays unowned (Kafka's classic protocol does the same for a restarted static leader)")
 def test_a_static_member_back_with_more_topics_gets_the_new_one() -> None:
-    """Seed 4549 of the campaign, shrunk."""
+    """Seed 4549 (eager): t0, then t0 and t1; t1 stayed unowned with the group Stable (invariant 4)."""
     assert_schedule_passes(Schedule(seed=4549, mode="eager", topics=(("t0", 5), ("t1", 3)), static=True, events=(
         Join("m0", ("t0",)), Tick(3750), Leave("m0"), Join("m0", ("t0", "t1")))))
+
+
+def test_a_cooperative_static_member_back_with_more_topics_gets_the_new_one() -> None:
+    """Seed 4853 (cooperative): the same four events, one partition per topic; t1-0 stayed unowned."""
+    assert_schedule_passes(Schedule(seed=4853, mode="cooperative", topics=(("t0", 1), ("t1", 1)), static=True,
+                                    events=(Join("m2", ("t0",)), Tick(3000), Leave("m2"), Join("m2", ("t0", "t1")))))
+
+
+def test_a_cooperative_static_member_back_with_a_smaller_new_topic_gets_it() -> None:
+    """Seed 5540 (cooperative): the same with two partitions of t0 and one of t1; t1-0 stayed unowned."""
+    assert_schedule_passes(Schedule(seed=5540, mode="cooperative", topics=(("t0", 2), ("t1", 1)), static=True,
+                                    events=(Join("m1", ("t0",)), Tick(3750), Leave("m1"), Join("m1", ("t0", "t1")))))
+
+
+@pytest.mark.parametrize("mode", ["eager", "cooperative"])
+def test_a_static_follower_back_with_more_topics_gets_the_new_one(mode: Mode) -> None:
+    """The companion of the three above with a follower (written, not found): the leader's own view of the metadata
+    does not change (it assigned t0 only), so neither the leader nor the follower, whose old assignment fits, would
+    rejoin; t1 stayed unowned under Kafka's rule."""
+    assert_schedule_passes(Schedule(seed=0, mode=mode, topics=(("t0", 4), ("t1", 2)), static=True, events=(
+        Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(8000), Leave("m1"), Join("m1", ("t0", "t1")), Tick(4000))))
 
 
 # A subscription change during the 100 ms backoff after NOT_COORDINATOR (seeds 5229 and 4085): the member is Stable,
