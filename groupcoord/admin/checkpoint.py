@@ -40,7 +40,7 @@ from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.state.schema import GROUPS, OFFSETS, TIMESTAMP
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import local_dataset, open_if_exists
+from groupcoord.storage.tables import local_dataset, open_if_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrameWriter, SparkSession

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import local_dataset, open_if_exists
 from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicLog
-from groupcoord.topics.local_delta import local_dataset, open_if_exists
 
 TopicPartitionKey = tuple[str, int]
 """(topic, partition)."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import local_dataset
+from groupcoord.storage.tables import local_dataset
 from groupcoord.topics.log_table import create_topic_log
 
 

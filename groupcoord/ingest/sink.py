@@ -27,8 +27,8 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from kafka.structs import TopicPartition
 
+from groupcoord.storage.tables import local_dataset, open_or_create
 from groupcoord.topics import app_transactions
-from groupcoord.topics.local_delta import local_dataset, open_or_create
 
 log = logging.getLogger("groupcoord.ingest.sink")
 

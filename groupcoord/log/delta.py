@@ -7,12 +7,12 @@ numbers; ``log_version`` in every row is the version its batch was committed at,
 the materialized tables' ``log_version`` column line up with the log.
 
 Compare-and-set. Each append creates ``_delta_log/<V+1>.json`` with a put-if-absent link on the local filesystem
-(:mod:`groupcoord.log.delta_append`); when that version already exists the append raises :class:`LogFencedError`,
+(:mod:`groupcoord.storage.files`); when that version already exists the append raises :class:`LogFencedError`,
 and it never retries at another version. Creating the table (version 0, through delta-rs with
 ``CommitProperties(max_commit_retries=0)``) races the same way: a second creator finds the table and is fenced.
 Every other failure (I/O, missing table, permissions) becomes :class:`StorageUnavailableError`. Checkpoints are
-written in the background (:mod:`groupcoord.log.checkpointer`), and reads go through pyarrow's local filesystem
-(:func:`groupcoord.topics.local_delta.local_dataset`).
+written in the background (:mod:`groupcoord.storage.background`), and reads go through pyarrow's local filesystem
+(:func:`groupcoord.storage.tables.local_dataset`).
 
 Segments. Rows are partitioned by ``segment``: the log version of the snapshot that opened the segment, or -1
 before the first snapshot. A snapshot batch at version V opens segment V. :meth:`DeltaRecordLog.load` reads only
@@ -46,9 +46,9 @@ from groupcoord.log.base import (
     RecordLog,
     StorageUnavailableError,
 )
-from groupcoord.log.checkpointer import BackgroundCheckpointer
-from groupcoord.log.delta_append import FileAppend, append_file, write_data_file
-from groupcoord.topics.local_delta import local_dataset
+from groupcoord.storage.background import BackgroundCheckpointer
+from groupcoord.storage.files import CommitConflictError, FileAppend, append_file, write_data_file
+from groupcoord.storage.tables import local_dataset, table_properties
 
 log = logging.getLogger("groupcoord.log.delta")
 
@@ -80,25 +80,12 @@ FILE_SCHEMA = LOG_SCHEMA.remove(LOG_SCHEMA.get_field_index("segment"))
 _READ_COLUMNS = ["log_version", "epoch", "seq", "kind", "key", "value", "format_version", "snapshot"]
 
 
-def table_properties(*, checkpoint_interval: int, retention_hours: int = 0, retention_minutes: int = 0
-                     ) -> dict[str, str]:
-    """Delta table properties of groupcoord's tables: checkpoint interval and retention (``retention_hours`` or,
-    for the record log, ``retention_minutes``), protocol (1,2) only."""
-    retention = f"interval {retention_minutes} minutes" if retention_minutes else f"interval {retention_hours} hours"
-    return {
-        "delta.checkpointInterval": str(checkpoint_interval),
-        "delta.logRetentionDuration": retention,
-        "delta.deletedFileRetentionDuration": retention,
-        "delta.enableExpiredLogCleanup": "true",
-    }
-
-
 @contextmanager
 def classified_errors(action: str) -> Iterator[None]:
     """Translate delta-rs and I/O failures of ``action`` into the log's two failure classes."""
     try:
         yield
-    except CommitFailedError as exc:
+    except (CommitFailedError, CommitConflictError) as exc:
         raise LogFencedError(f"{action}: another writer committed first ({exc})") from exc
     except (OSError, DeltaError, pa.ArrowException) as exc:
         raise StorageUnavailableError(f"{action}: {exc}") from exc
@@ -120,9 +107,9 @@ def commit_properties(*, batch_id: str | None, epoch: int) -> CommitProperties:
 class DeltaRecordLog(RecordLog):
     """A :class:`RecordLog` stored in the Delta table at ``path`` (usually ``StateRoot.log_path``).
 
-    Appends go through :mod:`groupcoord.log.delta_append` (constant time whatever the table's size, fsynced unless
+    Appends go through :mod:`groupcoord.storage.files` (constant time whatever the table's size, fsynced unless
     ``fsync=False``); checkpoints every ``checkpoint_interval`` versions are written by a background thread
-    (:mod:`groupcoord.log.checkpointer`); :meth:`close` waits for it. Not thread-safe: one writer thread at a time
+    (:mod:`groupcoord.storage.background`); :meth:`close` waits for it. Not thread-safe: one writer thread at a time
     (the commit batcher guarantees it).
     """
 

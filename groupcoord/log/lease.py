@@ -30,9 +30,9 @@ from deltalake.exceptions import DeltaError
 
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.config import LeaseConfig
-from groupcoord.log.delta import classified_errors, table_properties
+from groupcoord.log.delta import classified_errors
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import local_dataset
+from groupcoord.storage.tables import local_dataset, table_properties
 
 log = logging.getLogger("groupcoord.log.lease")
 

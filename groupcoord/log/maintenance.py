@@ -57,9 +57,9 @@ from deltalake.exceptions import DeltaError
 
 from groupcoord.log.base import LogFencedError
 from groupcoord.log.batcher import CommitBatcher
-from groupcoord.log.checkpointer import background_executor
 from groupcoord.log.delta import FILE_SCHEMA, DeltaRecordLog, classified_errors
-from groupcoord.log.delta_append import commit_actions, remove_action, write_data_file
+from groupcoord.storage.background import background_executor
+from groupcoord.storage.files import commit_actions, remove_action, write_data_file
 
 log = logging.getLogger("groupcoord.log.maintenance")
 

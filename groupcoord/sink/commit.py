@@ -92,6 +92,6 @@ def _discard(plan: CommitPlan, rewritten: list[tuple[PartitionFile, PartitionFil
 
 def ensure_table(table_dir: str, schema: pa.Schema) -> DeltaTable:
     """The sink's table, created empty with ``schema`` when missing (protocol (1,2))."""
-    from groupcoord.topics.local_delta import open_or_create
+    from groupcoord.storage.tables import open_or_create
 
     return open_or_create(Path(table_dir), schema, name="groupcoord-delta sink")

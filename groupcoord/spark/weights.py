@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake.exceptions import DeltaError
 
-from groupcoord.topics.local_delta import local_dataset, open_if_exists
+from groupcoord.storage.tables import local_dataset, open_if_exists
 
 log = logging.getLogger("groupcoord.spark.weights")
 

@@ -51,13 +51,12 @@ from groupcoord.coordinator.records import (
     new_offset_tombstone,
 )
 from groupcoord.log.base import EPOCH_KIND
-from groupcoord.log.checkpointer import background_executor
-from groupcoord.log.delta import table_properties
 from groupcoord.state.rows import RowBuilder, commit_generations
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import CompactionReport, compact_table, local_dataset
+from groupcoord.storage.background import background_executor
+from groupcoord.storage.tables import CompactionReport, compact_table, local_dataset, table_properties
 
 log = logging.getLogger("groupcoord.state.materializer")
 
@@ -268,7 +267,7 @@ class Materializer:
     # --- maintenance --------------------------------------------------------------------------------------------
     def maintain(self) -> list[CompactionReport]:
         """Compact each table's small per-flush files, vacuum files unreferenced beyond the retention, checkpoint
-        and clean up expired log entries (:func:`~groupcoord.topics.local_delta.compact_table`); returns a report
+        and clean up expired log entries (:func:`~groupcoord.storage.tables.compact_table`); returns a report
         per existing table. Run it on the holder's maintenance timer, off the event loop."""
         reports: list[CompactionReport] = []
         with self._write_lock:
@@ -350,7 +349,7 @@ async def run_materializer(materializer: Materializer, *, executor: Executor | N
     """Flush ``materializer`` every ``interval_ms`` in ``executor`` until cancelled, logging the lag.
 
     Without an ``executor`` the flushes run in a thread of their own at a lower scheduling priority than the
-    event loop and the log's commits (:func:`~groupcoord.log.checkpointer.background_executor`): on a machine
+    event loop and the log's commits (:func:`~groupcoord.storage.background.background_executor`): on a machine
     short of cores, materializing then waits rather than the acknowledgements.
 
     Flushes start ``interval_ms`` apart (not ``interval_ms`` after the previous one ended), so the lag stays near

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from groupcoord.state.history import AsOf, open_table
 from groupcoord.state.schema import ORDER_COLUMNS, StateTable
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import local_dataset
+from groupcoord.storage.tables import local_dataset
 
 _ORDER = "__order"
 _SORT_COLUMNS = ("group_id", "topic", "partition", "member_id")

@@ -22,6 +22,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import local_dataset, open_if_exists, open_or_create
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import (
@@ -30,7 +31,6 @@ from groupcoord.topics.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from groupcoord.topics.local_delta import local_dataset, open_if_exists, open_or_create
 from groupcoord.topics.log_table import create_topic_log
 from groupcoord.topics.names import collision_key, validate_topic_name
 

@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 
 from groupcoord.state_format import FORMAT2_TOPIC_LOG_COLUMNS, HEADER_TYPE
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import open_or_create
+from groupcoord.storage.tables import open_or_create
 
 __all__ = [
     "COMPRESSION_NAMES",

@@ -2,7 +2,7 @@
 
 Every produce call commits one small file per touched partition, so a busy topic log accumulates thousands of
 files, and every reader (offsets from statistics, fetches) pays for each one. :func:`maintain_topic_logs` compacts
-each topic's log with :func:`groupcoord.topics.local_delta.compact_table`: files are bin-packed per partition (the
+each topic's log with :func:`groupcoord.storage.tables.compact_table`: files are bin-packed per partition (the
 table is partitioned by ``partition``, and compaction never mixes partitions), so per-file ``offset`` statistics
 stay tight and offsets are untouched. Producers keep producing meanwhile: a produce that loses its conditional
 commit to the compaction re-reads and renumbers, as for any concurrent producer.
@@ -17,8 +17,8 @@ import logging
 from deltalake.exceptions import DeltaError
 
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import CompactionReport, compact_table
 from groupcoord.topics.catalog import TopicCatalog
-from groupcoord.topics.local_delta import CompactionReport, compact_table
 
 log = logging.getLogger("groupcoord.topics.maintenance")
 

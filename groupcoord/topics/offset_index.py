@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from groupcoord.topics.local_delta import local_dataset
+from groupcoord.storage.tables import local_dataset
 
 INCREMENTAL_COMMITS = 200
 """Most commits :func:`offsets_at_version` reads one by one before it aggregates every file's statistics instead."""

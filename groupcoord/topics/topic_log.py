@@ -27,11 +27,11 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import local_dataset
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
-from groupcoord.topics.local_delta import local_dataset
 from groupcoord.topics.log_table import (
     CREATE_TIME,
     LOG_APPEND_TIME,

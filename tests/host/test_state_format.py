@@ -23,8 +23,8 @@ from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
 from groupcoord.state_format import FORMAT2_TOPIC_LOG_COLUMNS
 from groupcoord.state_root import STATE_FORMAT_VERSION, StateRoot, StateRootError
+from groupcoord.storage.tables import open_if_exists
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
-from groupcoord.topics.local_delta import open_if_exists
 from groupcoord.topics.log_table import CREATE_TIME, TOPIC_LOG_SCHEMA
 from tests.host.conftest import ServeProcess
 from tests.narrowing import expect

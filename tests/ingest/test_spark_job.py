@@ -27,7 +27,7 @@ from groupcoord.member import GroupMember
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import local_dataset
+from groupcoord.storage.tables import local_dataset
 from groupcoord.topics.log_table import create_topic_log
 from tests.ingest.test_kafka_source import PARTITIONS as KAFKA_PARTITIONS
 from tests.ingest.test_kafka_source import PER_PARTITION, produce

@@ -20,10 +20,10 @@ from groupcoord.coordinator.records import (
     new_offset_commit_record,
     new_offset_tombstone,
 )
-from groupcoord.log.base import LoadedLog, LogFencedError
-from groupcoord.log.checkpointer import BackgroundCheckpointer
+from groupcoord.log.base import LoadedLog
 from groupcoord.log.delta import BATCH_ID_KEY, EPOCH_KEY, DeltaRecordLog
-from groupcoord.log.delta_append import FileAppend, append_file, commit_path, file_stats
+from groupcoord.storage.background import BackgroundCheckpointer
+from groupcoord.storage.files import CommitConflictError, FileAppend, append_file, commit_path, file_stats
 from tests.log.storage_helpers import offset
 
 
@@ -65,7 +65,7 @@ def test_an_existing_version_is_never_overwritten(tmp_path: Path) -> None:
     version = log.append([offset("g", 0, 2)], expected_version=version)
     before = commit_path(tmp_path / "log", version).read_bytes()
     rows = pa.table({"x": pa.array([1], pa.int64())})
-    with pytest.raises(LogFencedError, match="already exists"):
+    with pytest.raises(CommitConflictError, match="already exists"):
         append_file(tmp_path / "log", FileAppend(version=version, rows=rows))
     assert commit_path(tmp_path / "log", version).read_bytes() == before
     assert not list((tmp_path / "log" / "_delta_log").glob("_commit_*"))  # no temporary file left behind
@@ -129,7 +129,7 @@ def test_the_checkpointer_skips_versions_it_cannot_keep_up_with_and_ends_at_the_
 
 def test_an_append_makes_its_files_and_every_new_directory_entry_durable_before_linking_the_commit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import groupcoord.log.delta_append as delta_append
+    import groupcoord.storage.files as files
 
     log = DeltaRecordLog(tmp_path / "log")
     version = log.append([offset("g", 0, 1)], expected_version=-1)
@@ -143,8 +143,8 @@ def test_an_append_makes_its_files_and_every_new_directory_entry_durable_before_
         synced.append(Path("<link>"))
         real_link(source, target)
 
-    monkeypatch.setattr(delta_append, "_fsync_path", recording)
-    monkeypatch.setattr(delta_append, "_fsync_dir", recording)
+    monkeypatch.setattr(files, "_fsync_path", recording)
+    monkeypatch.setattr(files, "_fsync_dir", recording)
     monkeypatch.setattr(os, "link", link)
     version = log.write_snapshot([offset("g", 0, 1)], expected_version=version)  # opens a new segment directory
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher, CommitTiming
 from groupcoord.log.delta import DeltaRecordLog
-from groupcoord.log.delta_append import commit_path
+from groupcoord.storage.files import commit_path
 from tests.log.storage_helpers import offset
 
 

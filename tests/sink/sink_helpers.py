@@ -25,9 +25,9 @@ from groupcoord.devbroker import KafkaBroker, Record
 from groupcoord.ingest.check import embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import local_dataset
 from groupcoord.topics import ProducerRecord, TopicLog
 from groupcoord.topics.app_transactions import transaction_versions
-from groupcoord.topics.local_delta import local_dataset
 from tests.source.source_helpers import FAST_CONF, SOURCE_TIMING
 
 COLUMNS = ["topic", "partition", "offset", "value"]

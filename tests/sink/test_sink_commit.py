@@ -16,8 +16,8 @@ from groupcoord.sink import plan as sink_plan
 from groupcoord.sink.commit import commit_batch, ensure_table
 from groupcoord.sink.files import PartitionFile, write_partition_files
 from groupcoord.sink.plan import BatchRange, CommitPlan, SinkBatchError, SinkGapError
+from groupcoord.storage.tables import local_dataset
 from groupcoord.topics.app_transactions import app_id
-from groupcoord.topics.local_delta import local_dataset
 
 SCHEMA = pa.schema([("v", pa.string()), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())])
 GROUP = "g"

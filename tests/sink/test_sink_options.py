@@ -17,7 +17,7 @@ from groupcoord.sink.options import (
     sink_table_schema,
 )
 from groupcoord.state_root import StateRoot
-from groupcoord.topics.local_delta import open_or_create
+from groupcoord.storage.tables import open_or_create
 from tests.sink.sink_helpers import Source, register_root, start_query
 
 GOOD = {"path": "/tmp/t", "group.id": "g", "checkpointLocation": "file:///tmp/c", "state.root": "/tmp/s"}

@@ -18,7 +18,7 @@ import pytest
 from chispa import assert_df_equality
 from deltalake import DeltaTable
 
-from groupcoord.topics.local_delta import local_dataset
+from groupcoord.storage.tables import local_dataset
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -35,8 +35,8 @@ from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.maintenance import WRITE_GUARD, collect_garbage, run_log_maintenance
 from groupcoord.state.materializer import Materializer, MaterializerConfig
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import compact_table, local_dataset
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
-from groupcoord.topics.local_delta import compact_table, local_dataset
 from groupcoord.topics.maintenance import maintain_topic_logs
 from tests.cli.conftest import fast_config
 

@@ -9,9 +9,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
+from groupcoord.storage.tables import open_or_create
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import RequestTimedOutError
-from groupcoord.topics.local_delta import open_or_create
 
 SCHEMA = pa.schema([pa.field("n", pa.int64(), nullable=False)])
 

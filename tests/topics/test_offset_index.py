@@ -5,8 +5,8 @@ from __future__ import annotations
 from deltalake import DeltaTable
 
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import compact_table
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
-from groupcoord.topics.local_delta import compact_table
 from groupcoord.topics.offset_index import offsets_after_commits, offsets_from_stats
 
 

@@ -1,9 +1,9 @@
-"""Delta checkpoints written off the commit path.
+"""Background work of the logs: low-priority threads, and Delta checkpoints written off the commit path.
 
 A checkpoint lets readers start from one Parquet file instead of replaying every JSON commit, so load time stays
 bounded. delta-rs writes one in its post-commit hook, *inside* the commit call, and its cost grows with the
-table's files; the record log's appends (:mod:`groupcoord.log.delta_append`) skip that hook, and the writer hands
-the work to this single background thread instead, so no acknowledgement ever waits for a checkpoint.
+table's files; commits written by :mod:`groupcoord.storage.files` skip that hook, and their writer hands the work
+to a :class:`BackgroundCheckpointer` instead, so no acknowledgement ever waits for a checkpoint.
 
 Requests coalesce: when commits outrun the thread, it checkpoints the newest version it was told about and skips
 the ones in between (a checkpoint covers every earlier version). A checkpoint at a committed version is valid
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-log = logging.getLogger("groupcoord.log.checkpointer")
+log = logging.getLogger("groupcoord.storage.background")
 
 BACKGROUND_NICE = 10
 """Scheduling niceness of the log's background threads (checkpoints, maintenance planning, garbage collection)."""
@@ -85,8 +85,7 @@ class BackgroundCheckpointer:
         with self._lock:
             version, self._scheduled = self._wanted, False
         try:
-            # A fresh open (from the previous checkpoint) is far cheaper than updating a kept table in place:
-            # deltalake 1.6.6's update_incremental costs about as much as the checkpoint itself.
+            # A fresh open (from the previous checkpoint) is cheaper than updating a kept table in place.
             DeltaTable(str(self.path), version=version).create_checkpoint()
             self.written.append(version)
             log.debug("checkpointed %s at version %d", self.path, version)

@@ -1,24 +1,22 @@
-"""Appending one data file to an existing local Delta table as a conditional commit, in constant time.
+"""The Delta file writer: data files and conditional commits of a local Delta table, in constant time.
 
-Why not ``write_deltalake`` or delta-rs's transaction API: both commit through delta-rs's in-memory table state,
-which they update after every commit, and that costs time in proportion to the table's files and tombstones
-(measured with deltalake 1.6.6: about 0.2 ms per live file per commit, so a log with 500 uncompacted files took
-~100 ms per append). An append of one file needs none of that state. This module writes the Delta protocol's two
-pieces itself:
+Both logs append through here (the record log and the topic logs), and their maintenance commits through here too.
+A commit is written as the Delta protocol's two pieces:
 
-1. the data file, a Parquet file under the partition's Hive-style directory (partition columns are not stored in
-   the file, as the protocol requires), with its per-column statistics in the add action so readers keep pruning;
-2. the commit ``_delta_log/<version>.json`` (``commitInfo`` then ``add``), created with the protocol's mutual
+1. data files, Parquet files under their partition's Hive-style directory (partition columns are not stored in the
+   file, as the protocol requires), with per-column statistics in their add actions so readers keep pruning
+   (:func:`write_data_file`, :func:`file_stats`);
+2. the commit ``_delta_log/<version>.json`` (``commitInfo``, then the actions), created with the protocol's mutual
    exclusion for local storage: the commit is written to a temporary file and then *hard-linked* to its final name,
-   which fails if that version already exists. Exactly one writer wins each version, and a reader never sees a
-   partial commit.
+   which fails if that version already exists (:func:`commit_actions`). Exactly one writer wins each version, and a
+   reader never sees a partial commit. A loser gets :class:`CommitConflictError` and nothing of it is committed.
 
-Both files (and the data file's directory entry) are fsynced before the commit is linked, and the log directory
-after, so a commit that returns is durable. The three first fsyncs run concurrently: they have no order among them,
-and on a journaling filesystem concurrent fsyncs share journal commits, so an append waits for two rounds of
-fsync instead of four (measured on the benchmark machine: fsync was ~16 ms of a ~22 ms append at p50, and most of
-its tail).
-Table creation, metadata changes, checkpoints and maintenance stay with delta-rs; only plain appends take this path.
+No in-memory table state is read or updated, so a commit costs the same whatever the table's size. With ``fsync``,
+the data files, their directory entries and the commit file are fsynced before the commit is linked (concurrently:
+they have no order among them, and concurrent fsyncs share journal commits), and the log directory after, so a
+commit that returns is durable. Without it, a commit that returns is visible to every process and survives the
+writing process, and the page cache holds it until the OS writes it. Table creation, metadata changes and
+checkpoints stay with delta-rs.
 """
 
 from __future__ import annotations
@@ -38,14 +36,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from groupcoord.log.base import LogFencedError
-
 ENGINE_INFO = "groupcoord-delta-append"
 """``engineInfo`` of the commits written here (delta-rs writes its own name there)."""
 
 _STATS_TYPES = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_timestamp)
 _SYNC_POOL = ThreadPoolExecutor(2, thread_name_prefix="groupcoord-fsync")
-"""Runs the fsyncs an append can wait for concurrently (see the module docs)."""
+"""Runs the fsyncs a commit can wait for concurrently (see the module docs)."""
+
+
+class CommitConflictError(Exception):
+    """The version a commit meant to create exists already (another writer committed first), or the version before
+    it does not (the writer's idea of the table is wrong): nothing of this commit was committed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,7 +77,7 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
                 phases: dict[str, float] | None = None) -> None:
     """Write ``append.rows`` as one data file and commit it as version ``append.version`` of the table.
 
-    Raises :class:`LogFencedError` if that version already exists, or if the previous version does not (the
+    Raises :class:`CommitConflictError` if that version already exists, or if the previous version does not (the
     caller's idea of the table is wrong); any :class:`OSError` or Arrow error means storage trouble, and then
     nothing was committed (an orphaned data file may be left for vacuum). ``phases``, when given, receives the
     seconds spent in ``write`` (the Parquet file), ``sync`` (the concurrent fsyncs before the link) and ``link``
@@ -133,9 +134,7 @@ def write_data_file(table_path: Path, rows: pa.Table, *, partition: Mapping[str,
 def _encoding(schema: pa.Schema) -> dict[str, Any]:
     """Parquet options that skip work no reader uses: Parquet statistics only for the columns Delta keeps
     statistics for (string and binary min/max are the costliest and prune nothing here), and no dictionary
-    encoding (keys and values are unique within a file: the dictionary was built and then dropped; constant
-    columns compress as well without it). Measured with 5,000 offset commits: 3.9 -> 1.7 ms per file and 35 ->
-    20 kB; a 15,000-row snapshot 7.8 -> 3.2 ms."""
+    encoding (keys and values are mostly unique within a file; constant columns compress as well without it)."""
     return {"write_statistics": [f.name for f in schema if any(test(f.type) for test in _STATS_TYPES)],
             "use_dictionary": False}
 
@@ -156,7 +155,7 @@ def commit_actions(table_path: Path, version: int, actions: list[dict[str, Any]]
                    fsync: bool = True, sync_first: Sequence[Path] = (), phases: dict[str, float] | None = None
                    ) -> None:
     """Commit ``actions`` (``{"add": ...}`` / ``{"remove": ...}`` entries) as ``version``, or raise
-    :class:`LogFencedError` if that version exists. ``info`` goes into ``commitInfo`` (operation and extras);
+    :class:`CommitConflictError` if that version exists. ``info`` goes into ``commitInfo`` (operation and extras);
     with ``fsync``, the files and directories in ``sync_first`` are made durable (concurrently with the commit
     file's own fsync) before the commit is linked; ``phases`` as for :func:`append_file`."""
     _check_log(table_path, version)
@@ -182,7 +181,7 @@ def _check_log(table_path: Path, version: int) -> None:
     if not log_dir.is_dir():
         raise NotADirectoryError(f"{log_dir} is not a readable Delta log directory")
     if version > 0 and not commit_path(table_path, version - 1).exists():
-        raise LogFencedError(f"{table_path} has no version {version - 1} to append after")
+        raise CommitConflictError(f"{table_path} has no version {version - 1} to append after")
 
 
 def file_stats(rows: pa.Table) -> dict[str, Any]:
@@ -228,7 +227,7 @@ def _put_if_absent(directory: Path, target: Path, body: bytes, *, fsync: bool, s
         try:
             os.link(temporary, target)
         except FileExistsError:
-            raise LogFencedError(f"version {target.stem.lstrip('0') or '0'} of {directory.parent} already "
+            raise CommitConflictError(f"version {target.stem.lstrip('0') or '0'} of {directory.parent} already "
                                  "exists: another writer committed first") from None
     finally:
         temporary.unlink(missing_ok=True)

@@ -1,4 +1,4 @@
-"""Opening, creating and reading the local Delta tables of a state root.
+"""Opening, creating and reading the local Delta tables of a state root, and the properties they are created with.
 
 Reads go through pyarrow's native local filesystem rather than delta-rs's default Python filesystem handler: with
 the default handler, a process that scanned a table sometimes aborts at interpreter exit ("terminate called without
@@ -7,10 +7,9 @@ so the native filesystem is both safe and faster. Partition values and per-file 
 Every reader of a state-root table (record log, lease, catalog, topic logs, materialized tables) goes through
 :func:`local_dataset`.
 
-:func:`compact_table` is the shared file maintenance of these tables (topic logs, materialized state tables): many
-small per-commit files are bin-packed into few, superseded files are vacuumed after the retention, and a checkpoint
-is written. It keeps the table on protocol (1,2): delta-rs's compaction rewrites files, it never adds deletion
-vectors or table features.
+:func:`compact_table` is delta-rs's file maintenance (compaction, full vacuum, checkpoint), which the materialized
+state tables use; the two logs have their own (:mod:`groupcoord.storage.maintenance`). It keeps the table on
+protocol (1,2): delta-rs's compaction rewrites files, it never adds deletion vectors or table features.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import pyarrow.fs as pa_fs
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-log = logging.getLogger("groupcoord.topics.local_delta")
+log = logging.getLogger("groupcoord.storage.tables")
 
 FilterTuple = tuple[str, str, object]
 
@@ -44,6 +43,19 @@ class CompactionReport:
     files_added: int
     files_vacuumed: int
     version: int
+
+
+def table_properties(*, checkpoint_interval: int, retention_hours: int = 0, retention_minutes: int = 0
+                     ) -> dict[str, str]:
+    """Delta table properties of groupcoord's tables: checkpoint interval and retention (``retention_hours`` or,
+    for the record log, ``retention_minutes``), protocol (1,2) only."""
+    retention = f"interval {retention_minutes} minutes" if retention_minutes else f"interval {retention_hours} hours"
+    return {
+        "delta.checkpointInterval": str(checkpoint_interval),
+        "delta.logRetentionDuration": retention,
+        "delta.deletedFileRetentionDuration": retention,
+        "delta.enableExpiredLogCleanup": "true",
+    }
 
 
 def open_or_create(path: Path, schema: pa.Schema, *, partition_by: list[str] | None = None,
