@@ -1,62 +1,60 @@
-"""The commit batcher: turns many concurrent writes into few conditional commits, and acknowledges only durable ones.
+"""The record log's commit batcher: the core's writes become few conditional commits, acknowledged once durable.
 
 ``await batcher.append(records)`` resolves with the log version once the batch holding ``records`` is durable.
 
-Batching. One commit is in flight at a time; writes that arrive meanwhile queue up and form the next batch. A batch
-closes ``log.linger.ms`` after its first write arrived, but no sooner than ``log.min.commit.interval.ms`` after the
-previous commit *started*, which caps the commit rate at 1000 / min interval per second. The commit itself (a
-blocking Delta write) runs off the event loop in an executor.
+Batching is :mod:`groupcoord.storage.group_commit`'s: one commit in flight at a time, on the batcher's committer
+thread; writes that arrive meanwhile queue up and form the next batch, which closes ``log.linger.ms`` after its first
+write arrived, but no sooner than ``log.min.commit.interval.ms`` after the previous commit *started* (a cap of
+1000 / min interval commits per second). Waiters are answered on the event loop that created the batcher.
 
-Failures.
+The record log's semantics on top:
 
-- :class:`LogFencedError`: another coordinator wrote. Every waiter, in flight or queued, fails with it, and the
-  batcher stops for good (:attr:`CommitBatcher.fenced`); the coordinator must step down.
-- :class:`StorageUnavailableError`: the waiters of that batch fail with it at once (the caller answers
+- One writer, fenced: every batch commits at the version after the previous one. :class:`LogFencedError` means
+  another coordinator wrote: every waiter, in flight or queued, fails with it, and the batcher stops for good
+  (:attr:`CommitBatcher.fenced`); the coordinator must step down.
+- Nothing acknowledged before it is durable, nothing written twice, nothing reordered.
+  :class:`StorageUnavailableError`: the waiters of that batch fail with it at once (the caller answers
   COORDINATOR_NOT_AVAILABLE) and :attr:`CommitBatcher.healthy` turns false, so the runtime can refuse new writes.
-  The batch itself stays at the head of the queue: the core already applied its records, so it must reach the log,
-  in order, before anything produced later. The batcher retries it with exponential backoff, and before each retry
-  re-reads the log: every batch carries a unique ``batch_id`` (epoch + counter + random), and if that id already
-  landed the commit was durable after all, so it is never committed twice. A commit after ``expected_version`` that
-  is not this batch means another writer: fenced.
-
-Snapshots (:meth:`CommitBatcher.snapshot`) and maintenance (:meth:`CommitBatcher.run_exclusive`) take the commit slot
-in queue order, so they see every earlier batch committed and no later one. A snapshot does not get a commit of its
-own: the writes queued behind it are committed in the same commit, after it (``RecordLog.write_snapshot``'s
-``tail``). At the commit target a snapshot every ~20 commits otherwise cost every write that arrived meanwhile one
-extra minimum commit interval, and one commit per second above the commit-rate cap. The writes still queued *ahead*
-of a snapshot (not yet in a commit) join that commit too, in the tail, before the writes behind it: a snapshot holds
-the state after every write submitted before it, so replaying those writes after it changes nothing (every record
-sets or deletes its key, and the last write of a key before the snapshot is the snapshot's value), while a commit
-of their own made the writes behind the snapshot wait two minimum commit intervals (the slowest 1 % of
-acknowledgements at the commit target were all such writes: 82 ms of waiting before their commit began). A
-snapshot's data file is written ahead, while the commit before it is in flight (:meth:`RecordLog.prepare` with
-the version the snapshot expects), so its commit writes only the tail and links the commit file.
+  The batch itself stays in flight: the core already applied its records, so it must reach the log, in order,
+  before anything produced later. The batcher retries it with exponential backoff, and before each retry re-reads
+  the log: every batch carries a unique ``batch_id`` (epoch + counter + random), and if that id already landed the
+  commit was durable after all, so it is never committed twice. A commit after the expected version that is not
+  this batch means another writer: fenced.
+- Snapshots (:meth:`CommitBatcher.snapshot`) and exclusive actions such as maintenance
+  (:meth:`CommitBatcher.run_exclusive`) take the commit slot in queue order, so they see every earlier batch
+  committed and no later one. An exclusive action commits alone. A snapshot does not get a commit of its own: the
+  writes queued ahead of it (not yet in a commit) and behind it, up to the next snapshot or exclusive action, are
+  committed in the same commit, after it (``RecordLog.write_snapshot``'s ``tail``). Replaying the writes queued
+  ahead after the snapshot changes nothing: the snapshot holds the state after every write submitted before it,
+  and every record sets or deletes its key. A snapshot's per-record work (:meth:`RecordLog.prepare`, with the
+  version the snapshot is expected at: its data file) runs in a thread while the commits ahead of it are in flight,
+  so its commit writes only the tail and links the commit file.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import itertools
 import logging
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal
 
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.log.base import LogFencedError, RecordLog, StorageUnavailableError
 from groupcoord.log.config import LogConfig
+from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError
 
 log = logging.getLogger("groupcoord.log.batcher")
 
 _PREPARE = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-log-prepare")
 """Runs :meth:`RecordLog.prepare` for snapshots (at normal priority: a commit may be about to wait for it)."""
-
-_T = TypeVar("_T")
 
 
 class BatcherClosedError(Exception):
@@ -116,7 +114,11 @@ class _Entry:
     future: asyncio.Future[int]
     arrived: float
     action: Callable[[int], int] | None = None
-    prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None
+    prepared: Future[Sequence[EncodedRecord]] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.records)
 
 
 @dataclass(eq=False)
@@ -124,18 +126,19 @@ class _Batch:
     kind: Kind
     entries: list[_Entry]
     batch_id: str
+    closed: float
     records: list[EncodedRecord] = field(default_factory=list)
     """The writes of the batch (for a snapshot batch: those committed after the snapshot)."""
     snapshot: Sequence[EncodedRecord] = ()
-    closed: float = 0.0
-    prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None
+    prepared: Future[Sequence[EncodedRecord]] | None = None
     """The snapshot's records as :meth:`RecordLog.prepare` returns them, when that is under way."""
 
 
 class CommitBatcher:
     """Serializes all writes to one :class:`RecordLog` starting after ``version`` (the loaded or taken-over version).
 
-    Create it inside a running event loop, after :meth:`RecordLog.takeover`; it stamps ``log.epoch`` in batch ids.
+    Create it inside a running event loop, after :meth:`RecordLog.takeover`; it stamps ``log.epoch`` in batch ids
+    and answers its waiters on that loop.
     """
 
     def __init__(
@@ -144,27 +147,27 @@ class CommitBatcher:
         *,
         version: int,
         config: BatcherConfig | None = None,
-        executor: Executor | None = None,
         on_commit: Callable[[CommitTiming], None] | None = None,
     ) -> None:
         self.log = record_log
         self.on_commit = on_commit
         """Called on the event loop with the :class:`CommitTiming` of every successful commit (benchmarks)."""
         self.config = config or BatcherConfig()
-        self._executor = executor
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._version = version
-        self._queue: list[_Entry] = []
-        self._wakeup = asyncio.Event()
         self._fenced: LogFencedError | None = None
-        self._closed = False
         self._healthy = True
-        self._last_commit_start = float("-inf")
         self._in_flight: Kind | None = None
         self._ids = itertools.count()
         self._token = uuid.uuid4().hex[:12]
+        self._exited: asyncio.Future[None] = self._loop.create_future()
         self.commits = 0
         """Commits made (data batches, snapshots and exclusive actions)."""
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="groupcoord-commit-batcher")
+        self._group: GroupCommit[_Entry] = GroupCommit(
+            "groupcoord-commit-batcher", self._commit, fail=self._fail, take=self._take,
+            linger_s=self.config.linger_ms / 1000, min_interval_s=self.config.min_commit_interval_ms / 1000,
+            on_exit=lambda: self._on_loop(self._exited.set_result, None))
 
     # --- public API ---------------------------------------------------------------------------------------------
 
@@ -176,7 +179,7 @@ class CommitBatcher:
     @property
     def healthy(self) -> bool:
         """False from a storage failure until the next successful commit: refuse new writes meanwhile."""
-        return self._healthy and self._fenced is None
+        return self._healthy and self._group.stopped is None
 
     @property
     def fenced(self) -> LogFencedError | None:
@@ -186,7 +189,7 @@ class CommitBatcher:
     @property
     def pending(self) -> int:
         """Writes queued and not yet committed."""
-        return len(self._queue)
+        return self._group.pending
 
     async def append(self, records: Sequence[EncodedRecord]) -> int:
         """Wait until ``records`` are durable in the log and return the version of the commit holding them."""
@@ -198,147 +201,116 @@ class CommitBatcher:
         The snapshot takes its place in the queue at once; its per-record work (:meth:`RecordLog.prepare`) runs
         in a thread meanwhile, so the commit that carries it, and the writes folded into it, do not wait for it.
         """
-        prepared = asyncio.get_running_loop().run_in_executor(
-            _PREPARE, functools.partial(self.log.prepare, records, version=self._expected_next_version()))
+        with self._group.lock:
+            expected = self._expected_next_version()
+        prepared = _PREPARE.submit(self.log.prepare, records, version=expected)
         return await self._submit("snapshot", records, prepared=prepared)
 
     async def run_exclusive(self, action: Callable[[int], int]) -> int:
-        """Run ``action(expected_version) -> new_version`` in the commit slot (in the executor), e.g. maintenance
-        commits; it must raise :class:`LogFencedError` if someone else committed. Returns the new version."""
+        """Run ``action(expected_version) -> new_version`` in the commit slot (on the committer thread), e.g.
+        maintenance commits; it must raise :class:`LogFencedError` if someone else committed. Returns the new
+        version."""
         return await self._submit("exclusive", (), action)
 
     async def close(self, *, drain: bool = True) -> None:
         """Stop the batcher. With ``drain`` queued writes are committed first; otherwise they fail with
         :class:`BatcherClosedError`. A commit already in flight always finishes."""
-        self._closed = True
-        if not drain:
-            self._fail_queued(BatcherClosedError("commit batcher closed"))
-        self._wakeup.set()
-        await asyncio.shield(self._task)
+        dropped = self._group.close(drain=drain)
+        self._answer(dropped, error=BatcherClosedError("commit batcher closed"))
+        await asyncio.shield(self._exited)
 
     def _expected_next_version(self) -> int | None:
         """The version a snapshot queued now will commit at if every commit ahead of it succeeds: right after the
         commit in flight (the writes queued ahead join its commit). ``None`` when an exclusive action or another
-        snapshot is ahead (their version counts are not known in advance)."""
-        if self._in_flight == "exclusive" or any(entry.kind != "records" for entry in self._queue):
+        snapshot is ahead (their version counts are not known in advance). Call it holding the group's lock."""
+        if self._in_flight == "exclusive" or any(entry.kind != "records" for entry in self._group.queued()):
             return None
         return self._version + (self._in_flight is not None) + 1
 
-    # --- the loop -----------------------------------------------------------------------------------------------
+    # --- the committer thread -----------------------------------------------------------------------------------
 
     def _submit(
         self, kind: Kind, records: Sequence[EncodedRecord], action: Callable[[int], int] | None = None, *,
-        prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None,
+        prepared: Future[Sequence[EncodedRecord]] | None = None,
     ) -> asyncio.Future[int]:
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        if self._fenced is not None:
-            future.set_exception(self._fenced)
-        elif self._closed:
+        future: asyncio.Future[int] = self._loop.create_future()
+        try:
+            self._group.submit(_Entry(kind, records, future, time.monotonic(), action, prepared))
+        except GroupCommitClosedError:
             future.set_exception(BatcherClosedError("commit batcher closed"))
-        else:
-            self._queue.append(_Entry(kind, records, future, self._now(), action, prepared))
-            self._wakeup.set()
+        except LogFencedError as exc:
+            future.set_exception(exc)
         return future
 
-    async def _run(self) -> None:
-        while True:
-            if not self._queue:
-                if self._closed:
-                    return
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            close_at = max(
-                self._queue[0].arrived + self.config.linger_ms / 1000,
-                self._last_commit_start + self.config.min_commit_interval_ms / 1000,
-            )
-            delay = close_at - self._now()
-            if delay > 0:
-                await asyncio.sleep(delay)
-                continue  # re-check: asyncio may wake a little early, and more may have queued
-            batch = self._next_batch()
-            self._in_flight = batch.kind
-            try:
-                await self._commit(batch)
-            except LogFencedError as exc:
-                self._stop_fenced(exc, batch)
-                return
-            finally:
-                self._in_flight = None
+    def _take(self, queue: Sequence[_Entry]) -> int:
+        """How many entries of the head of ``queue`` the next commit holds: an exclusive action alone, or a run of
+        writes, with the snapshot that ends the run (if any) and the writes after it up to the next snapshot or
+        exclusive action (see the module docs). Runs under the group's lock, as the batch leaves the queue."""
+        self._in_flight = "exclusive" if queue[0].kind == "exclusive" else "records"
+        if queue[0].kind == "exclusive":
+            return 1
+        ends = [i for i, entry in enumerate(queue) if entry.kind != "records"] + [len(queue)]
+        if ends[0] < len(queue) and queue[ends[0]].kind == "snapshot":
+            return ends[1]
+        return ends[0]
 
-    def _next_batch(self) -> _Batch:
-        """The head of the queue: an exclusive action alone, or a run of writes, with the snapshot that ends the
-        run (if any) and the writes after it up to the next snapshot or exclusive action (see the module docs)."""
-        head = self._queue[0]
-        if head.kind == "exclusive":
-            entries, self._queue = self._queue[:1], self._queue[1:]
-            return _Batch("exclusive", entries, self._batch_id(), closed=self._now())
-        ends = [i for i, entry in enumerate(self._queue) if entry.kind != "records"] + [len(self._queue)]
-        at = ends[0]
-        if at < len(self._queue) and self._queue[at].kind == "snapshot":
-            count = ends[1]
-        else:
-            at, count = -1, at
-        entries, self._queue = self._queue[:count], self._queue[count:]
-        batch = _Batch("records", entries, self._batch_id(), closed=self._now())
-        if at >= 0:
-            snapshot = entries[at]
-            batch.kind, batch.snapshot, batch.prepared = "snapshot", snapshot.records, snapshot.prepared
+    def _batch(self, entries: list[_Entry]) -> _Batch:
+        batch = _Batch(entries[0].kind if entries[0].kind == "exclusive" else "records", entries,
+                       f"{self.log.epoch}-{self._token}-{next(self._ids)}", closed=time.monotonic())
         for entry in entries:
             if entry.kind == "records":
                 batch.records.extend(entry.records)
+            elif entry.kind == "snapshot":
+                batch.kind, batch.snapshot, batch.prepared = "snapshot", entry.records, entry.prepared
         return batch
 
-    def _batch_id(self) -> str:
-        return f"{self.log.epoch}-{self._token}-{next(self._ids)}"
+    def _commit(self, entries: list[_Entry]) -> None:
+        """Commit one batch until it is durable (retrying storage failures) or the writer is fenced (raised: the
+        group commit then stops and fails everything queued)."""
+        try:
+            self._commit_batch(self._batch(entries))
+        except LogFencedError as exc:
+            log.error("commit batcher fenced at version %d: %s", self._version, exc)
+            self._fenced = exc
+            raise
 
-    async def _commit(self, batch: _Batch) -> None:
-        """Commit ``batch`` until it is durable (retrying storage failures) or the writer is fenced."""
+    def _commit_batch(self, batch: _Batch) -> None:
         expected = self._version
         backoff = self.config.retry_backoff_ms / 1000
         outcome_unknown = False
         if batch.prepared is not None:
             try:
-                batch.snapshot = await batch.prepared
+                batch.snapshot = batch.prepared.result()
             except Exception as exc:  # the commit prepares them itself then
                 log.warning("preparing a snapshot of %d records failed: %r", len(batch.snapshot), exc)
         while True:
             try:
                 if outcome_unknown:
-                    landed = await self._in_executor(lambda: self._landed(batch, expected))
+                    landed = self._landed(batch, expected)
                     if landed is not None:
                         self._succeed(batch, landed)
                         return
-                started = self._last_commit_start = self._now()
-                version, written = await self._in_executor(lambda: self._timed_write(batch, expected))
+                started = time.monotonic()
+                self._group.commit_started()
+                version = self._write(batch, expected)
+                written = time.monotonic()
             except StorageUnavailableError as exc:
                 if batch.kind == "exclusive":
-                    self._fail(batch.entries, exc)
-                    self._version = await self._in_executor(lambda: self._resync_after_exclusive(expected))
+                    self._answer(batch.entries, error=exc)
+                    resynced = self._resync_after_exclusive(expected)
+                    with self._group.lock:
+                        self._version, self._in_flight = resynced, None
                     return
                 log.warning("commit of batch %s at version %d failed, will retry: %s", batch.batch_id,
                             expected + 1, exc)
                 self._healthy = False
-                self._fail(batch.entries, exc)
+                self._answer(batch.entries, error=exc)
                 outcome_unknown = True
-                await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
+                time.sleep(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
                 continue
-            self._succeed(batch, version)
-            if self.on_commit is not None:
-                self._report_timing(batch, version, started, written)
+            self._succeed(batch, version, timing=(started, written))
             return
-
-    def _report_timing(self, batch: _Batch, version: int, started: float, written: float) -> None:
-        assert self.on_commit is not None
-        self.on_commit(CommitTiming(
-            version=version, kind=batch.kind, writes=len(batch.entries), records=len(batch.records),
-            first_arrival=min(entry.arrived for entry in batch.entries), closed=batch.closed, started=started,
-            written=written, resolved=self._now(), phases=self.log.last_commit_phases))
-
-    def _timed_write(self, batch: _Batch, expected: int) -> tuple[int, float]:
-        version = self._write(batch, expected)
-        return version, self._now()
 
     def _write(self, batch: _Batch, expected: int) -> int:
         if batch.kind == "exclusive":
@@ -377,35 +349,43 @@ class CommitBatcher:
 
     # --- outcomes -----------------------------------------------------------------------------------------------
 
-    def _succeed(self, batch: _Batch, version: int) -> None:
-        self._version = version
+    def _succeed(self, batch: _Batch, version: int, *, timing: tuple[float, float] | None = None) -> None:
+        with self._group.lock:
+            self._version, self._in_flight = version, None
         self._healthy = True
         self.commits += 1
-        for entry in batch.entries:
-            if not entry.future.done():
-                entry.future.set_result(version)
+        self._answer(batch.entries, version=version)
+        if timing is not None and self.on_commit is not None:
+            self._on_loop(self._report_timing, batch, version, *timing)
 
-    @staticmethod
-    def _fail(entries: Sequence[_Entry], exc: BaseException) -> None:
-        for entry in entries:
-            if not entry.future.done():
-                entry.future.set_exception(exc)
+    def _report_timing(self, batch: _Batch, version: int, started: float, written: float) -> None:
+        assert self.on_commit is not None
+        self.on_commit(CommitTiming(
+            version=version, kind=batch.kind, writes=len(batch.entries), records=len(batch.records),
+            first_arrival=min(entry.arrived for entry in batch.entries), closed=batch.closed, started=started,
+            written=written, resolved=time.monotonic(), phases=self.log.last_commit_phases))
 
-    def _fail_queued(self, exc: BaseException) -> None:
-        queued, self._queue = self._queue, []
-        self._fail(queued, exc)
+    def _fail(self, entries: list[_Entry], exc: BaseException) -> None:
+        self._answer(entries, error=exc)
 
-    def _stop_fenced(self, exc: LogFencedError, batch: _Batch) -> None:
-        log.error("commit batcher fenced at version %d: %s", self._version, exc)
-        self._fenced = exc
-        self._fail(batch.entries, exc)
-        self._fail_queued(exc)
+    def _answer(self, entries: Sequence[_Entry], *, version: int = -1, error: BaseException | None = None) -> None:
+        """Resolve the waiters of ``entries`` on the event loop (from any thread), with ``version`` or ``error``."""
+        if entries:
+            self._on_loop(_resolve, entries, version, error)
 
-    # --- helpers ------------------------------------------------------------------------------------------------
+    def _on_loop(self, call: Callable[..., Any], *args: Any) -> None:
+        if threading.get_ident() == self._loop_thread:
+            call(*args)
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self._loop.call_soon_threadsafe(call, *args)
 
-    async def _in_executor(self, call: Callable[[], _T]) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
-    @staticmethod
-    def _now() -> float:
-        return time.monotonic()
+def _resolve(entries: Sequence[_Entry], version: int, error: BaseException | None) -> None:
+    for entry in entries:
+        if entry.future.done():
+            continue
+        if error is not None:
+            entry.future.set_exception(error)
+        else:
+            entry.future.set_result(version)

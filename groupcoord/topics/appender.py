@@ -1,18 +1,18 @@
-"""Group commit of Produce batches: many concurrent appends to a topic become one conditional Delta commit.
+"""Produce's group commit: concurrent Produce batches of a topic become one conditional Delta commit.
 
 ``appender.append(topic, partition, records)`` returns a :class:`concurrent.futures.Future` that resolves with the
-batch's base offset once the commit holding it is durable (``asyncio.wrap_future`` awaits it from an event loop).
+batch's base offset once the commit holding it is committed (``asyncio.wrap_future`` awaits it from an event loop).
 
-Batching. Each topic has one committer thread and one commit in flight at a time (the topic log is one Delta table,
-so one commit per topic covers every partition: at most one commit per partition per window). Batches that arrive
-while a commit is in flight wait and form the next commit; the next commit also waits ``topics.produce.linger.ms``
-after its first batch arrived, and holds at most ``topics.produce.batch.records`` records (a larger batch commits
-alone). Within a commit, the batches of one partition keep their arrival order, and each batch's records stay
-contiguous and in order.
+Batching is :mod:`groupcoord.storage.group_commit`'s, one per topic (the topic log is one Delta table, so one commit
+per topic covers every partition): one commit in flight per topic, on the topic's committer thread; batches that
+arrive meanwhile wait and form the next commit, which also waits ``topics.produce.linger.ms`` after its first batch
+arrived and holds at most ``topics.produce.batch.records`` records (a larger batch commits alone). Within a commit,
+the batches of one partition keep their arrival order, and each batch's records stay contiguous and in order.
 
-The commit is :meth:`TopicLog.produce`'s conditional commit, so the CLI, the Python API and other processes can write
-the same topic log meanwhile: a commit that loses re-reads the end offsets and renumbers, and no writer loses or
-reorders another's records.
+The commit is :meth:`TopicLog.produce`'s, a topic log's commit with its many-writer semantics (see
+:mod:`groupcoord.topics.topic_log`: conditional at the version read, renumbered and retried when another writer got
+there first, not fsynced), so the CLI, the Python API and other processes can write the same topic log meanwhile,
+and no writer loses or reorders another's records. A failed commit fails every batch it held.
 
 Idempotent producers. A batch with a producer id is checked against :class:`ProducerStates` when its commit is
 assembled (in arrival order, so two batches of one producer in one commit are checked against each other); a
@@ -25,12 +25,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.errors import TopicError, UnknownTopicOrPartitionError
@@ -67,11 +67,9 @@ class _Pending:
     entry: AppendedBatch | None = None
     duplicate: bool = False
 
-
-@dataclass
-class _TopicQueue:
-    pending: deque[_Pending] = field(default_factory=deque)
-    thread: threading.Thread | None = None
+    @property
+    def size(self) -> int:
+        return len(self.records)
 
 
 @dataclass(frozen=True)
@@ -92,12 +90,12 @@ class TopicAppender:
         self._catalog = catalog or TopicCatalog(root, config=self._config)
         self._producers = producers or ProducerStates()
         self._logs: dict[str, TopicLog] = {}
-        self._queues: dict[str, _TopicQueue] = {}
+        self._groups: dict[str, GroupCommit[_Pending]] = {}
         # Partition counts read from the catalog. Topics are never deleted and only gain partitions, so a partition
         # below the count read is valid for good; only a partition beyond it costs a catalog read (a few ms, and
         # ``append`` runs on the endpoint's event loop).
         self._known_partitions: dict[str, int] = {}
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
         self._closed = False
         self._commits = 0
         self._batches = 0
@@ -105,7 +103,7 @@ class TopicAppender:
     @property
     def stats(self) -> CommitStats:
         """Commits and batches so far."""
-        with self._changed:
+        with self._lock:
             return CommitStats(self._commits, self._batches)
 
     def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
@@ -126,62 +124,38 @@ class TopicAppender:
             except TopicError as exc:
                 future.set_exception(exc)
                 return future
-        with self._changed:
-            if self._closed:
-                future.set_exception(AppenderClosedError("The topic appender is closed."))
-                return future
-            queue = self._queues.get(topic)
-            if queue is None:
-                queue = self._queues[topic] = _TopicQueue()
-                self._logs[topic] = TopicLog(self._root, topic, catalog=self._catalog, config=self._config)
-            queue.pending.append(_Pending(partition, records, producer, future, time.monotonic()))
-            if queue.thread is None:
-                queue.thread = threading.Thread(target=self._run, args=(topic, queue), daemon=True,
-                                                name=f"groupcoord-produce-{topic}")
-                queue.thread.start()
-            self._changed.notify_all()
+        try:
+            self._group(topic).submit(_Pending(partition, records, producer, future, time.monotonic()))
+        except GroupCommitClosedError:
+            future.set_exception(AppenderClosedError("The topic appender is closed."))
         return future
 
     def close(self, timeout: float = 10.0) -> None:
         """Commit what is queued, stop the committer threads, and fail anything appended later."""
-        with self._changed:
+        with self._lock:
             self._closed = True
-            threads = [q.thread for q in self._queues.values() if q.thread is not None]
-            self._changed.notify_all()
-        for thread in threads:
-            thread.join(timeout)
+            groups = list(self._groups.values())
+        for group in groups:
+            group.close(drain=True)
+        for group in groups:
+            group.join(timeout)
+
+    def _group(self, topic: str) -> GroupCommit[_Pending]:
+        with self._lock:
+            if self._closed:
+                raise GroupCommitClosedError("the topic appender is closed")
+            group = self._groups.get(topic)
+            if group is None:
+                self._logs[topic] = TopicLog(self._root, topic, catalog=self._catalog, config=self._config)
+                group = self._groups[topic] = GroupCommit(
+                    f"groupcoord-produce-{topic}", lambda batch: self._commit(topic, batch), fail=_fail,
+                    linger_s=self._config.produce_linger_ms / 1000, max_records=self._config.produce_batch_records)
+            return group
 
     # --- the committer ------------------------------------------------------------------------------------------------
 
-    def _run(self, topic: str, queue: _TopicQueue) -> None:
-        while True:
-            batch = self._next_batch(queue)
-            if batch is None:
-                return
-            self._commit(topic, batch)
-
-    def _next_batch(self, queue: _TopicQueue) -> list[_Pending] | None:
-        """Wait for pending batches and the linger, then take up to ``produce_batch_records`` records of them."""
-        linger = self._config.produce_linger_ms / 1000
-        with self._changed:
-            while not queue.pending:
-                if self._closed:
-                    return None
-                self._changed.wait()
-            due = queue.pending[0].arrived + linger
-            while not self._closed and (wait := due - time.monotonic()) > 0:
-                self._changed.wait(wait)
-            taken: list[_Pending] = []
-            records = 0
-            while queue.pending and (not taken or records + len(queue.pending[0].records)
-                                     <= self._config.produce_batch_records):
-                item = queue.pending.popleft()
-                if item.future.set_running_or_notify_cancel():  # a cancelled batch is dropped, not written
-                    records += len(item.records)
-                    taken.append(item)
-            return taken
-
     def _commit(self, topic: str, batch: list[_Pending]) -> None:
+        batch = [item for item in batch if item.future.set_running_or_notify_cancel()]  # a cancelled one is dropped
         accepted = self._check_producers(topic, batch)
         flat = [
             ProducerRecord(r.value, key=r.key, partition=item.partition, timestamp=r.timestamp, headers=r.headers,
@@ -205,7 +179,7 @@ class TopicAppender:
                 position += len(item.records)
                 if item.entry is not None:
                     item.entry.base_offset = bases[id(item)]
-        with self._changed:
+        with self._lock:
             self._commits += 1 if flat else 0
             self._batches += len(accepted)
         for item in accepted:
@@ -229,3 +203,8 @@ class TopicAppender:
             accepted.append(item)
         return accepted
 
+
+def _fail(batch: list[_Pending], exc: BaseException) -> None:
+    for item in batch:
+        if not item.future.done():
+            item.future.set_exception(exc)
