@@ -47,7 +47,7 @@ from groupcoord.log.base import (
     StorageUnavailableError,
 )
 from groupcoord.storage.background import BackgroundCheckpointer
-from groupcoord.storage.files import CommitConflictError, FileAppend, append_file, write_data_file
+from groupcoord.storage.files import CommitConflictError, FileAppend, Part, append_file, write_data_file
 from groupcoord.storage.tables import local_dataset, table_properties
 
 log = logging.getLogger("groupcoord.log.delta")
@@ -264,8 +264,7 @@ class DeltaRecordLog(RecordLog):
             phases = {"rows": time.perf_counter() - started}
             append_file(self.path, FileAppend(
                 version=new_version,
-                rows=rows,
-                partition={"segment": str(segment)},
+                parts=(Part(rows, {"segment": str(segment)}),),
                 partition_by=("segment",),
                 commit_info=commit_metadata(batch_id=batch_id, epoch=self.epoch),
                 written=written,

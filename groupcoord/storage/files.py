@@ -49,23 +49,32 @@ class CommitConflictError(Exception):
     it does not (the writer's idea of the table is wrong): nothing of this commit was committed."""
 
 
+@dataclass(frozen=True)
+class Part:
+    """The rows of one partition, without the partition columns, and that partition's values (``{}``: the table
+    is not partitioned)."""
+
+    rows: pa.Table
+    partition: Mapping[str, str] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, kw_only=True)
 class FileAppend:
-    """One append: ``rows`` (without the partition columns) into the partition ``partition`` as Delta ``version``.
+    """One append as Delta ``version``: one data file per part of ``parts``, committed together.
 
-    ``commit_info`` holds extra top-level ``commitInfo`` keys (the batch tag, the epoch); ``partition_by`` is the
-    table's partition column list, recorded in the operation parameters as delta-rs does.
+    ``commit_info`` holds extra top-level ``commitInfo`` keys (the batch tag, the epoch, the operation that wrote
+    it); ``partition_by`` is the table's partition column list, recorded in the operation parameters as delta-rs
+    does.
     """
 
     version: int
-    rows: pa.Table
-    partition: Mapping[str, str] = field(default_factory=dict)
+    parts: tuple[Part, ...]
     partition_by: tuple[str, ...] = ()
     commit_info: Mapping[str, Any] = field(default_factory=dict)
     compression: str = "zstd"
     written: tuple[Mapping[str, Any], ...] = ()
-    """Add actions of data files written (and fsynced with their directories) before, committed after this
-    append's own file in the same commit (a snapshot's file written ahead of its commit slot)."""
+    """Add actions of data files written (and fsynced with their directories) before, committed ahead of this
+    append's own files in the same commit (a snapshot's file written ahead of its commit slot)."""
 
 
 def commit_path(table_path: Path, version: int) -> Path:
@@ -73,15 +82,27 @@ def commit_path(table_path: Path, version: int) -> Path:
     return table_path / "_delta_log" / f"{version:020d}.json"
 
 
+def split_by_partition(rows: pa.Table, column: str) -> tuple[Part, ...]:
+    """``rows``, sorted by the partition column ``column``, as one :class:`Part` per partition value."""
+    values = rows.column(column)
+    data = rows.drop_columns([column])
+    parts, start = [], 0
+    for entry in pc.value_counts(values).to_pylist():
+        count = int(entry["counts"])
+        parts.append(Part(data.slice(start, count), {column: str(entry["values"])}))
+        start += count
+    return tuple(parts)
+
+
 def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
                 phases: dict[str, float] | None = None) -> None:
-    """Write ``append.rows`` as one data file and commit it as version ``append.version`` of the table.
+    """Write each part of ``append`` as one data file and commit them as version ``append.version`` of the table.
 
     Raises :class:`CommitConflictError` if that version already exists, or if the previous version does not (the
     caller's idea of the table is wrong); any :class:`OSError` or Arrow error means storage trouble, and then
-    nothing was committed (an orphaned data file may be left for vacuum). ``phases``, when given, receives the
-    seconds spent in ``write`` (the Parquet file), ``sync`` (the concurrent fsyncs before the link) and ``link``
-    (link and log-directory fsync).
+    nothing was committed (orphaned data files may be left for garbage collection). ``phases``, when given,
+    receives the seconds spent in ``write`` (the Parquet files), ``sync`` (the concurrent fsyncs before the link)
+    and ``link`` (link and log-directory fsync).
     """
     started = time.perf_counter()
     _check_log(table_path, append.version)
@@ -91,21 +112,22 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
         "isBlindAppend": True,
         **append.commit_info,
     }
-    written = [{"add": dict(add)} for add in append.written]
-    if append.rows.num_rows == 0 and written:  # nothing new to write: commit the written files alone
-        if phases is not None:
-            phases["write"] = time.perf_counter() - started
-        commit_actions(table_path, append.version, written, fsync=fsync, phases=phases, info=info)
-        return
-    created = _missing_directories(table_path, append.partition)
-    add = write_data_file(table_path, append.rows, partition=append.partition, compression=append.compression,
-                          fsync=False)
-    data_path = table_path / add["path"]
+    actions = [{"add": dict(add)} for add in append.written]
+    sync_first: list[Path] = []
+    for part in append.parts:
+        if part.rows.num_rows == 0 and (actions or len(append.parts) > 1):
+            continue  # nothing new to write there
+        created = _missing_directories(table_path, part.partition)
+        add = write_data_file(table_path, part.rows, partition=part.partition, compression=append.compression,
+                              fsync=False)
+        actions.append({"add": add})
+        data_path = table_path / add["path"]
+        # A new partition directory's own entry must be durable too: sync the directories holding new entries.
+        sync_first.extend([data_path, data_path.parent, *(d.parent for d in created)])
     if phases is not None:
         phases["write"] = time.perf_counter() - started
-    # A new partition directory's own entry must be durable too: sync the directories that hold the new entries.
-    commit_actions(table_path, append.version, [*written, {"add": add}], fsync=fsync, phases=phases,
-                   sync_first=(data_path, data_path.parent, *(d.parent for d in created)), info=info)
+    commit_actions(table_path, append.version, actions, fsync=fsync, phases=phases,
+                   sync_first=tuple(dict.fromkeys(sync_first)), info=info)
 
 
 def write_data_file(table_path: Path, rows: pa.Table, *, partition: Mapping[str, str], compression: str = "zstd",

@@ -1,9 +1,11 @@
 """Conditional (compare-and-set) Delta commits with a re-read-and-retry loop, shared by the catalog and topic logs.
 
-Every write here is a commit at the version the writer last read (``max_commit_retries=0``): delta-rs must never
-retry blindly on our behalf, because the data of a retried commit (the offsets of a produce, the whole catalog) was
-computed from the state at that version. When the commit loses (``CommitFailedError``: the version exists), the
-writer re-reads the table and recomputes its commit from the new state.
+Every write here is a commit at the version after the one the writer last read: through delta-rs with
+``max_commit_retries=0`` (the catalog), or through :mod:`groupcoord.storage.files` (a topic log's produce). Nothing
+may retry blindly on our behalf, because the data of a retried commit (the offsets of a produce, the whole catalog)
+was computed from the state at that version. When the commit loses (``CommitFailedError`` or
+:class:`~groupcoord.storage.files.CommitConflictError`: the version exists), the writer re-reads the table and
+recomputes its commit from the new state.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Generic, TypeVar
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError
 
+from groupcoord.storage.files import CommitConflictError
 from groupcoord.topics.errors import RequestTimedOutError
 
 log = logging.getLogger("groupcoord.topics.delta_cas")
@@ -59,9 +62,10 @@ def commit_with_retry(
 ) -> CasOutcome[T]:
     """Run ``attempt(table)`` until its conditional commit wins; return its value and the new table version.
 
-    ``attempt`` must read everything it needs from ``table`` at its current version and commit with
-    :func:`cas_commit_properties`. It may raise a domain error (duplicate topic...) after a re-read; that error
-    propagates unchanged. After each lost commit the table is re-read (``update_incremental``) before the retry.
+    ``attempt`` must read everything it needs from ``table`` at its current version and commit conditionally on it
+    (delta-rs with :func:`cas_commit_properties`, or :func:`groupcoord.storage.files.commit_actions`). It may raise
+    a domain error (duplicate topic...) after a re-read; that error propagates unchanged. After each lost commit the
+    table is re-read (``update_incremental``) before the retry.
     """
     deadline = time.monotonic() + policy.timeout_ms / 1000.0
     attempts = 0
@@ -70,7 +74,7 @@ def commit_with_retry(
         try:
             value = attempt(table)
             return CasOutcome(value, table.version(), attempts)
-        except CommitFailedError:
+        except (CommitFailedError, CommitConflictError):
             if time.monotonic() >= deadline:
                 raise RequestTimedOutError(
                     f"Gave up {what} after {attempts} conditional commits lost to concurrent writers."

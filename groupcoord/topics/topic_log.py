@@ -1,9 +1,17 @@
-"""The embedded topic log: one Delta table per topic, with dense per-partition offsets.
+"""The embedded topic log: one Delta table per topic, with dense per-partition offsets, and many writers.
 
-Producing is a conditional commit: read the current end offset of every partition at table version V, number the new
-records from there, and commit at V+1 with ``max_commit_retries=0``. If another producer got V+1 first, re-read and
-renumber (see :mod:`groupcoord.topics.delta_cas`). Offsets are therefore dense from 0 with no duplicates, whatever
-the number of concurrent producers.
+Writers. Every process may produce to a topic log at once: ``groupcoord topics produce`` (the CLI), this class in
+any Python process, and the serving process's Produce group commit (:mod:`groupcoord.topics.appender`). No lease
+fences them; instead every produce is a conditional commit: read the end offset of every partition at table version
+V, number the new records from there, and commit at V+1 through :mod:`groupcoord.storage.files` (one sorted data
+file per touched partition, and the commit file created only if V+1 does not exist yet). If another writer got V+1
+first, re-read and renumber (:mod:`groupcoord.topics.delta_cas`). Offsets are therefore dense from 0 with no
+duplicates, and no writer loses or reorders another's records, whatever the number of writers.
+
+fsync. A topic log does not fsync: a produce returns (and Produce acknowledges) once its commit is written, when
+every process reads it and it survives the writing process, and the page cache holds it until the OS writes it, as a
+Kafka broker with its default ``flush.messages`` does. A machine crash can lose the latest commits. (The record
+log, the coordinator's own log, fsyncs every commit before it acknowledges.)
 
 Reads never scan the whole table. The table is partitioned by ``partition``, and each data file carries min/max
 ``offset`` statistics in its Delta add action: the start and end offsets of every partition come from those
@@ -11,7 +19,8 @@ statistics alone (:mod:`groupcoord.topics.offset_index`, brought forward commit 
 opens only the files of its partition whose offset range overlaps the requested one.
 
 A produce call writes one file per touched partition in one commit, so large producers should pass large batches.
-Files of lost commits are left unreferenced (Delta's ``vacuum`` removes them).
+Files of lost commits are left unreferenced, for maintenance to collect (:mod:`groupcoord.topics.maintenance`).
+Checkpoints are written off the produce path (:class:`~groupcoord.storage.background.BackgroundCheckpointer`).
 """
 
 from __future__ import annotations
@@ -24,13 +33,15 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable
 
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.background import BackgroundCheckpointer
+from groupcoord.storage.files import FileAppend, append_file, split_by_partition
 from groupcoord.storage.tables import local_dataset
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
-from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
+from groupcoord.topics.delta_cas import RetryPolicy, commit_with_retry
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from groupcoord.topics.log_table import (
     CREATE_TIME,
@@ -47,6 +58,10 @@ from groupcoord.topics.partitioner import KeyPartitioner
 __all__ = ["DEFAULT_MAX_RECORDS", "PartitionOffsets", "ProduceResult", "ProducerRecord", "TopicLog", "TopicRecord"]
 
 DEFAULT_MAX_RECORDS = 500
+CHECKPOINT_INTERVAL = 100
+"""A writer checkpoints the topic log every this many of its own commits (delta-rs's default interval)."""
+COMPRESSION = "snappy"
+"""The Parquet codec of a topic log's data files."""
 
 
 @dataclass(frozen=True)
@@ -122,8 +137,11 @@ class TopicLog:
         self._policy = RetryPolicy(backoff_ms=self._config.commit_backoff_ms,
                                    timeout_ms=self._config.commit_timeout_ms)
         self._lock = threading.Lock()
+        self._path = root.topic_path(topic)
+        self._checkpointer = BackgroundCheckpointer(self._path, interval=CHECKPOINT_INTERVAL)
         self._table: DeltaTable | None = None
         self._cached: tuple[int, dict[int, PartitionOffsets]] = (-1, {})
+        """The bounds at a version: the newest this writer knows (its own last commit, or the table's as read)."""
 
     @property
     def topic(self) -> str:
@@ -148,21 +166,27 @@ class TopicLog:
         with self._lock:
             table = self._open()
             if not batch:
-                return ProduceResult((), table.version(), 0)
+                return ProduceResult((), self._latest(table)[0], 0)
 
             def attempt(current: DeltaTable) -> tuple[tuple[int, int], ...]:
-                before = self._offsets_at(current)
+                version, before = self._latest(current)
                 offsets = self._number(targets, before)
-                write_deltalake(current, self._arrow_batch(batch, targets, offsets), mode="append",
-                                partition_by=PARTITION_COLUMNS,
-                                commit_properties=cas_commit_properties(groupcoord_operation="produce"))
+                rows = self._arrow_batch(batch, targets, offsets)
+                append_file(self._path, FileAppend(
+                    version=version + 1,
+                    parts=split_by_partition(rows, "partition"),
+                    partition_by=tuple(PARTITION_COLUMNS),
+                    commit_info={"isBlindAppend": False, "groupcoord_operation": "produce"},
+                    compression=COMPRESSION,
+                ), fsync=False)
                 # The commit was conditional on the version read: the new bounds are known without a re-read.
-                self._cached = (current.version(), appended(before, targets, offsets))
+                self._cached = (version + 1, appended(before, targets, offsets))
+                self._checkpointer.committed(version + 1)
                 return tuple(zip(targets, offsets, strict=True))
 
             outcome = commit_with_retry(table, attempt, policy=self._policy,
                                         what=f"producing {len(batch)} records to '{self._topic}'")
-            return ProduceResult(outcome.value, outcome.version, outcome.attempts)
+            return ProduceResult(outcome.value, self._cached[0], outcome.attempts)
 
     @staticmethod
     def _number(targets: list[int], offsets: dict[int, PartitionOffsets]) -> list[int]:
@@ -258,6 +282,7 @@ class TopicLog:
     def _open(self) -> DeltaTable:
         if self._table is None:
             self._table = create_topic_log(self._root, self._topic)
+            self._checkpointer.restart_from(self._table.version())
         return self._table
 
     def _refreshed(self) -> DeltaTable:
@@ -265,6 +290,13 @@ class TopicLog:
             return self._open()
         self._table.update_incremental()
         return self._table
+
+    def _latest(self, table: DeltaTable) -> tuple[int, dict[int, PartitionOffsets]]:
+        """The newest version this writer knows and the bounds there: its own last commit's, which the table handle
+        has not read (a produce does not re-read the table), or the table's."""
+        if self._cached[0] >= table.version():
+            return self._cached
+        return table.version(), self._offsets_at(table)
 
     def _offsets_at(self, table: DeltaTable) -> dict[int, PartitionOffsets]:
         version = table.version()

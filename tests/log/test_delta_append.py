@@ -23,7 +23,7 @@ from groupcoord.coordinator.records import (
 from groupcoord.log.base import LoadedLog
 from groupcoord.log.delta import BATCH_ID_KEY, EPOCH_KEY, DeltaRecordLog
 from groupcoord.storage.background import BackgroundCheckpointer
-from groupcoord.storage.files import CommitConflictError, FileAppend, append_file, commit_path, file_stats
+from groupcoord.storage.files import CommitConflictError, FileAppend, Part, append_file, commit_path, file_stats
 from tests.log.storage_helpers import offset
 
 
@@ -66,7 +66,7 @@ def test_an_existing_version_is_never_overwritten(tmp_path: Path) -> None:
     before = commit_path(tmp_path / "log", version).read_bytes()
     rows = pa.table({"x": pa.array([1], pa.int64())})
     with pytest.raises(CommitConflictError, match="already exists"):
-        append_file(tmp_path / "log", FileAppend(version=version, rows=rows))
+        append_file(tmp_path / "log", FileAppend(version=version, parts=(Part(rows),)))
     assert commit_path(tmp_path / "log", version).read_bytes() == before
     assert not list((tmp_path / "log" / "_delta_log").glob("_commit_*"))  # no temporary file left behind
     assert json.loads(before.splitlines()[0])["commitInfo"]["readVersion"] == version - 1

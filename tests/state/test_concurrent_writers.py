@@ -2,7 +2,7 @@
 
 Each table is written through the project's own writer, and every such writer commits with a put-if-absent of the
 next version: delta-rs's conditional commit (``max_commit_retries=0``, or app transactions for the sinks) or, for the
-record log's appends, groupcoord's own hard link (:mod:`groupcoord.storage.files`). Each child process reads the
+appends of the record log and the topic logs, groupcoord's own hard link (:mod:`groupcoord.storage.files`). Each child process reads the
 table as its writer does, then waits at a barrier placed right before the commit (the module's write function is
 wrapped, nothing else changes), so both commit the same version at the same moment. Exactly one wins; the loser
 sees the conflict: a fenced append, a lost lease race, a ``conflict`` sink outcome, or a producer's retry that
@@ -73,7 +73,7 @@ def _create_topic(root: StateRoot, me: int) -> object:
 WRITERS: dict[str, tuple[str, Callable[[StateRoot, int], object]]] = {
     "record log": ("groupcoord.storage.files._put_if_absent", _append_to_record_log),
     "lease": ("groupcoord.log.lease.write_deltalake", _take_lease),
-    "topic log": ("groupcoord.topics.topic_log.write_deltalake", _produce),
+    "topic log": ("groupcoord.topics.topic_log.append_file", _produce),
     "ingestion sink": ("groupcoord.ingest.sink.write_deltalake", _append_to_sink),
     "topic catalog": ("groupcoord.topics.catalog.write_deltalake", _create_topic),
 }
