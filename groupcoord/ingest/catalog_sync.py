@@ -1,8 +1,9 @@
-"""Driver side of the Kafka source: copy the cluster's partition counts into the topic catalog, periodically.
+"""Driver side of a Kafka source: copy the cluster's partition counts into the topic catalog, periodically.
 
 The members' group assigns partitions from the catalog, so the catalog must know every partition of the Kafka
-topics the job reads. Counts only grow: a topic that shrank on the cluster (impossible in Kafka) or vanished is
-left as it is in the catalog.
+topics the job reads. The copy is the ``groupcoord`` source's own (:meth:`~groupcoord.source.log_view.LogView.
+sync_catalog`: counts only grow); this thread repeats it for the members engine, whose driver has no trigger to
+repeat it at.
 """
 
 from __future__ import annotations
@@ -10,36 +11,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import TracebackType
 
-from groupcoord.topics import TopicCatalog, TopicError
+from groupcoord.source.log_view import LogView
 
 log = logging.getLogger("groupcoord.ingest.catalog")
-
-
-def copy_partition_counts(catalog: TopicCatalog, counts: Mapping[str, int], *,
-                          wanted: Callable[[str], bool]) -> dict[str, int]:
-    """Create or grow the catalog's topics to ``counts`` for every topic ``wanted`` accepts; return the changes."""
-    known = catalog.partition_counts()
-    changed: dict[str, int] = {}
-    for topic, partitions in sorted(counts.items()):
-        if not wanted(topic):
-            continue
-        current = known.get(topic)
-        try:
-            if current is None:
-                catalog.create(topic, partitions, if_not_exists=True)
-            elif partitions > current:
-                catalog.alter(topic, partitions)
-            else:
-                continue
-        except TopicError as exc:
-            log.warning("cannot copy topic %s (%d partitions) into the catalog: %s", topic, partitions, exc)
-            continue
-        changed[topic] = partitions
-        log.info("catalog: topic %s now has %d partition(s) (from the source)", topic, partitions)
-    return changed
 
 
 def topic_filter(topics: tuple[str, ...] | None, pattern: str | None) -> Callable[[str], bool]:
@@ -53,20 +30,19 @@ def topic_filter(topics: tuple[str, ...] | None, pattern: str | None) -> Callabl
 
 
 class CatalogSync:
-    """A daemon thread that calls ``copy_partition_counts(catalog, fetch(), ...)`` every ``interval_ms``."""
+    """A daemon thread that calls ``view.sync_catalog(wanted)`` every ``interval_ms``; it owns ``view`` and closes
+    it when stopped."""
 
-    def __init__(self, catalog: TopicCatalog, fetch: Callable[[], Mapping[str, int]], *,
-                 wanted: Callable[[str], bool], interval_ms: int) -> None:
-        self._catalog = catalog
-        self._fetch = fetch
+    def __init__(self, view: LogView, *, wanted: Callable[[str], bool], interval_ms: int) -> None:
+        self._view = view
         self._wanted = wanted
         self._interval_s = interval_ms / 1000
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def sync_once(self) -> dict[str, int]:
-        """One copy, now; returns the topics created or grown."""
-        return copy_partition_counts(self._catalog, self._fetch(), wanted=self._wanted)
+    def sync_once(self) -> None:
+        """One copy, now."""
+        self._view.sync_catalog(self._wanted)
 
     def start(self) -> CatalogSync:
         """Copy once (errors propagate, so a wrong source fails the job at once), then keep copying."""
@@ -83,10 +59,11 @@ class CatalogSync:
                 log.warning("catalog sync failed: %s", exc)
 
     def stop(self) -> None:
-        """Stop the thread."""
+        """Stop the thread and close the view."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self._view.close()
 
     def __enter__(self) -> CatalogSync:
         return self

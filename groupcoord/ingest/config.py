@@ -1,4 +1,5 @@
-"""The ingestion job's settings: the ``spark.groupcoord.*`` keys of jobs/streaming_ingest.py as one frozen object."""
+"""The ingestion job's settings (the ``spark.groupcoord.*`` keys of jobs/streaming_ingest.py as one frozen object)
+and the columns of the table it writes."""
 
 from __future__ import annotations
 
@@ -6,11 +7,24 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+import pyarrow as pa
+
 from groupcoord.config import ConfigError
 from groupcoord.config.binding import KeyedConfig, from_key, split_list, split_list_or_none
 from groupcoord.config.registry import PREFIX
 
 OffsetReset = Literal["earliest", "latest"]
+
+SINK_SCHEMA = pa.schema([
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("offset", pa.int64(), nullable=False),
+    pa.field("timestamp", pa.timestamp("us", tz="UTC"), nullable=False),
+    pa.field("key", pa.binary(), nullable=True),
+    pa.field("value", pa.binary(), nullable=True),
+])
+"""The job's sink table, whichever engine writes it: ``topic, partition, offset, timestamp, key, value`` (the
+``groupcoord`` source's columns without ``timestampType`` and headers)."""
 
 
 def _or_empty(value: str | None) -> str:

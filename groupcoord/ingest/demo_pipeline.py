@@ -31,7 +31,7 @@ from kafka.structs import TopicPartition
 
 from groupcoord.ingest.check import check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
-from groupcoord.ingest.sink import DeltaSink
+from groupcoord.sink.table import SinkTable
 from groupcoord.spark.submit import VENV_ENV, WRAPPER
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
@@ -41,6 +41,7 @@ from groupcoord.topics import TopicLog
 TOPIC = "demo"
 GROUP = "demo-ingest"
 REPO = Path(__file__).resolve().parents[2]
+CHECKED_COLUMNS = ("topic", "partition", "offset", "value")
 
 
 def spark_submit() -> Path:
@@ -53,7 +54,7 @@ def spark_submit_env() -> dict[str, str]:
     return {**os.environ, VENV_ENV: sys.prefix}
 
 
-def lag_table(root: StateRoot, sink: DeltaSink) -> tuple[list[str], dict[TopicPartition, int | None]]:
+def lag_table(root: StateRoot, sink: SinkTable) -> tuple[list[str], dict[TopicPartition, int | None]]:
     """Rows of ``PARTITION COMMITTED SINK-VERSION LOG-END LAG`` and the committed offsets they show."""
     ends = TopicLog(root, TOPIC).end_offsets()
     committed: dict[TopicPartition, int | None] = {TopicPartition(TOPIC, p): None for p in ends}
@@ -126,11 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     subprocess.run([python, "-m", "groupcoord", "groups", "describe", "--group", GROUP, "--state", "--state-root",
                     str(root.path)], check=False)
 
-    sink = DeltaSink(sink_path, GROUP)
+    sink = SinkTable(sink_path, GROUP)
     lines, committed = lag_table(root, sink)
     print("\n[demo] lag (committed offsets vs. sink transactions vs. log end)")
     print("\n".join(lines))
-    result = check_exactly_once(sink.read_all(), embedded_rows(root, [TOPIC]))
+    result = check_exactly_once(sink.read_all(CHECKED_COLUMNS), embedded_rows(root, [TOPIC]))
     versions = sink.versions(committed)
     offsets_match = committed == versions
     print(f"\n[demo] sink check: {result.summary()}")

@@ -2,8 +2,9 @@
 
 :func:`run_ingest` is what ``jobs/streaming_ingest.py`` calls after parsing its flags:
 
-1. with a Kafka source, copy the cluster's partition counts into the catalog now and every
-   ``source.metadata.refresh.ms`` (:class:`~groupcoord.ingest.catalog_sync.CatalogSync`);
+1. create the sink table (:data:`~groupcoord.ingest.config.SINK_SCHEMA`) if missing; with a Kafka source, copy
+   the cluster's partition counts into the catalog now and every ``source.metadata.refresh.ms``
+   (:class:`~groupcoord.ingest.catalog_sync.CatalogSync`);
 2. with ``--available-now``, take the log-end offsets of every subscribed partition as the run's targets;
 3. run ``members`` executor tasks as group members through :func:`groupcoord.spark.members.run_members`, each
    running :class:`~groupcoord.ingest.worker.IngestWork`;
@@ -24,11 +25,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from groupcoord.config import Config, ConfigError
 from groupcoord.ingest.catalog_sync import CatalogSync, topic_filter
-from groupcoord.ingest.config import IngestConfig
+from groupcoord.ingest.config import SINK_SCHEMA, IngestConfig
 from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
-from groupcoord.ingest.sink import DeltaSink
 from groupcoord.ingest.sources import SourceSpec
 from groupcoord.ingest.worker import IngestPlan, IngestWork, LeaveAfter, Targets
+from groupcoord.sink.commit import ensure_table
+from groupcoord.sink.table import SinkTable
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 
@@ -67,12 +69,20 @@ def available_now_targets(source: SourceSpec, catalog: TopicCatalog, topics: lis
 
     counts = catalog.partition_counts()
     partitions = [TopicPartition(t, p) for t in topics for p in range(counts.get(t, 0))]
-    reader = source.open_reader(client_id="groupcoord-ingest-targets")
+    view = source.log_view()
     try:
-        bounds = reader.bounds(partitions)
+        bounds = view.bounds(partitions)
     finally:
-        reader.close()
+        view.close()
     return {(tp.topic, tp.partition): bounds[tp].end for tp in partitions}
+
+
+def create_sink(config: IngestConfig) -> SinkTable:
+    """The job's sink table, created empty with :data:`~groupcoord.ingest.config.SINK_SCHEMA` when missing (once,
+    here, rather than raced by every member or query)."""
+    sink = SinkTable(config.sink, config.group_id)
+    ensure_table(str(sink.path), SINK_SCHEMA)
+    return sink
 
 
 @contextlib.contextmanager
@@ -106,12 +116,14 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
     from groupcoord.spark.members import run_members
     wanted = topic_filter(config.topics, config.pattern)
     sync: CatalogSync | None = None
+    sink = create_sink(config)
     if source.is_kafka:
-        from groupcoord.ingest.kafka_source import kafka_partition_counts
-
-        servers = source.bootstrap_servers
-        sync = CatalogSync(catalog, lambda: kafka_partition_counts(servers), wanted=wanted,
-                           interval_ms=config.metadata_refresh_ms).start()
+        sync = CatalogSync(source.log_view(), wanted=wanted, interval_ms=config.metadata_refresh_ms)
+        try:
+            sync.start()
+        except BaseException:
+            sync.stop()
+            raise
     try:
         topics = subscribed_topics(catalog, config)
         targets = available_now_targets(source, catalog, topics) if config.available_now else None
@@ -125,8 +137,6 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
             targets=targets, stop_file=str(stop_file),
             leave_after=LeaveAfter(member_index=0, records=demo_leave_after) if demo_leave_after else None,
         )
-        sink = DeltaSink(config.sink, config.group_id)
-        sink.table()  # created once here, not raced by every member
         monitor = ProgressMonitor(root, source, sink, config.group_id, wanted, interval_s=progress_interval_s,
                                   tty=tty)
         options: RunMembersOptions = {"state_root": str(root.path), "assignors": config.assignors, **member_options}

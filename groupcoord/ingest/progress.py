@@ -20,8 +20,9 @@ from typing import Any
 
 from kafka.structs import TopicPartition
 
-from groupcoord.ingest.sink import DeltaSink
 from groupcoord.ingest.sources import SourceSpec
+from groupcoord.sink.table import SinkTable
+from groupcoord.source.log_view import LogView
 from groupcoord.state.schema import GROUPS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
@@ -53,7 +54,7 @@ class ProgressSample:
 class ProgressMonitor:
     """Samples the run every ``interval_s`` in a daemon thread and shows each sample (see the module docstring)."""
 
-    def __init__(self, root: StateRoot, source: SourceSpec, sink: DeltaSink, group_id: str,
+    def __init__(self, root: StateRoot, source: SourceSpec, sink: SinkTable, group_id: str,
                  wanted: Callable[[str], bool], *, interval_s: float = 2.0, tty: bool | None = None) -> None:
         self._root = root
         self._source = source
@@ -69,6 +70,7 @@ class ProgressMonitor:
         self._last: tuple[float, int] | None = None
         self._generations: list[int] = []
         self._live: Any = None
+        self._view: LogView | None = None
         self.samples: list[ProgressSample] = []
 
     def sample(self) -> ProgressSample:
@@ -83,11 +85,9 @@ class ProgressMonitor:
                       if self._wanted(t) for p in range(n)]
         lag = 0
         if partitions:
-            reader = self._source.open_reader(client_id="groupcoord-ingest-progress")
-            try:
-                bounds = reader.bounds(partitions)
-            finally:
-                reader.close()
+            if self._view is None:
+                self._view = self._source.log_view()
+            bounds = self._view.bounds(partitions)
             versions = self._sink.versions(partitions)
             lag = sum(max(bounds[tp].end - (versions[tp] or bounds[tp].start), 0) for tp in partitions)
         generation = self._generation()
@@ -136,8 +136,13 @@ class ProgressMonitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        final = self.sample()
-        self.show(final)
+        try:
+            final = self.sample()
+            self.show(final)
+        finally:
+            if self._view is not None:
+                self._view.close()
+                self._view = None
         if self._live is not None:
             self._live.stop()
             self._live = None

@@ -1,45 +1,25 @@
 """Where the ingestion job reads records: the embedded topic log, or a Kafka cluster (``kafka://HOST:PORT,...``).
 
-A :class:`SourceSpec` is a small picklable description built on the driver and shipped to every member task, where
-:meth:`SourceSpec.open_reader` opens a :class:`PartitionReader`. Readers return Arrow tables in the topic log's
-schema (``partition, offset, timestamp, key, value``), so the sink and the checks see one shape whatever the source.
+A :class:`SourceSpec` is a small picklable description built on the driver and shipped to every member task. Both
+engines read through the ``groupcoord`` source's own code: the log bounds and partition counts through its
+:mod:`~groupcoord.source.log_view` (:meth:`SourceSpec.log_view`), the records through its
+:class:`~groupcoord.source.records.RangeReader` (:meth:`SourceSpec.range_read`), librdkafka for Kafka.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-import pyarrow as pa
-from kafka.structs import TopicPartition
 
 from groupcoord.config import ConfigError
 from groupcoord.member.config import parse_bootstrap
+from groupcoord.source.log_view import LogView, open_log_view
+from groupcoord.source.records import RangeRead
 from groupcoord.state_root import StateRoot
-from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicLog
-from groupcoord.topics.log_table import TOPIC_LOG_SCHEMA
 
 KAFKA_SCHEME = "kafka://"
 EMBEDDED = "embedded"
-
-__all__ = ["EMBEDDED", "KAFKA_SCHEME", "TOPIC_LOG_SCHEMA", "EmbeddedReader", "PartitionReader", "SourceSpec"]
-
-
-class PartitionReader(Protocol):
-    """Reads records of explicitly given partitions at explicitly given offsets (no group on the source side)."""
-
-    def bounds(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionOffsets]:
-        """Log-start and log-end offset of each partition."""
-
-    def read(self, positions: Mapping[TopicPartition, int], max_records: int) -> dict[TopicPartition, pa.Table]:
-        """Up to ``max_records`` records of each partition from its position on (fewer, or none, when caught up).
-
-        A position outside ``[log start, log end]`` raises :class:`OffsetOutOfRangeError`.
-        """
-
-    def close(self) -> None:
-        """Release connections."""
+KAFKA_TIMEOUT_S = 30.0
+"""How long a metadata or watermark request to the Kafka cluster may take."""
 
 
 @dataclass(frozen=True)
@@ -72,41 +52,22 @@ class SourceSpec:
         """The Kafka bootstrap servers as ``HOST:PORT`` strings (empty for the embedded log)."""
         return [f"{host}:{port}" for host, port in self.bootstrap or ()]
 
-    def open_reader(self, *, client_id: str = "groupcoord-ingest") -> PartitionReader:
-        """A reader for this source (a Kafka consumer with no group, or the embedded log)."""
-        if self.bootstrap is not None:
-            from groupcoord.ingest.kafka_source import KafkaReader
+    @property
+    def servers(self) -> str | None:
+        """The bootstrap servers as librdkafka takes them (``HOST:PORT,...``); ``None`` for the embedded log."""
+        return ",".join(self.bootstrap_servers) if self.bootstrap is not None else None
 
-            return KafkaReader(self.bootstrap_servers, client_id=client_id)
-        return EmbeddedReader(StateRoot.open(self.state_root))
+    def log_view(self) -> LogView:
+        """The source's log bounds and partition counts (one Kafka client, or the embedded log)."""
+        return open_log_view(StateRoot.open(self.state_root), self.servers, {}, timeout_s=KAFKA_TIMEOUT_S)
+
+    def range_read(self) -> RangeRead:
+        """What a :class:`~groupcoord.source.records.RangeReader` of the members engine reads: no headers, and
+        offsets that retention removes while a batch is read are skipped with a warning (a position already gone
+        when the member plans a batch is reset by ``auto.offset.reset``)."""
+        return RangeRead(include_headers=False, fail_on_data_loss=False, state_root=self.state_root,
+                         bootstrap_servers=self.servers)
 
     def describe(self) -> str:
         """The source as the user wrote it."""
         return KAFKA_SCHEME + ",".join(self.bootstrap_servers) if self.bootstrap is not None else EMBEDDED
-
-
-class EmbeddedReader:
-    """Reads the state root's embedded topic logs (one cached :class:`TopicLog` per topic)."""
-
-    def __init__(self, root: StateRoot) -> None:
-        self._root = root
-        self._catalog = TopicCatalog(root)
-        self._logs: dict[str, TopicLog] = {}
-
-    def _log(self, topic: str) -> TopicLog:
-        log = self._logs.get(topic)
-        if log is None:
-            log = self._logs[topic] = TopicLog(self._root, topic, catalog=self._catalog)
-        return log
-
-    def bounds(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionOffsets]:
-        """Start and end offsets from the logs' Delta statistics."""
-        per_topic = {topic: self._log(topic).offsets() for topic in {tp.topic for tp in partitions}}
-        return {tp: per_topic[tp.topic].get(tp.partition, PartitionOffsets(0, 0)) for tp in partitions}
-
-    def read(self, positions: Mapping[TopicPartition, int], max_records: int) -> dict[TopicPartition, pa.Table]:
-        """One bounded read per partition."""
-        return {tp: self._log(tp.topic).read(tp.partition, offset, max_records) for tp, offset in positions.items()}
-
-    def close(self) -> None:
-        """Nothing to release."""

@@ -12,9 +12,10 @@ query is one member of the group; they share the partitions and rebalance as the
 - ``--demo-leave-after N``: query 0 stops once it has read ``N`` records, so its partitions move to the others.
 
 ``max.records.per.batch`` is each query's ``maxOffsetsPerTrigger`` (records per micro-batch in all, shared among
-its partitions by backlog, as Spark's Kafka source does). The sink table has the columns of the member engine's
-sink (``topic, partition, offset, timestamp, key, value``) and the same app transactions, so the lag table, the
-progress line and the exactly-once check read both alike.
+its partitions by backlog, as Spark's Kafka source does). Both engines write the same table
+(:data:`~groupcoord.ingest.config.SINK_SCHEMA`, created by the job) through the same writer, with the same app
+transactions, so the lag table, the progress line and the exactly-once check read both alike, and either engine
+resumes a table the other wrote.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groupcoord.ingest.catalog_sync import topic_filter
-from groupcoord.ingest.config import IngestConfig
-from groupcoord.ingest.job import stop_on_signal
+from groupcoord.ingest.config import SINK_SCHEMA, IngestConfig
+from groupcoord.ingest.job import create_sink, stop_on_signal
 from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
-from groupcoord.ingest.sink import SINK_SCHEMA, DeltaSink
 from groupcoord.ingest.sources import SourceSpec
 from groupcoord.state_root import StateRoot
 
@@ -67,8 +67,8 @@ def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, inde
               .option("assignors", ",".join(config.assignors)))
     reader = reader.option("subscribe", ",".join(config.topics)) if config.topics is not None else \
         reader.option("subscribePattern", config.pattern or "")
-    if source.is_kafka:
-        reader = reader.option("kafka.bootstrap.servers", ",".join(source.bootstrap_servers))
+    if source.servers is not None:
+        reader = reader.option("kafka.bootstrap.servers", source.servers)
     writer = (reader.load().select(*SINK_SCHEMA.names).writeStream.format("groupcoord-delta")
               .queryName(f"{config.group_id}-{index}").option("path", config.sink)
               .option("group.id", config.group_id)
@@ -92,7 +92,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
 
     register(spark, state_root=str(root.path))
     source = SourceSpec.parse(config.source, state_root=root)
-    sink = DeltaSink(config.sink, config.group_id)
+    sink = create_sink(config)
     monitor = ProgressMonitor(root, source, sink, config.group_id, topic_filter(config.topics, config.pattern),
                               interval_s=progress_interval_s, tty=tty)
     stop_file = root.path / "_groupcoord" / "ingest" / f"stop-{uuid.uuid4().hex}"

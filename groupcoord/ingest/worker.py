@@ -6,10 +6,17 @@ hand, as the tests do). Each call is one step of :class:`MemberIngest`:
 
 1. partitions newly assigned start at ``max(committed offset, sink transaction version)``; when the sink is ahead
    (a crash came between the sink commit and the offset commit) its version is committed first; with neither, the
-   start follows ``auto.offset.reset``;
-2. up to ``max.records.per.batch`` records per owned partition are read and appended to the sink in one commit with
-   one app transaction per partition (:mod:`groupcoord.ingest.sink`), then the new offsets are committed in the
-   member's generation.
+   start follows ``auto.offset.reset``, as it does for a position that retention removed;
+2. up to ``max.records.per.batch`` records per owned partition (up to the log end seen) are read with the
+   ``groupcoord`` source's reader (:class:`~groupcoord.source.records.RangeReader`) and written in one Delta commit
+   with one app transaction per partition by the ``groupcoord-delta`` sink's writer
+   (:func:`~groupcoord.sink.commit.append_batch`): rows the table already holds are dropped, and a concurrent commit
+   of the same partitions (another member, a query) makes it plan again from the table's new versions. Then the
+   versions the table reached are committed to the group in the member's generation.
+
+The writer refuses a batch that starts past a partition's version (a gap) unless the start is one this member chose:
+the group's committed offset when it is ahead of the table (``groupcoord groups reset-offsets``), or a position reset
+by ``auto.offset.reset``.
 
 A batch is finished (appended and committed) before the call returns, so when the next ``poll`` revokes partitions
 nothing is in flight: the revoke hand-over needs no extra commit. A commit refused because the group rebalanced is
@@ -26,15 +33,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow.compute as pc
 from kafka.structs import TopicPartition
 
-from groupcoord.ingest.config import OffsetReset
-from groupcoord.ingest.sink import DeltaSink, PartitionBatch
-from groupcoord.ingest.sources import PartitionReader, SourceSpec
+from groupcoord.ingest.config import SINK_SCHEMA, OffsetReset
+from groupcoord.ingest.sources import SourceSpec
 from groupcoord.member import CommitFailedError, GroupMember
 from groupcoord.member.errors import CoordinatorRequestError, CoordinatorUnavailableError
-from groupcoord.topics import OffsetOutOfRangeError, PartitionOffsets
+from groupcoord.sink.commit import SinkConflictError, append_batch, ensure_table
+from groupcoord.sink.plan import BatchRange, TopicPartitionKey
+from groupcoord.sink.table import SinkTable
+from groupcoord.source.log_view import LogView
+from groupcoord.source.records import RangeReader
+from groupcoord.topics import PartitionOffsets
 
 log = logging.getLogger("groupcoord.ingest.worker")
 
@@ -98,17 +108,22 @@ class IngestWork:
 class MemberIngest:
     """The ingestion state of one member: its positions, uncommitted offsets and counters."""
 
-    def __init__(self, plan: IngestPlan, member: GroupMember, *, reader: PartitionReader | None = None) -> None:
+    def __init__(self, plan: IngestPlan, member: GroupMember, *, reader: RangeReader | None = None,
+                 view: LogView | None = None) -> None:
         self.plan = plan
         self.member = member
-        self.sink = DeltaSink(plan.sink, plan.group_id)
-        self._reader = reader or plan.source.open_reader(client_id=f"groupcoord-ingest-{plan.group_id}")
+        self.sink = SinkTable(plan.sink, plan.group_id)
+        ensure_table(str(self.sink.path), SINK_SCHEMA)  # the driver made it; a member driven by hand may be first
+        self._reader = reader or RangeReader(plan.source.range_read())
+        self._view = view or plan.source.log_view()
         self.positions: dict[TopicPartition, int] = {}
         self.uncommitted: dict[TopicPartition, int] = {}
         self.records = 0
         self.batches = 0
         self.conflicts = 0
         self.rebalances = 0
+        self._bounds: dict[TopicPartition, PartitionOffsets] = {}
+        self._jumps: dict[TopicPartitionKey, int] = {}
         self._generation = -1
         self._next_stop_check = 0.0
         self._next_done_check = 0.0
@@ -148,6 +163,7 @@ class MemberIngest:
         for tp in set(self.positions) - assignment:
             self.positions.pop(tp)
             self.uncommitted.pop(tp, None)
+            self._jumps.pop((tp.topic, tp.partition), None)
         added = assignment - set(self.positions)
         if added:
             self._start(frozenset(added))
@@ -156,7 +172,8 @@ class MemberIngest:
         """Start positions of newly owned partitions (see the module docstring)."""
         committed = self.member.committed(added)
         held = self.sink.versions(added)
-        bounds = self._reader.bounds(sorted(added))
+        bounds = self._view.bounds(sorted(added))
+        self._bounds.update(bounds)
         sink_first: dict[TopicPartition, int] = {}
         for tp in added:
             meta = committed.get(tp)
@@ -166,6 +183,8 @@ class MemberIngest:
             start = max(known) if known else self._reset(bounds[tp])
             if not bounds[tp].start <= start <= bounds[tp].end:
                 start = self._reset(bounds[tp])
+            if version is not None and start > version:
+                self._jumps[(tp.topic, tp.partition)] = start
             if version is not None and (offset is None or version > offset):
                 sink_first[tp] = version
             self.positions[tp] = start
@@ -182,39 +201,62 @@ class MemberIngest:
         return targets is not None and position >= targets.get((tp.topic, tp.partition), 0)
 
     # --- ingesting ----------------------------------------------------------------------------------------------
+    def _ranges(self, active: Mapping[TopicPartition, int]) -> dict[TopicPartitionKey, BatchRange]:
+        """This step's batch: up to ``max_records_per_batch`` of each partition, up to the log end (or the target).
+        Bounds are looked up again only for the partitions that reached the end last seen."""
+        stale = sorted(tp for tp, position in active.items()
+                       if tp not in self._bounds or position >= self._bounds[tp].end)
+        if stale:
+            self._bounds.update(self._view.bounds(stale))
+        ranges = {}
+        for tp, position in active.items():
+            bounds = self._bounds[tp]
+            if not bounds.start <= position <= bounds.end:
+                if tp not in stale:  # the log start moved past it since the bounds were read
+                    bounds = self._bounds[tp] = self._view.bounds([tp])[tp]
+                if not bounds.start <= position <= bounds.end:
+                    reset = self._reset(bounds)
+                    log.warning("group %s: offset %d of %s-%d is out of the log's range [%d, %d]; resetting to %d "
+                                "(%s)", self.plan.group_id, position, tp.topic, tp.partition, bounds.start,
+                                bounds.end, reset, self.plan.auto_offset_reset)
+                    position = self.positions[tp] = reset
+                    self._jumps[(tp.topic, tp.partition)] = reset
+            high = min(bounds.end, position + self.plan.max_records_per_batch)
+            if self.plan.targets is not None:
+                high = min(high, self.plan.targets.get((tp.topic, tp.partition), 0))
+            if high > position:
+                ranges[(tp.topic, tp.partition)] = BatchRange(position, high)
+        return ranges
+
     def _ingest(self, active: Mapping[TopicPartition, int]) -> bool:
+        ranges = self._ranges(active)
+        if not ranges:
+            return False
+        batches = [batch for (topic, partition), span in ranges.items()
+                   for batch in self._reader.read(topic, partition, span.start, span.end)]
         try:
-            tables = self._reader.read(active, self.plan.max_records_per_batch)
-        except OffsetOutOfRangeError as exc:
-            log.warning("group %s: %s; resetting (%s)", self.plan.group_id, exc, self.plan.auto_offset_reset)
-            bounds = self._reader.bounds(sorted(active))
-            for tp, position in active.items():
-                if not bounds[tp].start <= position <= bounds[tp].end:
-                    self.positions[tp] = self._reset(bounds[tp])
-            return False
-        batches = []
-        for tp, table in tables.items():
-            limit = self.plan.targets.get((tp.topic, tp.partition), 0) if self.plan.targets is not None else None
-            if limit is not None:
-                table = table.filter(pc.field("offset") < limit)
-            if table.num_rows:
-                end = int(table.column("offset")[-1].as_py()) + 1
-                batches.append(PartitionBatch(tp, active[tp], end, table))
-        if not batches:
-            return False
-        outcome = self.sink.append(batches)
-        if outcome.status == "conflict":
+            done = append_batch(str(self.sink.path), self.plan.group_id, ranges, batches,
+                                resets=lambda: dict(self._jumps), reader=self.member.member_id,
+                                table=self.sink.table())
+        except SinkConflictError as exc:
+            log.info("group %s: %s; reading again from the sink's versions", self.plan.group_id, exc)
             self.conflicts += 1
-            for batch in batches:
-                version = outcome.versions.get(batch.tp)
+            tps = [TopicPartition(*key) for key in ranges]
+            for tp, version in self.sink.versions(tps).items():
                 if version is not None:
-                    self.positions[batch.tp] = max(version, self.positions[batch.tp])
+                    self.positions[tp] = max(version, self.positions[tp])
             return False
-        self.batches += 1
-        self.records += outcome.rows
-        for batch in batches:
-            self.positions[batch.tp] = batch.end
-        self._commit({batch.tp: batch.end for batch in batches})
+        if done.attempts > 1:
+            self.conflicts += done.attempts - 1
+        if done.table_version is not None:
+            self.batches += 1
+            self.records += done.rows
+        reached = {}
+        for key in ranges:
+            tp = TopicPartition(*key)
+            self.positions[tp] = reached[tp] = done.versions.get(key, ranges[key].end)
+            self._jumps.pop(key, None)
+        self._commit(reached)
         return True
 
     # --- committing ---------------------------------------------------------------------------------------------
@@ -269,7 +311,8 @@ class MemberIngest:
         return instance.rsplit("-", 1)[-1] == str(leave.member_index)
 
     def close(self) -> None:
-        """Release the source reader."""
+        """Release the source's reader and log view."""
         if not self._closed:
             self._closed = True
             self._reader.close()
+            self._view.close()

@@ -1,24 +1,29 @@
-"""The driver's side of a ``groupcoord-delta`` batch: one Delta commit of rows and offsets, through delta-rs.
+"""One ``groupcoord-delta`` commit of rows and offsets, through delta-rs: the one exactly-once writer of both engines.
 
 :func:`commit_batch` reads each partition's app transaction version from the snapshot it commits on, plans the
 commit (:mod:`groupcoord.sink.plan`), rewrites the files that straddle a version, and commits the
 kept files with one app transaction per partition. When another commit wrote the same app ids since that snapshot
-(two queries, or a replay racing the new owner), delta-rs refuses it: the commit then reloads the table and plans
-again from the new versions (never a blind retry of the old plan), up to ``attempts`` times.
+(two queries, two member tasks, or a replay racing the new owner), delta-rs refuses it: the commit then reloads the
+table and plans again from the new versions (never a blind retry of the old plan), up to ``attempts`` times.
+
+Its two callers: the ``groupcoord-delta`` sink's driver (:mod:`groupcoord.sink.data_sink`), committing the files its
+executors wrote, and :func:`append_batch`, for a writer that reads its records itself and writes and commits them in
+one process (the executors-as-members engine, :mod:`groupcoord.ingest.worker`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from groupcoord.sink.files import PartitionFile, remove_files, trim_file
+from groupcoord.sink.files import PartitionFile, remove_files, trim_file, write_partition_files
 from groupcoord.sink.plan import (
     BatchRange,
     CommitPlan,
@@ -51,10 +56,14 @@ class BatchCommit:
 
 def commit_batch(table_dir: str, schema: pa.Schema, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
                  files: Sequence[PartitionFile], *, resets: ResetMarkers, attempts: int = 5,
-                 reader: str | None = None) -> BatchCommit:
+                 reader: str | None = None, table: DeltaTable | None = None) -> BatchCommit:
     """Commit one batch's files (see the module docstring); raises :class:`SinkGapError` on a refused gap.
-    ``reader``, the member that read the batch, is recorded in the commit info."""
-    table = DeltaTable(table_dir)
+    ``reader``, the member that read the batch, is recorded in the commit info; ``table``, an open handle of the
+    table a caller keeps between batches, is brought up to date and used (else the table is opened)."""
+    if table is None:
+        table = DeltaTable(table_dir)
+    else:
+        table.update_incremental()
     info = {MEMBER_METADATA_KEY: reader} if reader else None
     for attempt in range(1, attempts + 1):
         if attempt > 1:
@@ -88,6 +97,32 @@ def commit_batch(table_dir: str, schema: pa.Schema, group_id: str, ranges: Mappi
 def _discard(plan: CommitPlan, rewritten: list[tuple[PartitionFile, PartitionFile | None]], table_dir: str) -> None:
     """Delete the written files the commit left out (rows the table held already)."""
     remove_files([*plan.drop, *(old for old, new in rewritten if new is not old)], table_dir)
+
+
+def append_batch(table_dir: str, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
+                 batches: Iterable[pa.RecordBatch], *, resets: ResetMarkers, attempts: int = 5,
+                 reader: str | None = None, table: DeltaTable | None = None) -> BatchCommit:
+    """Write and commit one batch in this process, as the ``groupcoord-delta`` sink's executors (the files) and
+    driver (:func:`commit_batch`) do between them. ``batches`` hold the rows read of ``ranges`` (the table's columns,
+    and any others, which are left out); ``table`` is as for :func:`commit_batch`. The files no commit took are
+    removed when the commit fails."""
+    if table is None:
+        table = DeltaTable(table_dir)
+    schema = pa.schema(table.schema().to_arrow())
+    files = write_partition_files(batches, table_dir, schema)
+    try:
+        return commit_batch(table_dir, schema, group_id, ranges, files, resets=resets, attempts=attempts,
+                            reader=reader, table=table)
+    except BaseException:
+        held = table_files(table_dir)
+        remove_files([f for f in files if f.path not in held], table_dir)
+        raise
+
+
+def table_files(table_dir: str) -> frozenset[str]:
+    """The data files (paths relative to the table's directory) of the table's latest version."""
+    paths = [str(path) for path in DeltaTable(table_dir).get_add_actions(flatten=True).column("path").to_pylist()]
+    return frozenset(paths) | {unquote(path) for path in paths}  # as written, and percent-decoded
 
 
 def ensure_table(table_dir: str, schema: pa.Schema) -> DeltaTable:

@@ -6,10 +6,10 @@ A Python Data Source streaming writer (pyspark 4.2):
   per topic-partition per task, and return the files as the commit message; nothing is committed yet;
 - **the driver** (:meth:`DeltaStreamWriter.commit`, in a Python worker of the driver) reads which offsets the
   source's batch covers from the query's checkpoint, commits the files and one app transaction per
-  ``<group>/<topic>/<partition>`` in one Delta commit through delta-rs (:mod:`.sink_commit`: rows the table holds
-  already are dropped, a gap fails the query, a concurrent commit of the same partitions makes it plan again),
-  and right after, commits the same offsets to the group, fenced by the generation in which the source read them.
-  It does not wait for the source's ``commit(end)``, which Spark calls only when it plans the next batch;
+  ``<group>/<topic>/<partition>`` in one Delta commit through delta-rs (:mod:`~groupcoord.sink.commit`: rows the
+  table holds already are dropped, a gap fails the query, a concurrent commit of the same partitions makes it plan
+  again), and right after, commits the same offsets to the group, fenced by the generation in which the source read
+  them. It does not wait for the source's ``commit(end)``, which Spark calls only when it plans the next batch;
 - ``abort`` deletes the files of a failed batch that the table does not hold (a commit that died after its Delta
   commit keeps them).
 
@@ -24,14 +24,13 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from groupcoord.runtime.crash_points import crash_point
 from groupcoord.sink.batches import SourceBatch, read_source_batch
-from groupcoord.sink.commit import commit_batch, ensure_table
+from groupcoord.sink.commit import commit_batch, ensure_table, table_files
 from groupcoord.sink.files import PartitionFile, remove_files, write_partition_files
 from groupcoord.sink.group import commit_to_group, reset_markers, source_batch
 from groupcoord.sink.options import SinkOptionError, SinkOptions, check_table_schema, sink_table_schema
@@ -123,14 +122,6 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         log.warning("batch %d of group %s aborted; removing %d written file(s) (%d kept: the table holds them)",
                     batchId, self.options.group_id, len(orphans), len(files) - len(orphans))
         remove_files(orphans, self.options.path)
-
-
-def table_files(table_dir: str) -> frozenset[str]:
-    """The data files (paths relative to the table's directory) of the table's latest version."""
-    from deltalake import DeltaTable
-
-    paths = [str(path) for path in DeltaTable(table_dir).get_add_actions(flatten=True).column("path").to_pylist()]
-    return frozenset(paths) | {unquote(path) for path in paths}  # as written, and percent-decoded
 
 
 def register_sink(spark: SparkSession, defaults: Mapping[str, Any] | None = None) -> None:

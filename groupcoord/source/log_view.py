@@ -97,24 +97,33 @@ class KafkaLogView:
 
     def sync_catalog(self, wanted: Callable[[str], bool]) -> None:
         """Create or grow the catalog's topics to the cluster's partition counts."""
-        known = self._catalog.partition_counts()
-        for topic, count in sorted(self.partition_counts(wanted).items()):
-            current = known.get(topic)
-            try:
-                if current is None:
-                    self._catalog.create(topic, count, if_not_exists=True)
-                elif count > current:
-                    self._catalog.alter(topic, count)
-                else:
-                    continue
-            except TopicError as exc:
-                log.warning("cannot copy topic %s (%d partitions) into the catalog: %s", topic, count, exc)
-                continue
-            log.info("catalog: topic %s now has %d partition(s) (from the Kafka cluster)", topic, count)
+        copy_partition_counts(self._catalog, self.partition_counts(wanted))
 
     def close(self) -> None:
         """Close the consumer."""
         self._consumer.close()
+
+
+def copy_partition_counts(catalog: TopicCatalog, counts: Mapping[str, int]) -> dict[str, int]:
+    """Create or grow the catalog's topics to ``counts``; return the topics created or grown. Counts only grow: a
+    topic that shrank on the cluster (impossible in Kafka) or vanished is left as it is in the catalog."""
+    known = catalog.partition_counts()
+    changed: dict[str, int] = {}
+    for topic, count in sorted(counts.items()):
+        current = known.get(topic)
+        try:
+            if current is None:
+                catalog.create(topic, count, if_not_exists=True)
+            elif count > current:
+                catalog.alter(topic, count)
+            else:
+                continue
+        except TopicError as exc:
+            log.warning("cannot copy topic %s (%d partitions) into the catalog: %s", topic, count, exc)
+            continue
+        changed[topic] = count
+        log.info("catalog: topic %s now has %d partition(s) (from the Kafka cluster)", topic, count)
+    return changed
 
 
 def open_log_view(root: StateRoot, servers: str | None, settings: Mapping[str, str], *, timeout_s: float) -> LogView:

@@ -4,9 +4,12 @@ The schema is Spark's Kafka source's: ``key``, ``value`` (binary), ``topic``, ``
 ``timestamp``, ``timestampType`` and, with ``includeHeaders``, ``headers`` (``array<struct<key, value>>``, null for
 a record without headers, as there).
 
-- :func:`embedded_batches` reads the state root's topic log (Arrow from Delta files, converted column-wise);
-- :func:`kafka_batches` reads a Kafka cluster with confluent-kafka (librdkafka decodes the record batches in native
-  code) and builds each Arrow batch from a whole ``consume()`` call's messages.
+- :meth:`RangeReader.read` reads the state root's topic log (Arrow from Delta files, converted column-wise) or a
+  Kafka cluster with confluent-kafka (librdkafka decodes the record batches in native code; each Arrow batch is a
+  whole ``consume()`` call's messages);
+- a reader keeps its topic logs and its Kafka client open between reads: one per Spark task of the ``groupcoord``
+  source (:func:`read_range`), one per member task of the executors-as-members engine (``groupcoord.ingest``),
+  which reads every batch of its partitions through it.
 
 ``fail_on_data_loss`` is Spark's ``failOnDataLoss``: offsets of the range that retention removed fail the read with
 :class:`DataLossError`, or are skipped with a warning.
@@ -24,9 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
-    from confluent_kafka import Message
+    from confluent_kafka import Consumer, Message
     from confluent_kafka._types import HeadersType
     from pyspark.sql.types import StructType
+
+    from groupcoord.topics import TopicLog
 
 log = logging.getLogger("groupcoord.source.records")
 
@@ -83,10 +88,10 @@ class RangeRead:
 
 
 def read_range(spec: RangeRead, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
-    """Records ``[low, high)`` of ``topic``-``partition`` from wherever ``spec`` says they live."""
-    if spec.bootstrap_servers is None:
-        return embedded_batches(spec, topic, partition, low, high)
-    return kafka_batches(spec, topic, partition, low, high)
+    """Records ``[low, high)`` of ``topic``-``partition`` from wherever ``spec`` says they live, with a reader of
+    their own (one Spark task's read)."""
+    with RangeReader(spec) as reader:
+        yield from reader.read(topic, partition, low, high)
 
 
 def _data_loss(spec: RangeRead, what: str) -> None:
@@ -96,28 +101,122 @@ def _data_loss(spec: RangeRead, what: str) -> None:
     log.warning("%s; skipping them (failOnDataLoss is false)", what)
 
 
-# --- the embedded topic log -------------------------------------------------------------------------------------------
+def kafka_client_config(servers: str, settings: Mapping[str, str]) -> dict[str, object]:
+    """The confluent-kafka consumer settings of a reader: no group, no commits, errors on out-of-range offsets."""
+    return {"bootstrap.servers": servers, "group.id": "groupcoord-source-reader", "enable.auto.commit": False,
+            "enable.auto.offset.store": False, "auto.offset.reset": "error", "enable.partition.eof": False,
+            **settings}
 
-def embedded_batches(spec: RangeRead, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
-    """Records ``[low, high)`` of a partition of the state root's topic log."""
-    from groupcoord.state_root import StateRoot
-    from groupcoord.topics import TopicLog
 
-    topic_log = TopicLog(StateRoot.open(spec.state_root), topic)
-    schema = arrow_schema(spec.include_headers)
-    position = low
-    log_start = topic_log.log_start_offset(partition)
-    if position < log_start:
-        _data_loss(spec, f"offsets {position} to {min(log_start, high) - 1} of {topic}-{partition} were removed "
-                         f"(the log starts at {log_start})")
-        position = log_start
-    while position < high:
-        table = topic_log.read(partition, position, min(READ_CHUNK_RECORDS, high - position))
-        if table.num_rows == 0:
-            _data_loss(spec, f"offsets {position} to {high - 1} of {topic}-{partition} are not in the log")
+class RangeReader:
+    """Reads offset ranges of partitions as Arrow batches in Spark's Kafka source schema, from the state root's topic
+    log or from a Kafka cluster, keeping its topic logs and its Kafka consumer open between reads. Use it from one
+    thread; :meth:`close` (or ``with``) releases the consumer."""
+
+    def __init__(self, spec: RangeRead) -> None:
+        self.spec = spec
+        self._schema: pa.Schema | None = None
+        self._logs: dict[str, TopicLog] = {}
+        self._consumer: Consumer | None = None
+
+    def __enter__(self) -> RangeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the batches (Spark's own conversion of its Kafka source schema)."""
+        if self._schema is None:
+            self._schema = arrow_schema(self.spec.include_headers)
+        return self._schema
+
+    def read(self, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
+        """Records ``[low, high)`` of ``topic``-``partition``; removed offsets follow ``fail_on_data_loss``."""
+        if self.spec.bootstrap_servers is None:
+            return self._embedded(topic, partition, low, high)
+        return self._kafka(topic, partition, low, high)
+
+    def close(self) -> None:
+        """Close the Kafka consumer, if one was opened."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close()
+
+    # --- the embedded topic log ---------------------------------------------------------------------------------
+
+    def _topic_log(self, topic: str) -> TopicLog:
+        from groupcoord.state_root import StateRoot
+        from groupcoord.topics import TopicLog
+
+        found = self._logs.get(topic)
+        if found is None:
+            found = self._logs[topic] = TopicLog(StateRoot.open(self.spec.state_root), topic)
+        return found
+
+    def _embedded(self, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
+        spec, schema, topic_log = self.spec, self.schema, self._topic_log(topic)
+        position = low
+        log_start = topic_log.log_start_offset(partition)
+        if position < log_start:
+            _data_loss(spec, f"offsets {position} to {min(log_start, high) - 1} of {topic}-{partition} were removed "
+                             f"(the log starts at {log_start})")
+            position = log_start
+        while position < high:
+            table = topic_log.read(partition, position, min(READ_CHUNK_RECORDS, high - position))
+            if table.num_rows == 0:
+                _data_loss(spec, f"offsets {position} to {high - 1} of {topic}-{partition} are not in the log")
+                return
+            yield from _log_rows_as_kafka(table, topic, schema, spec.include_headers).to_batches()
+            position = int(table.column("offset")[-1].as_py()) + 1
+
+    # --- a Kafka cluster ----------------------------------------------------------------------------------------
+
+    def _kafka_consumer(self) -> Consumer:
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            assert self.spec.bootstrap_servers is not None
+            self._consumer = Consumer(kafka_client_config(self.spec.bootstrap_servers, self.spec.kafka_settings))
+        return self._consumer
+
+    def _kafka(self, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
+        from confluent_kafka import TopicPartition
+
+        spec, schema, consumer = self.spec, self.schema, self._kafka_consumer()
+        timeout_s = spec.poll_timeout_ms / 1000
+        earliest, latest = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+        position = low
+        if position < earliest:
+            _data_loss(spec, f"offsets {position} to {min(earliest, high) - 1} of {topic}-{partition} were removed "
+                             f"(the log starts at {earliest})")
+            position = earliest
+        if high > latest:
+            _data_loss(spec, f"offsets {max(latest, position)} to {high - 1} of {topic}-{partition} are not on the "
+                             f"cluster (its log ends at {latest})")
+            high = latest
+        if position >= high:
             return
-        yield from _log_rows_as_kafka(table, topic, schema, spec.include_headers).to_batches()
-        position = int(table.column("offset")[-1].as_py()) + 1
+        consumer.assign([TopicPartition(topic, partition, position)])
+        deadline = time.monotonic() + timeout_s
+        while position < high:
+            messages = consumer.consume(num_messages=min(KAFKA_CONSUME_RECORDS, high - position), timeout=0.5)
+            # only this range's partition from the position on: a reused consumer's earlier assignments stay out
+            fresh = [m for m in messages if _offset(m) >= position and (m.topic(), m.partition()) == (topic, partition)]
+            wanted = [m for m in fresh if _offset(m) < high]
+            if wanted:
+                yield _messages_as_kafka(wanted, topic, partition, schema, spec.include_headers)
+                position = _offset(wanted[-1]) + 1
+                deadline = time.monotonic() + timeout_s
+            if len(wanted) < len(fresh):
+                break  # past the range's end
+            # Gaps (compaction, transaction markers): the consumer's position tells where it really is.
+            (current,) = consumer.position([TopicPartition(topic, partition)])
+            position = max(position, current.offset)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out reading {topic}-{partition} at offset {position} (wanted up to "
+                                   f"{high - 1}) within kafkaConsumer.pollTimeoutMs={spec.poll_timeout_ms}")
 
 
 def _log_rows_as_kafka(table: pa.Table, topic: str, schema: pa.Schema, include_headers: bool) -> pa.Table:
@@ -136,57 +235,6 @@ def _log_rows_as_kafka(table: pa.Table, topic: str, schema: pa.Schema, include_h
         else:
             columns.append(pa.nulls(rows, header_type))
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-# --- a Kafka cluster --------------------------------------------------------------------------------------------------
-
-def kafka_client_config(servers: str, settings: Mapping[str, str]) -> dict[str, object]:
-    """The confluent-kafka consumer settings of a reader: no group, no commits, errors on out-of-range offsets."""
-    return {"bootstrap.servers": servers, "group.id": "groupcoord-source-reader", "enable.auto.commit": False,
-            "enable.auto.offset.store": False, "auto.offset.reset": "error", "enable.partition.eof": False,
-            **settings}
-
-
-def kafka_batches(spec: RangeRead, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
-    """Records ``[low, high)`` of a partition of the Kafka cluster, read with librdkafka."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    assert spec.bootstrap_servers is not None
-    consumer = Consumer(kafka_client_config(spec.bootstrap_servers, spec.kafka_settings))
-    schema = arrow_schema(spec.include_headers)
-    timeout_s = spec.poll_timeout_ms / 1000
-    try:
-        earliest, latest = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
-        position = low
-        if position < earliest:
-            _data_loss(spec, f"offsets {position} to {min(earliest, high) - 1} of {topic}-{partition} were removed "
-                             f"(the log starts at {earliest})")
-            position = earliest
-        if high > latest:
-            _data_loss(spec, f"offsets {max(latest, position)} to {high - 1} of {topic}-{partition} are not on the "
-                             f"cluster (its log ends at {latest})")
-            high = latest
-        if position >= high:
-            return
-        consumer.assign([TopicPartition(topic, partition, position)])
-        deadline = time.monotonic() + timeout_s
-        while position < high:
-            messages = consumer.consume(num_messages=min(KAFKA_CONSUME_RECORDS, high - position), timeout=0.5)
-            wanted = [m for m in messages if _offset(m) < high]
-            if wanted:
-                yield _messages_as_kafka(wanted, topic, partition, schema, spec.include_headers)
-                position = _offset(wanted[-1]) + 1
-                deadline = time.monotonic() + timeout_s
-            if len(wanted) < len(messages):
-                break  # past the range's end
-            # Gaps (compaction, transaction markers): the consumer's position tells where it really is.
-            (current,) = consumer.position([TopicPartition(topic, partition)])
-            position = max(position, current.offset)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out reading {topic}-{partition} at offset {position} (wanted up to "
-                                   f"{high - 1}) within kafkaConsumer.pollTimeoutMs={spec.poll_timeout_ms}")
-    finally:
-        consumer.close()
 
 
 def _offset(message: Message) -> int:

@@ -1,9 +1,9 @@
 """Per-partition Delta app transactions: how an exactly-once sink records, in its own commits, how far it ingested.
 
-Both exactly-once sinks (the ingestion job's :mod:`groupcoord.ingest.sink` and Structured Streaming's
-``groupcoord-delta`` sink, :mod:`groupcoord.sink.data_sink`) commit rows together with one Delta app
-transaction per ``<group>/<topic>/<partition>`` whose version is the partition's end offset (the next offset to
-ingest), so the table itself says how far each partition of each group was written, atomically with the data.
+The exactly-once sink (the ``groupcoord-delta`` sink's writer, :mod:`groupcoord.sink.commit`, which both engines of
+the ingestion job write with) commits rows together with one Delta app transaction per
+``<group>/<topic>/<partition>`` whose version is the partition's end offset (the next offset to ingest), so the table
+itself says how far each partition of each group was written, atomically with the data.
 
 delta-rs refuses a commit whose app transactions were written by another commit since the snapshot it was based
 on (``CommitFailedError``, a concurrent transaction); appends without a shared app id are retried by delta-rs.

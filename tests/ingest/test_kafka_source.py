@@ -1,6 +1,7 @@
-"""The Kafka source against the session's real Apache Kafka broker (127.0.0.1): assign+seek reads, the catalog copy
-of partition counts (a grown topic and a new one), and members ingesting a Kafka topic exactly once into the sink.
-The broker is shared by the test session, so every test uses topics of its own."""
+"""The members engine on a Kafka source, against the session's real Apache Kafka broker (127.0.0.1): the
+``groupcoord`` source's reader reused for a member's consecutive bounded reads, the catalog copy of partition counts
+(a grown topic and a new one), and members ingesting a Kafka topic exactly once into the sink. The broker is shared
+by the test session, so every test uses topics of its own."""
 
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ from kafka.admin import NewPartitions
 from kafka.structs import TopicPartition
 
 from groupcoord.devbroker import KafkaBroker, Record
-from groupcoord.ingest.catalog_sync import CatalogSync, copy_partition_counts, topic_filter
+from groupcoord.ingest.catalog_sync import CatalogSync, topic_filter
 from groupcoord.ingest.check import check_exactly_once
-from groupcoord.ingest.kafka_source import KafkaReader, kafka_partition_counts
-from groupcoord.ingest.sink import DeltaSink
 from groupcoord.ingest.sources import SourceSpec
 from groupcoord.ingest.worker import IngestPlan, IngestWork
 from groupcoord.member import GroupMember
-from groupcoord.topics import OffsetOutOfRangeError, PartitionOffsets, TopicCatalog
+from groupcoord.sink.table import SinkTable
+from groupcoord.source.log_view import copy_partition_counts
+from groupcoord.source.records import RangeReader
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import PartitionOffsets, TopicCatalog
 from tests.ingest.test_worker import run_all
 from tests.member.conftest import Coordinator
 
@@ -43,42 +46,48 @@ def produce(broker: KafkaBroker, topic: str) -> pa.Table:
                                  for (p, i), value in values.items()])
 
 
-def test_the_reader_seeks_and_reads_bounded_batches_of_assigned_partitions(kafka_broker: KafkaBroker) -> None:
+def offsets_and_values(reader: RangeReader, tp: TopicPartition, low: int, high: int) -> tuple[list[int], list[bytes]]:
+    """The offsets and values of one range read."""
+    table = pa.Table.from_batches(list(reader.read(tp.topic, tp.partition, low, high)), schema=reader.schema)
+    return table.column("offset").to_pylist(), table.column("value").to_pylist()
+
+
+def test_one_reader_reads_bounded_ranges_of_several_partitions_one_after_the_other(
+        kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     produced = produce(kafka_broker, "reader_clicks")
-    reader = KafkaReader([kafka_broker.bootstrap])
+    source = SourceSpec.parse(f"kafka://{kafka_broker.bootstrap}", state_root=StateRoot.open(tmp_path, create=True))
+    tp0, tp3 = TopicPartition("reader_clicks", 0), TopicPartition("reader_clicks", 3)
+    view = source.log_view()
     try:
-        tp0, tp3 = TopicPartition("reader_clicks", 0), TopicPartition("reader_clicks", 3)
         everything = PartitionOffsets(0, PER_PARTITION)
-        assert reader.bounds([tp0, tp3]) == {tp0: everything, tp3: everything}
-        batch = reader.read({tp0: 10, tp3: 0}, 50)
-        assert batch[tp0].column("offset").to_pylist() == list(range(10, 60))
-        assert batch[tp3].column("offset").to_pylist() == list(range(50))
-        values = produced.filter(pc.field("partition") == 0).column("value").to_pylist()
-        assert batch[tp0].column("value").to_pylist() == values[10:60]
-        assert reader.read({tp0: PER_PARTITION}, 50)[tp0].num_rows == 0
-        with pytest.raises(OffsetOutOfRangeError):  # an offset past the log end
-            reader.read({tp0: PER_PARTITION + 5}, 50)
+        assert view.bounds([tp0, tp3]) == {tp0: everything, tp3: everything}
     finally:
-        reader.close()
+        view.close()
+    with RangeReader(source.range_read()) as reader:
+        offsets, values = offsets_and_values(reader, tp0, 10, 60)
+        assert offsets == list(range(10, 60))
+        assert values == produced.filter(pc.field("partition") == 0).column("value").to_pylist()[10:60]
+        assert offsets_and_values(reader, tp3, 0, 50)[0] == list(range(50))
+        assert offsets_and_values(reader, tp0, 5, 8)[0] == [5, 6, 7]  # back to an earlier position of another
+        assert offsets_and_values(reader, tp0, PER_PARTITION, PER_PARTITION)[0] == []
 
 
-def test_consecutive_bounded_reads_reach_the_end_of_every_partition(kafka_broker: KafkaBroker) -> None:
+def test_consecutive_bounded_reads_reach_the_end_of_every_partition(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     # What a member does: read from where the last batch ended (kafka-python once stopped fetching a partition here).
     produced = produce(kafka_broker, "batches_clicks")
     positions = {TopicPartition("batches_clicks", p): 0 for p in range(PARTITIONS)}
     values = []
-    reader = KafkaReader([kafka_broker.bootstrap])
-    try:
+    source = SourceSpec.parse(f"kafka://{kafka_broker.bootstrap}", state_root=str(tmp_path))
+    with RangeReader(source.range_read()) as reader:
         for _ in range(20):
             unread = {tp: offset for tp, offset in positions.items() if offset < PER_PARTITION}
             if not unread:
                 break
-            for tp, table in reader.read(unread, 100).items():
-                assert table.column("offset").to_pylist() == list(range(positions[tp], positions[tp] + table.num_rows))
-                positions[tp] += table.num_rows
-                values += table.column("value").to_pylist()
-    finally:
-        reader.close()
+            for tp, offset in unread.items():
+                read, got = offsets_and_values(reader, tp, offset, min(offset + 100, PER_PARTITION))
+                assert read == list(range(offset, offset + len(read)))
+                positions[tp] += len(read)
+                values += got
     assert positions == dict.fromkeys(positions, PER_PARTITION)
     assert sorted(values) == sorted(produced.column("value").to_pylist())
 
@@ -88,8 +97,8 @@ def test_partition_counts_are_copied_into_the_catalog_and_only_grow(
     kafka_broker.create_topic("sync_clicks", PARTITIONS)
     stack = coordinator({})
     catalog = TopicCatalog(stack.root)
-    with CatalogSync(catalog, lambda: kafka_partition_counts([kafka_broker.bootstrap]),
-                     wanted=topic_filter(None, "sync_cl.*"), interval_ms=50).start():
+    source = SourceSpec.parse(f"kafka://{kafka_broker.bootstrap}", state_root=stack.root)
+    with CatalogSync(source.log_view(), wanted=topic_filter(None, "sync_cl.*"), interval_ms=50).start():
         assert catalog.partition_counts() == {"sync_clicks": PARTITIONS}
         admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
         admin.create_partitions({"sync_clicks": NewPartitions(total_count=PARTITIONS + 2)})
@@ -101,8 +110,8 @@ def test_partition_counts_are_copied_into_the_catalog_and_only_grow(
         while catalog.partition_counts() != grown:
             assert time.monotonic() < deadline, f"not copied: {catalog.partition_counts()} != {grown}"
             time.sleep(0.05)
-    shrunk = {"sync_clicks": 1, "sync_clicks_eu": 1, "other": 2}
-    assert copy_partition_counts(catalog, shrunk, wanted=topic_filter(("sync_clicks",), None)) == {}
+    shrunk = {"sync_clicks": 1, "sync_clicks_eu": 1}
+    assert copy_partition_counts(catalog, shrunk) == {}
     assert catalog.partition_counts() == grown
 
 
@@ -111,14 +120,17 @@ def test_members_ingest_a_kafka_topic_exactly_once(
         tmp_path: Path) -> None:
     produced = produce(kafka_broker, "members_clicks")
     stack = coordinator({})
-    copy_partition_counts(TopicCatalog(stack.root), kafka_partition_counts([kafka_broker.bootstrap]),
-                          wanted=lambda t: t == "members_clicks")
     source = SourceSpec.parse(f"kafka://{kafka_broker.bootstrap}", state_root=stack.root)
+    view = source.log_view()
+    try:
+        view.sync_catalog(lambda t: t == "members_clicks")
+    finally:
+        view.close()
     plan = IngestPlan(group_id="ingest", source=source, sink=str(tmp_path / "sink"), max_records_per_batch=100,
                       idle_ms=20, done_check_ms=50,
                       targets={("members_clicks", p): PER_PARTITION for p in range(PARTITIONS)})
     group = [members("ingest", topics=["members_clicks"], state_root=stack.root.path, group_instance_id=f"k-{i}")
              for i in range(2)]
     run_all([(m, IngestWork(plan)) for m in group])
-    result = check_exactly_once(DeltaSink(tmp_path / "sink", "ingest").read_all(), produced)
+    result = check_exactly_once(SinkTable(tmp_path / "sink", "ingest").read_all(), produced)
     assert result.ok, result.summary()

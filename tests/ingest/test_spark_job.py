@@ -18,12 +18,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from groupcoord.config import resolve_config
 from groupcoord.devbroker import KafkaBroker
-from groupcoord.ingest.config import IngestConfig
+from groupcoord.ingest.config import SINK_SCHEMA, IngestConfig
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.job import run_ingest
-from groupcoord.ingest.sink import SINK_SCHEMA, DeltaSink
 from groupcoord.ingest.worker import IngestPlan, IngestWork, MemberIngest
 from groupcoord.member import GroupMember
+from groupcoord.sink.table import SinkTable
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
@@ -54,7 +54,7 @@ def produced_frame(spark: SparkSession, root: StateRoot, topic: str) -> DataFram
 
 def sink_frame(spark: SparkSession, sink: Path) -> DataFrame:
     """The sink's rows."""
-    return spark.createDataFrame(DeltaSink(sink, "any").read_all())
+    return spark.createDataFrame(SinkTable(sink, "any").read_all())
 
 
 def committed_offsets(root: StateRoot, group: str) -> dict[TopicPartition, int]:
@@ -81,7 +81,7 @@ def assert_exactly_once(spark: SparkSession, root: StateRoot, sink: Path, group:
     assert_df_equality(sink_frame(spark, sink), produced_frame(spark, root, "events"), ignore_row_order=True,
                        ignore_nullable=True)
     committed = committed_offsets(root, group)
-    assert committed == DeltaSink(sink, group).versions(committed)
+    assert committed == SinkTable(sink, group).versions(committed)
     assert sorted(committed.values()) == [RECORDS // PARTITIONS] * PARTITIONS
 
 
@@ -109,7 +109,7 @@ def test_the_job_ingests_a_kafka_topic_exactly_once_with_executor_members(
     assert_df_equality(sink_frame(spark, sink).select(columns), expected, ignore_row_order=True,
                        ignore_nullable=True)
     committed = committed_offsets(root, "kafka-e2e")
-    assert committed == DeltaSink(sink, "kafka-e2e").versions(committed)
+    assert committed == SinkTable(sink, "kafka-e2e").versions(committed)
     assert sorted(committed.values()) == [PER_PARTITION] * KAFKA_PARTITIONS
 
 

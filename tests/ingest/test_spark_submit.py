@@ -21,7 +21,7 @@ import pytest
 from groupcoord.ingest.check import check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.demo_pipeline import REPO, spark_submit
-from groupcoord.ingest.sink import DeltaSink
+from groupcoord.sink.table import SinkTable
 from groupcoord.spark.submit import LOG4J2_CONFIG, VENV_ENV
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
@@ -77,7 +77,7 @@ def test_spark_submit_runs_the_job_and_sigterm_commits_and_leaves(tmp_path: Path
         env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 150
-        while not (sink.exists() and DeltaSink(sink, "smoke").row_count() >= RECORDS):
+        while not (sink.exists() and SinkTable(sink, "smoke").row_count() >= RECORDS):
             assert job.poll() is None, f"the job ended early:\n{job.stdout.read() if job.stdout else ''}"
             assert time.monotonic() < deadline, "the job did not ingest everything in time"
             time.sleep(0.5)
@@ -91,7 +91,7 @@ def test_spark_submit_runs_the_job_and_sigterm_commits_and_leaves(tmp_path: Path
             job.wait(10)
     assert job.returncode == 0, output[-3000:]
     assert "received SIGTERM" in output
-    result = check_exactly_once(DeltaSink(sink, "smoke").read_all(), embedded_rows(root, ["events"]))
+    result = check_exactly_once(SinkTable(sink, "smoke").read_all(), embedded_rows(root, ["events"]))
     assert result.ok, result.summary()
     committed = {(r["topic"], r["partition"]): r["offset"] for r in read_view(root, OFFSETS).to_pylist()}
     assert committed == {("events", p): RECORDS // 4 for p in range(4)}

@@ -14,10 +14,10 @@ from kafka.structs import TopicPartition
 
 from groupcoord.ingest.check import check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
-from groupcoord.ingest.sink import DeltaSink
 from groupcoord.ingest.sources import SourceSpec
 from groupcoord.ingest.worker import IngestPlan, IngestWork, MemberIngest
 from groupcoord.member import GroupMember
+from groupcoord.sink.table import SinkTable
 from groupcoord.topics import TopicLog
 from tests.member.conftest import Coordinator, poll_until
 
@@ -64,12 +64,12 @@ def run_all(works: list[tuple[GroupMember, Callable[[GroupMember, Any], bool]]],
 
 def assert_exactly_once_and_committed(stack: Coordinator, sink: Path, member: GroupMember) -> None:
     """The sink holds every record once, and the group's committed offsets equal the sink's transaction versions."""
-    result = check_exactly_once(DeltaSink(sink, "ingest").read_all(), embedded_rows(stack.root, ["events"]))
+    result = check_exactly_once(SinkTable(sink, "ingest").read_all(), embedded_rows(stack.root, ["events"]))
     assert result.ok, result.summary()
     assert result.found == RECORDS
     tps = [TopicPartition("events", p) for p in range(PARTITIONS)]
     committed = {tp: meta.offset if meta else None for tp, meta in member.committed(tps).items()}
-    assert committed == DeltaSink(sink, "ingest").versions(tps)
+    assert committed == SinkTable(sink, "ingest").versions(tps)
     assert set(committed.values()) == {RECORDS // PARTITIONS}
 
 
@@ -132,7 +132,7 @@ def test_a_member_killed_between_sink_and_offset_commit_leaves_the_sink_ahead_an
     plan = plan_for(stack, tmp_path / "sink")
     victim = members("ingest", topics=["events"], state_root=stack.root.path, group_instance_id="t-0")
     run_all([(victim, DyingWork(plan))])
-    sink = DeltaSink(tmp_path / "sink", "ingest")
+    sink = SinkTable(tmp_path / "sink", "ingest")
     ahead = {tp: v for tp, v in sink.versions(TopicPartition("events", p) for p in range(PARTITIONS)).items() if v}
     assert ahead, "the victim wrote one batch to the sink"
     assert all(meta is None for meta in victim.committed(ahead).values()), "but committed nothing"
@@ -150,7 +150,7 @@ def test_progress_shows_lag_falling_to_zero_and_the_records_ingested(
     stack = coordinator({})
     create_demo_topic(stack.root, "events", partitions=PARTITIONS, records=RECORDS)
     plan = plan_for(stack, tmp_path / "sink")
-    monitor = ProgressMonitor(stack.root, plan.source, DeltaSink(tmp_path / "sink", "ingest"), "ingest",
+    monitor = ProgressMonitor(stack.root, plan.source, SinkTable(tmp_path / "sink", "ingest"), "ingest",
                               topic_filter(("events",), None), tty=False)
     before = monitor.sample()
     assert (before.ingested, before.lag, before.partitions) == (0, RECORDS, PARTITIONS)

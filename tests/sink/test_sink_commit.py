@@ -1,5 +1,6 @@
-"""The ``groupcoord-delta`` sink's driver commit on a real Delta table (delta-rs), without Spark: drop, trim, gap,
-reset marker, concurrent commits of the same partitions, and two writers of other partitions."""
+"""The ``groupcoord-delta`` sink's commit on a real Delta table (delta-rs), without Spark: drop, trim, gap,
+reset marker, concurrent commits of the same partitions, two writers of other partitions; and ``append_batch``, the
+same writer for the executors-as-members engine."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from deltalake import DeltaTable
 
 from groupcoord.sink import plan as sink_plan
-from groupcoord.sink.commit import commit_batch, ensure_table
+from groupcoord.sink.commit import append_batch, commit_batch, ensure_table
 from groupcoord.sink.files import PartitionFile, write_partition_files
 from groupcoord.sink.plan import BatchRange, CommitPlan, SinkBatchError, SinkGapError
 from groupcoord.storage.tables import local_dataset
@@ -183,3 +184,42 @@ def test_an_abort_after_the_delta_commit_keeps_the_committed_files(table: Path) 
     assert (table / committed[0].path).exists()
     assert not (table / leftover[0].path).exists()
     assert table_rows(table) == [(0, o) for o in range(5)]
+
+
+# --- append_batch: the same writer for a member that reads its records itself -------------------------------------
+
+def test_append_batch_writes_and_commits_in_one_process_with_the_tables_columns(table: Path) -> None:
+    """The executors-as-members engine's path: its rows carry more columns than the table (left out); one commit,
+    one transaction per partition; a replay of the same ranges writes nothing."""
+    def read(partition: int, start: int, end: int) -> pa.RecordBatch:
+        batch = rows(partition, start, end)
+        return batch.append_column("timestampType", pa.array([0] * batch.num_rows, pa.int32()))
+
+    ranges = {("t", 0): BatchRange(0, 4), ("t", 1): BatchRange(0, 2)}
+    done = append_batch(str(table), GROUP, ranges, [read(0, 0, 4), read(1, 0, 2)], resets=no_resets,
+                        reader="member-1")
+    assert (done.rows, done.versions) == (6, {("t", 0): 4, ("t", 1): 2})
+    assert table_rows(table) == [(0, o) for o in range(4)] + [(1, 0), (1, 1)]
+    assert DeltaTable(str(table)).history(1)[0]["groupcoord_member"] == "member-1"
+    again = append_batch(str(table), GROUP, ranges, [rows(0, 0, 4), rows(1, 0, 2)], resets=no_resets,
+                         table=DeltaTable(str(table)))
+    assert (again.table_version, again.rows) == (None, 0)
+    assert len(list(table.glob("*.parquet"))) == 2  # the replay's files are gone
+
+
+def test_append_batch_keeps_each_groups_transactions_apart(table: Path) -> None:
+    ranges = {("t", 0): BatchRange(0, 4)}
+    append_batch(str(table), "a", ranges, [rows(0, 0, 4)], resets=no_resets)
+    done = append_batch(str(table), "b", ranges, [rows(0, 0, 4)], resets=no_resets)
+    assert (done.rows, done.versions) == (4, {("t", 0): 4})
+    assert len(table_rows(table)) == 8
+
+
+def test_append_batch_removes_its_files_when_the_commit_is_refused(table: Path) -> None:
+    append_batch(str(table), GROUP, {("t", 0): BatchRange(0, 5)}, [rows(0, 0, 5)], resets=no_resets)
+    with pytest.raises(SinkGapError):
+        append_batch(str(table), GROUP, {("t", 0): BatchRange(8, 10)}, [rows(0, 8, 10)], resets=no_resets)
+    assert len(list(table.glob("*.parquet"))) == 1
+    done = append_batch(str(table), GROUP, {("t", 0): BatchRange(8, 10)}, [rows(0, 8, 10)],
+                        resets=lambda: {("t", 0): 8})  # the jump its writer chose (a reset)
+    assert done.versions == {("t", 0): 10}

@@ -5,8 +5,8 @@ next version: delta-rs's conditional commit (``max_commit_retries=0``, or app tr
 appends of the record log and the topic logs, groupcoord's own hard link (:mod:`groupcoord.storage.files`). Each child process reads the
 table as its writer does, then waits at a barrier placed right before the commit (the module's write function is
 wrapped, nothing else changes), so both commit the same version at the same moment. Exactly one wins; the loser
-sees the conflict: a fenced append, a lost lease race, a ``conflict`` sink outcome, or a producer's retry that
-re-reads and renumbers.
+sees the conflict: a fenced append, a lost lease race, a sink commit that plans again and finds its rows written,
+or a producer's retry that re-reads and renumbers.
 
 delta-spark must not write these tables: its local-filesystem log store checks for the commit file and then renames,
 which is safe only inside one JVM (``docs/state-tables.md``).
@@ -20,15 +20,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 from kafka.structs import TopicPartition
 
 from groupcoord.coordinator.encoded import EncodedRecord
-from groupcoord.ingest.sink import DeltaSink, PartitionBatch
+from groupcoord.ingest.config import SINK_SCHEMA
 from groupcoord.log.base import LogFencedError
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import LeaseTable
+from groupcoord.sink.commit import append_batch, ensure_table
+from groupcoord.sink.plan import BatchRange
+from groupcoord.sink.table import SinkTable
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 
@@ -61,8 +65,10 @@ def _produce(root: StateRoot, me: int) -> object:
 
 def _append_to_sink(root: StateRoot, me: int) -> object:
     records = TopicLog(root, TOPIC).read(0, 0, 2)
-    outcome = DeltaSink(root.path / "sink", "ingest").append([PartitionBatch(TopicPartition(TOPIC, 0), 0, 2, records)])
-    return ("won" if outcome.status == "written" else outcome.status, outcome.rows)
+    rows = records.append_column("topic", pa.array([TOPIC] * records.num_rows, pa.string()))
+    done = append_batch(str(root.path / "sink"), "ingest", {(TOPIC, 0): BatchRange(0, 2)}, rows.to_batches(),
+                        resets=dict)
+    return ("won" if done.attempts == 1 else "planned again", done.rows)
 
 
 def _create_topic(root: StateRoot, me: int) -> object:
@@ -74,7 +80,7 @@ WRITERS: dict[str, tuple[str, Callable[[StateRoot, int], object]]] = {
     "record log": ("groupcoord.storage.files._put_if_absent", _append_to_record_log),
     "lease": ("groupcoord.log.lease.write_deltalake", _take_lease),
     "topic log": ("groupcoord.topics.topic_log.append_file", _produce),
-    "ingestion sink": ("groupcoord.ingest.sink.write_deltalake", _append_to_sink),
+    "ingestion sink": ("groupcoord.sink.commit.offsets_commit", _append_to_sink),
     "topic catalog": ("groupcoord.topics.catalog.write_deltalake", _create_topic),
 }
 """Per table: the function each writer commits through (where the barrier goes) and one write of the table."""
@@ -167,11 +173,11 @@ def test_two_producers_racing_for_one_version_one_wins_the_other_renumbers(root:
     assert TopicLog(root, TOPIC).read(0, 0).column("offset").to_pylist() == list(range(8))
 
 
-def test_two_ingestion_members_appending_one_partition_one_writes_the_other_conflicts(root: StateRoot) -> None:
-    DeltaSink(root.path / "sink", "ingest").table()  # created beforehand, as a running job's sink is
+def test_two_ingestion_members_appending_one_partition_one_writes_the_other_plans_again(root: StateRoot) -> None:
+    ensure_table(str(root.path / "sink"), SINK_SCHEMA)  # created beforehand, as a running job's sink is
     outcomes = _race("ingestion sink", root)
-    assert sorted(o[0] for o in outcomes.values()) == ["conflict", "won"], outcomes
-    sink = DeltaSink(root.path / "sink", "ingest")
+    assert sorted(outcomes.values()) == [("planned again", 0), ("won", 2)], outcomes
+    sink = SinkTable(root.path / "sink", "ingest")
     assert sink.read_all().column("offset").to_pylist() == [0, 1]
     assert sink.versions([TopicPartition(TOPIC, 0)]) == {TopicPartition(TOPIC, 0): 2}
 

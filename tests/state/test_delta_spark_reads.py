@@ -30,9 +30,11 @@ from pyspark.sql import functions as F
 from groupcoord.admin.checkpoint import run_checkpoint
 from groupcoord.admin.holder import admin_session
 from groupcoord.host.background import BackgroundCoordinator
-from groupcoord.ingest.sink import DeltaSink, PartitionBatch
+from groupcoord.ingest.config import SINK_SCHEMA
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.maintenance import WRITE_GUARD, collect_garbage, run_log_maintenance
+from groupcoord.sink.commit import append_batch, ensure_table
+from groupcoord.sink.plan import BatchRange
 from groupcoord.state.materializer import Materializer, MaterializerConfig
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.tables import compact_table, local_dataset
@@ -64,10 +66,12 @@ def written(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> St
     for batch in range(3):
         topic.produce(ProducerRecord(f"v{batch}-{i}".encode(), key=f"k{i}".encode()) for i in range(12))
     _coordinate(root, rounds=4)
-    sink = DeltaSink(root.path / SINK, "live")
+    ensure_table(str(root.path / SINK), SINK_SCHEMA)
     for start in (0, 4, 8):
         records = topic.read(0, start, 4)
-        sink.append([PartitionBatch(TopicPartition(TOPIC, 0), start, start + records.num_rows, records)])
+        rows = records.append_column("topic", pa.array([TOPIC] * records.num_rows, pa.string()))
+        append_batch(str(root.path / SINK), "live", {(TOPIC, 0): BatchRange(start, start + records.num_rows)},
+                     rows.to_batches(), resets=dict)
     for run in range(2):
         run_checkpoint(spark, root, run_id=f"run-{run}")
     return root
