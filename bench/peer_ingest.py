@@ -5,7 +5,8 @@ One dev broker (Apache Kafka 4.4.0) holds ``records`` records of 1 KB in 12 part
 
 - ``spark_kafka_source``: ``spark.readStream.format("kafka")`` with ``Trigger.AvailableNow`` into a delta-spark table
   (:mod:`bench.peer_ingest_app`);
-- ``groupcoord``: ``jobs/streaming_ingest.py --source kafka://... --available-now --members N`` into its Delta sink.
+- ``groupcoord``: ``jobs/streaming_ingest.py --engine members --source kafka://... --available-now --members N`` into
+  its Delta sink.
 
 Masters: ``local[4,4]`` with 3 members, and ``local[2]`` with 1 member (``run_members`` needs members + 1 task
 slots). Everything is launched as users do, with ``bin/spark-submit``. Per side and master, two processes:
@@ -88,8 +89,9 @@ def measure(side: str, master: str, members: int, bootstrap: str, work: Path, co
     cold_dir = work / "cold"
     if side == "groupcoord":
         cold_sink = cold_dir / "sink"
-        cold_s, _ = _submit(master, [str(JOB), "--group", "peer-ingest-cold", "--topics", TOPIC, "--source",
-                                     f"kafka://{bootstrap}", "--sink", str(cold_sink), "--members", str(members),
+        cold_s, _ = _submit(master, [str(JOB), "--engine", "members", "--group", "peer-ingest-cold", "--topics", TOPIC,
+                                     "--source", f"kafka://{bootstrap}", "--sink", str(cold_sink),
+                                     "--members", str(members),
                                      "--state-root", str(cold_dir / "state"), "--available-now",
                                      "--no-progress-tty"], work / "cold.log")
     else:

@@ -8,7 +8,7 @@ cold one, the later ones warm (the JVM, Spark's executors and the Python workers
 - ``spark``: Spark's Kafka source, ``spark.readStream.format("kafka")`` with ``Trigger.AvailableNow``, into a Delta
   table through delta-spark (``writeStream.format("delta")``).
 - ``groupcoord``: ``jobs/streaming_ingest.py``'s own entry point (``groupcoord.ingest.entry.main``) with
-  ``--source kafka://... --available-now``, ``--members N`` executor members, into its Delta sink.
+  ``--engine members --source kafka://... --available-now``, ``--members N`` executor members, into its Delta sink.
 
 Self-contained (it runs as a script, with ``bench/`` and not the checkout on ``sys.path``).
 """
@@ -51,7 +51,8 @@ def groupcoord_job(bootstrap: str, topic: str, run_dir: Path, members: int, run:
     from groupcoord.ingest.entry import main as ingest_main
 
     sink = run_dir / "sink"
-    code = ingest_main(["--group", f"peer-ingest-{run}", "--topics", topic, "--source", f"kafka://{bootstrap}",
+    code = ingest_main(["--engine", "members", "--group", f"peer-ingest-{run}", "--topics", topic,
+                        "--source", f"kafka://{bootstrap}",
                         "--sink", str(sink), "--members", str(members), "--state-root", str(run_dir / "state"),
                         "--available-now", "--no-progress-tty"])
     if code != 0:

@@ -1,6 +1,6 @@
 """spark-submit entry point of the streaming ingestion job (see ``groupcoord.ingest.entry`` for the flags)::
 
-    spark-submit jobs/streaming_ingest.py --group G (--topics T1,T2 | --pattern REGEX) \\
+    spark-submit jobs/streaming_ingest.py [--engine structured|members] --group G (--topics T1,T2 | --pattern REGEX) \\
         --source embedded|kafka://HOST:PORT --sink PATH --members N [--available-now] [--conf-file FILE]
 """
 
@@ -17,9 +17,8 @@ def _exit_without_finalizing(code: int) -> None:
     """Stop Spark, flush, and end the process without Python's interpreter finalization.
 
     A run that finished cleanly could still die in finalization (exit 134, "PyGILState_Release: thread state ...
-    must be current when releasing", about 1 in 4 members-engine runs of ``bench/assign_demo.py``): native threads
-    that outlive ``main`` call into a Python that is shutting down. Everything the job owns (its coordinator, its
-    members, its queries) is already closed when ``main`` returns.
+    must be current when releasing"): native threads that outlive ``main`` call into a Python that is shutting down.
+    Everything the job owns (its coordinator, its members, its queries) is already closed when ``main`` returns.
     """
     from pyspark.sql import SparkSession
 

@@ -136,11 +136,12 @@ REGISTRY.define("auto.offset.reset", str, "earliest",
                 "Where a partition with no committed offset and no sink transaction starts.",
                 choices=("earliest", "latest"))
 REGISTRY.define("max.records.per.batch", int, 10000,
-                "Most records a member reads from one partition for one sink commit.", minimum=1, maximum=INT32_MAX)
-REGISTRY.define("engine", str, "members",
-                "How the ingestion job reads (--engine): 'members' (executor tasks as group members, run_members) or "
-                "'structured' (Structured Streaming queries, readStream.format('groupcoord') into groupcoord-delta, "
-                "one query per member).", choices=("members", "structured"))
+                "Most records per sink commit: each query's maxOffsetsPerTrigger (structured engine), or what an "
+                "executor member reads from one partition (members engine).", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("engine", str, "structured",
+                "How the ingestion job reads (--engine): 'structured' (Structured Streaming queries, "
+                "readStream.format('groupcoord') into groupcoord-delta, one query per member) or 'members' (executor "
+                "tasks as group members, run_members).", choices=("structured", "members"))
 REGISTRY.define("streaming.checkpoint", str, None,
                 "Structured engine: the directory of the queries' checkpoints (query-<i> each); default "
                 "<sink>/_checkpoints.")

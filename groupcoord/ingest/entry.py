@@ -31,19 +31,20 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The job's flags."""
     parser = _Parser(prog=PROG, description="Ingest topics into a Delta table exactly once, as the members of a "
-                                            "groupcoord consumer group: Spark executor tasks (--engine members) or "
-                                            "Structured Streaming queries (--engine structured).")
+                                            "groupcoord consumer group: Structured Streaming queries (--engine "
+                                            "structured, the default) or Spark executor tasks (--engine members).")
     parser.add_argument("--group", metavar="G", help="consumer group id (spark.groupcoord.group.id)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--topics", metavar="T1,T2", help="topics to consume (spark.groupcoord.topics)")
     which.add_argument("--pattern", metavar="REGEX", help="topics matching REGEX (spark.groupcoord.pattern)")
     parser.add_argument("--source", metavar="embedded|kafka://HOST:PORT", help="spark.groupcoord.source")
     parser.add_argument("--sink", metavar="PATH", help="Delta table to append to (spark.groupcoord.sink)")
-    parser.add_argument("--engine", choices=("members", "structured"),
-                        help="members: executor tasks as group members; structured: one Structured Streaming query "
-                             "per member, into the groupcoord-delta sink (spark.groupcoord.engine)")
+    parser.add_argument("--engine", choices=("structured", "members"),
+                        help="structured (default): one Structured Streaming query per member, into the "
+                             "groupcoord-delta sink; members: executor tasks as group members "
+                             "(spark.groupcoord.engine)")
     parser.add_argument("--members", type=int, metavar="N",
-                        help="group members: executor tasks, or queries with --engine structured "
+                        help="group members: queries, or executor tasks with --engine members "
                              "(spark.groupcoord.members)")
     parser.add_argument("--checkpoint", metavar="DIR",
                         help="structured engine: the queries' checkpoints (spark.groupcoord.streaming.checkpoint)")

@@ -89,7 +89,7 @@ def create_sink(config: IngestConfig) -> SinkTable:
 def stop_on_signal(stop_file: Path) -> Iterator[None]:
     """While inside, SIGTERM and SIGINT create ``stop_file`` (the members' signal to commit and leave)."""
     def request_stop(signum: int, frame: FrameType | None) -> None:
-        log.warning("received %s: members commit and leave", signal.Signals(signum).name)
+        log.warning("received %s: the members stop, commit and leave", signal.Signals(signum).name)
         stop_file.parent.mkdir(parents=True, exist_ok=True)
         stop_file.touch()
 

@@ -90,9 +90,9 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
     from groupcoord.spark import register
     from groupcoord.spark.registration import stop_coordinator
 
-    register(spark, state_root=str(root.path))
-    source = SourceSpec.parse(config.source, state_root=root)
+    source = SourceSpec.parse(config.source, state_root=root)  # a bad source fails before the coordinator starts
     sink = create_sink(config)
+    register(spark, state_root=str(root.path))
     monitor = ProgressMonitor(root, source, sink, config.group_id, topic_filter(config.topics, config.pattern),
                               interval_s=progress_interval_s, tty=tty)
     stop_file = root.path / "_groupcoord" / "ingest" / f"stop-{uuid.uuid4().hex}"

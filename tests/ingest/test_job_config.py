@@ -30,6 +30,12 @@ def test_flags_and_keys_make_one_frozen_config() -> None:
     assert (config.auto_offset_reset, config.metadata_refresh_ms) == ("earliest", 30000)
 
 
+def test_the_default_engine_is_structured_and_members_is_one_flag_away() -> None:
+    assert resolve_config()["engine"] == "structured"
+    assert resolve_config(flags={"engine": "members"})["engine"] == "members"
+    assert resolve_config(conf=["engine=members"])["engine"] == "members"
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     ({"topics": "a", "sink": "/s"}, "no group"),
     ({"group.id": "g", "sink": "/s"}, "exactly one of --topics"),

@@ -1,9 +1,10 @@
 """Smoke tests of ``bin/spark-submit``, the documented way to run the jobs, in local mode.
 
-``jobs/streaming_ingest.py`` runs without ``--available-now``; once the sink holds every record, SIGTERM goes to the
-job's Python driver (found as a descendant of the spark-submit process this test started): members commit and leave,
-the job exits 0. A tiny job started from a clean environment (no venv on the ``PATH``, no ``SPARK_HOME``) shows that
-the wrapper alone gives Spark this venv's Python, Delta, the Kafka source, UTC and quiet logs.
+``jobs/streaming_ingest.py`` runs with its default engine (two Structured Streaming queries) and without
+``--available-now``; once the sink holds every record, SIGTERM goes to the job's Python driver (found as a descendant
+of the spark-submit process this test started): the queries stop and leave the group, the job exits 0. A tiny job
+started from a clean environment (no venv on the ``PATH``, no ``SPARK_HOME``) shows that the wrapper alone gives Spark
+this venv's Python, Delta, the Kafka source, UTC and quiet logs.
 """
 
 from __future__ import annotations
