@@ -6,19 +6,24 @@ Each member runs ``work(member, member.poll())`` in its own thread, as a Spark m
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from kafka.structs import TopicPartition
 
 from groupcoord.ingest.check import check_exactly_once, embedded_rows
+from groupcoord.ingest.config import SINK_SCHEMA
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.sources import SourceSpec
 from groupcoord.ingest.worker import IngestPlan, IngestWork, MemberIngest
 from groupcoord.member import GroupMember
+from groupcoord.sink.commit import append_batch, ensure_table
+from groupcoord.sink.plan import BatchRange
 from groupcoord.sink.table import SinkTable
-from groupcoord.topics import TopicLog
+from groupcoord.source.log_view import LogView
+from groupcoord.topics import PartitionOffsets, TopicLog
 from tests.member.conftest import Coordinator, poll_until
 
 PARTITIONS = 6
@@ -159,3 +164,47 @@ def test_progress_shows_lag_falling_to_zero_and_the_records_ingested(
     assert (after.ingested, after.lag) == (RECORDS, 0)
     assert after.records_per_s > 0
     assert f"ingested {RECORDS:,} records" in after.line() and "lag 0 over 6 partition(s)" in after.line()
+
+
+class RetainedView:
+    """The source's log view, but partition 0's log starts at ``start``, as if retention had removed the records
+    before it (they are still readable, so a read that went there would show)."""
+
+    def __init__(self, view: LogView, start: int) -> None:
+        self.view = view
+        self.start = start
+
+    def bounds(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionOffsets]:
+        """The real bounds, partition 0's start moved."""
+        return {tp: PartitionOffsets(max(b.start, self.start), b.end) if tp.partition == 0 else b
+                for tp, b in self.view.bounds(partitions).items()}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.view, name)
+
+
+def test_a_member_goes_on_past_records_retention_removed_and_the_writer_allows_that_jump(
+        coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], tmp_path: Path) -> None:
+    """The table holds 0..9 of partition 0; the log now starts at 20. The member resets to the log start
+    (``auto.offset.reset`` earliest) and the writer accepts the jump it chose: 10..19 are gone, nothing else is."""
+    stack = coordinator({})
+    create_demo_topic(stack.root, "events", partitions=PARTITIONS, records=RECORDS)
+    plan = plan_for(stack, tmp_path / "sink")
+    first = TopicLog(stack.root, "events").read(0, 0, 10)
+    ensure_table(str(tmp_path / "sink"), SINK_SCHEMA)
+    append_batch(str(tmp_path / "sink"), "ingest", {("events", 0): BatchRange(0, 10)},
+                 first.append_column("topic", pa.array(["events"] * 10)).to_batches(), resets=dict)
+
+    class RetainedWork(IngestWork):
+        def __call__(self, member: GroupMember, assignment: Any) -> bool:
+            if self._state is None:
+                self._state = MemberIngest(self.plan, member, view=RetainedView(self.plan.source.log_view(), 20))
+            return super().__call__(member, assignment)
+
+    run_all([(members("ingest", topics=["events"], state_root=stack.root.path), RetainedWork(plan))])
+    rows = SinkTable(tmp_path / "sink", "ingest").read_all(["partition", "offset"]).to_pylist()
+    per_partition = RECORDS // PARTITIONS
+    assert sorted(r["offset"] for r in rows if r["partition"] == 0) == [*range(10), *range(20, per_partition)]
+    assert len(rows) == RECORDS - 10
+    tps = [TopicPartition("events", p) for p in range(PARTITIONS)]
+    assert set(SinkTable(tmp_path / "sink", "ingest").versions(tps).values()) == {per_partition}
