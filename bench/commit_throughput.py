@@ -175,7 +175,7 @@ class _Holder:
             self.run.maintenance += 1
             self.run.maintenance_log.append({
                 "at_s": round(started - self.started), "took_s": round(time.monotonic() - started, 2),
-                "dropped_segments": len(report.dropped_segments), "compacted_files": report.compacted_files,
+                "dropped_segments": len(report.dropped), "compacted_files": report.compacted_files,
                 "vacuumed_files": report.vacuumed_files, "live_files": live, "step_s": dict(report.step_seconds)})
 
     def _note_step(self, name: str) -> None:

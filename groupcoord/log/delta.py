@@ -1,10 +1,10 @@
-"""The record log as a Delta table (delta-rs): one conditional Delta commit per batch.
+"""The record log as a Delta table: one conditional Delta commit per batch, fsynced before it returns.
 
 Versions. A batch's log version *is* the Delta table version of the commit that wrote it. The table does not exist
-until the first append (log version -1); that append creates it at Delta version 0. Maintenance commits (compaction,
-retention deletes, vacuum; see :mod:`groupcoord.log.maintenance`) also take Delta versions, so log versions may skip
-numbers; ``log_version`` in every row is the version its batch was committed at, which makes Delta time travel and
-the materialized tables' ``log_version`` column line up with the log.
+until the first append (log version -1); that append creates it at Delta version 0 (through delta-rs). Maintenance
+commits (dropped segments, compaction; see :mod:`groupcoord.log.maintenance`) also take Delta versions, so log
+versions may skip numbers; ``log_version`` in every row is the version its batch was committed at, which makes Delta
+time travel and the materialized tables' ``log_version`` column line up with the log.
 
 Compare-and-set. Each append creates ``_delta_log/<V+1>.json`` with a put-if-absent link on the local filesystem
 (:mod:`groupcoord.storage.files`); when that version already exists the append raises :class:`LogFencedError`,
@@ -19,8 +19,7 @@ before the first snapshot. A snapshot batch at version V opens segment V. :meth:
 the newest segment (partition pruning), i.e. the latest snapshot plus the tail after it. Maintenance
 (:mod:`groupcoord.log.maintenance`) keeps only the newest two segments live and the removed files for
 ``log.retention.minutes``, so the live file set, the checkpoints and the directories stay bounded however long the
-coordinator runs (the module explains the measurements behind this). The schema is documented in
-``docs/state-tables.md``.
+coordinator runs. The schema, and the measurements behind these choices, are in ``docs/state-tables.md``.
 """
 
 from __future__ import annotations

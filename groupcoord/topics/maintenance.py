@@ -1,42 +1,93 @@
-"""File maintenance of the embedded topic logs: the lease holder's hook for its maintenance timer.
+"""Topic-log maintenance: :mod:`groupcoord.storage.maintenance` with a topic log's policy, on the holder's timer.
 
-Every produce call commits one small file per touched partition, so a busy topic log accumulates thousands of
-files, and every reader (offsets from statistics, fetches) pays for each one. :func:`maintain_topic_logs` compacts
-each topic's log with :func:`groupcoord.storage.tables.compact_table`: files are bin-packed per partition (the
-table is partitioned by ``partition``, and compaction never mixes partitions), so per-file ``offset`` statistics
-stay tight and offsets are untouched. Producers keep producing meanwhile: a produce that loses its conditional
-commit to the compaction re-reads and renumbers, as for any concurrent producer.
+Every produce commits one small file per touched partition, so a busy topic log accumulates thousands of files, and
+every reader (offsets from statistics, fetches) pays for each one. The policy (:func:`policy`): nothing is dropped
+(records are never deleted in this version: a partition's log starts at offset 0); the small files of each
+partition are compacted into files of up to :data:`TARGET_FILE_BYTES`, consecutive in offset order and rows sorted
+by offset, so per-file ``offset`` statistics stay tight and offsets are untouched; removed files stay for
+``history.retention.hours``. Like every topic-log commit, maintenance's is not fsynced.
+
+A topic log has many writers and no commit slot: producers keep producing while maintenance plans, and its commit
+goes at the version after the newest. Maintenance and producers race for versions as any two writers do, and the
+loser tries the next one: a producer re-reads and renumbers, maintenance checks that no other maintenance removed a
+file it planned to replace (:func:`~groupcoord.storage.maintenance.commit_plan_when_valid`). The topic log then gets
+a checkpoint if it has none at its latest version.
 
 Run it off the event loop, e.g. ``await asyncio.to_thread(maintain_topic_logs, root, retention_hours=168)``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import logging
+from pathlib import Path
 
+import pyarrow as pa
+from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import CompactionReport, compact_table
+from groupcoord.storage import maintenance
+from groupcoord.storage.maintenance import MaintenanceReport, Policy
 from groupcoord.topics.catalog import TopicCatalog
+from groupcoord.topics.log_table import PARTITION_COLUMNS, TOPIC_LOG_SCHEMA
+from groupcoord.topics.topic_log import COMPRESSION
 
 log = logging.getLogger("groupcoord.topics.maintenance")
 
+TARGET_FILE_BYTES = 100 * 1024 * 1024
+"""Compaction writes files of up to this size (delta-rs's default target)."""
+FILE_SCHEMA = TOPIC_LOG_SCHEMA.remove(TOPIC_LOG_SCHEMA.get_field_index(PARTITION_COLUMNS[0]))
+"""The columns of a topic log's data files (all but the partition column)."""
 
-def maintain_topic_logs(root: StateRoot, *, retention_hours: int, min_files: int = 2) -> list[CompactionReport]:
-    """Compact, vacuum and checkpoint the log of every topic in the catalog; returns a report per topic log.
 
-    A topic whose maintenance fails (a conflicting commit, an I/O error) is logged and skipped; the next run
+def policy(*, retention_hours: int, min_files: int = 2) -> Policy:
+    """A topic log's maintenance policy (see the module docs)."""
+    return Policy(partition_column=PARTITION_COLUMNS[0], file_schema=FILE_SCHEMA, sort_by=("offset",),
+                  retention=dt.timedelta(hours=retention_hours), target_file_bytes=TARGET_FILE_BYTES,
+                  min_files=min_files, compression=COMPRESSION, fsync=False)
+
+
+def maintain_topic_logs(root: StateRoot, *, retention_hours: int, min_files: int = 2,
+                        now: dt.datetime | None = None) -> list[MaintenanceReport]:
+    """Compact, checkpoint and collect the garbage of the log of every topic in the catalog; a report per topic log.
+
+    A topic whose maintenance fails (an I/O error, a table it cannot read) is logged and skipped; the next run
     retries it.
     """
-    reports: list[CompactionReport] = []
+    reports: list[MaintenanceReport] = []
+    rules = policy(retention_hours=retention_hours, min_files=min_files)
     for topic in TopicCatalog(root).list():
         try:
-            report = compact_table(root.topic_path(topic.name), retention_hours=retention_hours,
-                                   min_files=min_files)
-        except (DeltaError, OSError) as exc:
+            report = maintain_topic_log(root.topic_path(topic.name), rules, now=now)
+        except (DeltaError, OSError, pa.ArrowException) as exc:
             log.warning("maintenance of topic log %s failed, will retry: %s", topic.name, exc)
             continue
         if report is not None:
             reports.append(report)
     return reports
+
+
+def maintain_topic_log(path: Path, rules: Policy, *, now: dt.datetime | None = None) -> MaintenanceReport | None:
+    """Every step on one topic log (``None`` when it has no table)."""
+    plan = maintenance.plan_maintenance(path, rules)
+    if plan is None:
+        return None
+    version: int | None = plan.base_version
+    if not plan.empty:
+        version = maintenance.commit_plan_when_valid(path, plan, fsync=rules.fsync)
+    committed = version is not None and version != plan.base_version
+    table = DeltaTable(str(path))
+    if table.version() > _last_checkpoint(path):
+        table.create_checkpoint()
+    vacuumed = maintenance.collect_garbage(path, rules, now=now)
+    return maintenance.report(path, table.version() if version is None else version, plan, vacuumed,
+                              committed=committed)
+
+
+def _last_checkpoint(path: Path) -> int:
+    try:
+        return int(json.loads((path / "_delta_log" / "_last_checkpoint").read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return -1

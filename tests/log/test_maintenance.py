@@ -18,8 +18,6 @@ from groupcoord.log.batcher import BatcherConfig, CommitBatcher
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.maintenance import (
     STEPS,
-    WRITE_GUARD,
-    MaintenanceReport,
     collect_garbage,
     commit_plan,
     maintain_log,
@@ -27,6 +25,7 @@ from groupcoord.log.maintenance import (
     plan_maintenance,
     run_log_maintenance,
 )
+from groupcoord.storage.maintenance import WRITE_GUARD, MaintenanceReport
 from tests.log.storage_helpers import offset
 
 
@@ -57,7 +56,7 @@ def test_segments_before_the_previous_one_are_dropped_and_the_kept_ones_compacte
     version = _history(log)
     before = DeltaRecordLog(tmp_path / "log").load()
     report = run_log_maintenance(log, version)
-    assert report.dropped_segments == (-1,)
+    assert report.dropped == (-1,)
     assert report.compacted_files == 5 + 3  # segment 5 and the current segment 10, one file each now
     assert report.vacuumed_files == 0  # the removed files are kept for the log retention
     live = _live(tmp_path / "log")

@@ -32,11 +32,12 @@ from groupcoord.admin.holder import admin_session
 from groupcoord.host.background import BackgroundCoordinator
 from groupcoord.ingest.config import SINK_SCHEMA
 from groupcoord.log.delta import DeltaRecordLog
-from groupcoord.log.maintenance import WRITE_GUARD, collect_garbage, run_log_maintenance
+from groupcoord.log.maintenance import collect_garbage, run_log_maintenance
 from groupcoord.sink.commit import append_batch, ensure_table
 from groupcoord.sink.plan import BatchRange
 from groupcoord.state.materializer import Materializer, MaterializerConfig
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.maintenance import WRITE_GUARD
 from groupcoord.storage.tables import compact_table, local_dataset
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from groupcoord.topics.maintenance import maintain_topic_logs
