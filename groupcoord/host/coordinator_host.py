@@ -48,11 +48,11 @@ from groupcoord.runtime.guards import CrashPointLog, WriteGuard
 from groupcoord.server.api import BrokerAddress
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state.materializer import Materializer, MaterializerConfig, run_materializer
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog, TopicsConfig
 from groupcoord.topics.appender import TopicAppender
+from groupcoord.topics.embedded import EmbeddedTopics
 from groupcoord.topics.maintenance import maintain_topic_logs
 from groupcoord.topics.producer_state import ProducerIdAllocator
 from groupcoord.topics.watch import CatalogWatcher

@@ -40,9 +40,9 @@ from groupcoord.runtime.service import CoordinatorService, wall_clock_ms
 from groupcoord.runtime.writer import log_persister
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import EndpointConfig
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
+from groupcoord.topics.embedded import EmbeddedTopics
 from tests.server.conftest import RunningEndpoint
 
 SESSION_TIMEOUT_MS = 1500

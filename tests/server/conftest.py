@@ -21,11 +21,11 @@ from groupcoord.runtime.writer import log_persister
 from groupcoord.server.api import BrokerAddress, Dispatcher
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.server.topics import StaticTopics
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 from groupcoord.topics.appender import TopicAppender
+from groupcoord.topics.embedded import EmbeddedTopics
 
 SOCKET_TIMEOUT = 5.0
 

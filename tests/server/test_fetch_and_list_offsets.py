@@ -13,9 +13,9 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 
 from groupcoord.server.dispatcher import build_dispatcher
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
+from groupcoord.topics.embedded import EmbeddedTopics
 from tests.server.conftest import RawClient, RunningEndpoint
 
 pytestmark = pytest.mark.integration

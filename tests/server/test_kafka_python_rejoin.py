@@ -43,10 +43,10 @@ from groupcoord.runtime.service import CoordinatorService
 from groupcoord.runtime.writer import log_persister
 from groupcoord.server.api import ApiHandler, RequestContext
 from groupcoord.server.dispatcher import build_dispatcher
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.server.versions import ApiKey
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
+from groupcoord.topics.embedded import EmbeddedTopics
 from tests.server.conftest import RunningEndpoint
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -24,10 +24,10 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
 from groupcoord.server.dispatcher import build_dispatcher
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog, TopicsConfig
 from groupcoord.topics.appender import TopicAppender
+from groupcoord.topics.embedded import EmbeddedTopics
 from groupcoord.topics.log_table import COMPRESSION_NAMES, CREATE_TIME, LOG_APPEND_TIME
 from tests.server.conftest import RawClient, RunningEndpoint, decode_response
 

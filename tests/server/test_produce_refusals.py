@@ -25,11 +25,11 @@ from kafka.errors import KafkaError as PythonKafkaError
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.api import ApiHandler, Dispatcher, RequestContext
 from groupcoord.server.dispatcher import build_dispatcher
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.server.versions import ApiKey
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog, TopicsConfig
 from groupcoord.topics.appender import TopicAppender
+from groupcoord.topics.embedded import EmbeddedTopics
 from tests.server.conftest import RunningEndpoint
 
 pytestmark = pytest.mark.integration

@@ -16,10 +16,10 @@ from kafka import KafkaProducer
 
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import EndpointConfig
-from groupcoord.server.topic_data import EmbeddedTopics
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog, TopicLog, TopicsConfig
 from groupcoord.topics.appender import TopicAppender
+from groupcoord.topics.embedded import EmbeddedTopics
 from tests.server.conftest import RunningEndpoint
 
 pytestmark = pytest.mark.integration
