@@ -323,7 +323,7 @@ class DeltaRecordLog(RecordLog):
 
     def _latest(self) -> DeltaTable:
         # Opened afresh each time: with checkpoints every few versions a fresh open reads one checkpoint and a few
-        # commits, while deltalake 1.6.6's update_incremental of a kept table costs time in proportion to its files.
+        # commits, while updating a kept table in place costs time in proportion to its files.
         return DeltaTable(str(self.path))
 
     def _segment_of(self, version: int) -> int:

@@ -22,7 +22,6 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.log.base import LoadedLog
 from groupcoord.log.delta import BATCH_ID_KEY, EPOCH_KEY, DeltaRecordLog
-from groupcoord.storage.background import BackgroundCheckpointer
 from groupcoord.storage.files import CommitConflictError, FileAppend, Part, append_file, commit_path, file_stats
 from tests.log.storage_helpers import offset
 
@@ -110,21 +109,6 @@ def test_a_compacted_load_keeps_the_latest_record_per_key_and_replays_to_the_sam
     deleted = LoadedLog((*records, commit("a", 1, None)), version=10).compacted()
     assert deleted.records[-1] == commit("a", 1, None)
     assert _state(deleted.records) == _state((*records, commit("a", 1, None)))
-
-
-def test_the_checkpointer_skips_versions_it_cannot_keep_up_with_and_ends_at_the_newest(tmp_path: Path) -> None:
-    log = DeltaRecordLog(tmp_path / "log", checkpoint_interval=1_000_000)  # no checkpoints from the log itself
-    version = -1
-    for n in range(30):
-        version = log.append([offset("g", n, n)], expected_version=version)
-    checkpointer = BackgroundCheckpointer(tmp_path / "log", interval=1)
-    for committed in range(30):  # far faster than checkpoints are written
-        checkpointer.committed(committed)
-    checkpointer.close()
-    assert checkpointer.written[-1] == 29
-    assert checkpointer.written == sorted(set(checkpointer.written))
-    assert len(checkpointer.written) < 30  # requests made while one was queued were folded into it
-    assert json.loads((tmp_path / "log" / "_delta_log" / "_last_checkpoint").read_text())["version"] == 29
 
 
 def test_an_append_makes_its_files_and_every_new_directory_entry_durable_before_linking_the_commit(
