@@ -1,12 +1,13 @@
 """``cooperative-sticky``: KIP-429's incremental rebalance on top of the sticky target.
 
 A partition whose owner changes is revoked first: the round-1 output is the sticky target (globally balanced for
-heterogeneous subscriptions, as ``sticky``'s) minus every partition that a previous (highest-generation) claimant
-other than its target owner still holds. Once the members have revoked it, the next round (``owned`` = round-1
-output) hands it to its new owner, so assignments converge within two rounds: round 1's output is a subset of a balanced
-assignment, and the target keeps every owned partition of such a subset (for heterogeneous groups too, see
-:mod:`groupcoord.assignors.algorithms.global_balance`). Worked example: C0 owned [t0p0,
-t0p1], C1 joins::
+heterogeneous subscriptions, as ``sticky``'s) minus every partition that a member other than its target owner still
+claims (among the partition's claimants in its highest generation, ``Prepared.claims``: a tie holds it back from
+both claimants, as Kafka's ``CooperativeStickyAssignor`` does). Once the members have revoked it, the next round
+(``owned`` = round-1 output) hands it to its new owner, so assignments converge within two rounds: round 1's output
+is a subset of a balanced assignment, and the target keeps every owned partition of such a subset (for heterogeneous
+groups too, see :mod:`groupcoord.assignors.algorithms.global_balance`). Worked example: C0 owned [t0p0, t0p1], C1
+joins::
 
     round 1: C0: [t0p0]          (t0p1 revoked, not yet given to C1)
     round 2: C0: [t0p0]  C1: [t0p1]

@@ -113,7 +113,7 @@ def _group_rows(prepared: Prepared) -> DataFrame:
     rows = shaped("members", 0, ("member_id", "group_instance_id", "rack", "topics")).unionByName(
         shaped("partitions", 1, ("topic", "partition", "racks", "weight")))
     if prepared.has_owned and "owned" in prepared.unchecked:
-        # The claims as given (Group keeps those of the top generation), and every claim the check refuses.
+        # The claims as given (Group resolves them per partition), and every claim the check refuses.
         claimed = "(member_id IS NOT NULL AND topic IS NOT NULL) OR partition < 0"
         rows = rows.unionByName(shaped("owned", 2, ("member_id", "topic", "partition", "generation"), claimed))
     return rows

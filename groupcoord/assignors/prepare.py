@@ -44,6 +44,19 @@ _HOMOGENEOUS_PARTITIONS_SQL = (
 member subscribes to each of them (no row per member and topic)."""
 
 
+_CLAIMS_SQL = (
+    "SELECT DISTINCT _g, member_id, topic, partition FROM ("
+    "SELECT *, max(_generation) OVER (PARTITION BY _g, topic, partition) AS _top FROM ("
+    "SELECT c._g, c.member_id, c.topic, c.partition, coalesce(c.generation, -1) AS _generation FROM {owned} c "
+    "JOIN {members} m ON c._g = m._g AND c.member_id = m.member_id WHERE c.topic IS NOT NULL)) "
+    "WHERE _generation = _top"
+)
+"""Kafka's claim resolution (``AbstractStickyAssignor``): per partition, the claims of the highest generation among
+its claimants; a claim by someone who is not a member is no claim (see :mod:`groupcoord.assignors.algorithms.group`,
+which defines it in Python). An inner join, not a semi join, with the members (one row each): Spark pushes a semi
+join below the single-task plan's coalesce of the owned input, which costs an exchange."""
+
+
 @dataclass(frozen=True)
 class Prepared:
     """Lazy frames derived from :class:`Inputs`, shared by the assignors.
@@ -52,9 +65,10 @@ class Prepared:
     - ``subscriptions``: ``_g, topic, member_id, rank, rack, sub_index, n_subs``: one row per member and subscribed
       topic that exists; ``sub_index`` is the member's position among the topic's subscribers in member order.
     - ``partitions``: ``_g, topic, partition, racks, weight, n_subs`` for topics with at least one subscriber.
-    - ``owned``: ``_g, member_id, topic, partition``: highest-generation claims that are unique, by a member that
-      still subscribes, of a partition that is still assignable.
-    - ``claims``: every highest-generation claim, conflicting ones included (cooperative revocation needs them).
+    - ``owned``: ``_g, member_id, topic, partition``: the claims that count and are their partition's only one, by
+      a member that still subscribes, of a partition that is still assignable.
+    - ``claims``: the claims that count (per partition, its members' claims of its highest claimed generation),
+      ties included (cooperative revocation needs them).
 
     Every frame is derived (and cut) on first use, inside the caller's ``planning`` block: an assignor pays the
     planning and the stage of the frames it reads only (a call the driver assigns reads none of them).
@@ -121,12 +135,10 @@ class Prepared:
 
     @cached_property
     def claims(self) -> DataFrame:
-        """Every claim of the group's highest generation, one row per member and partition."""
-        return cut(query(
-            "SELECT DISTINCT _g, member_id, topic, partition FROM {owned} "
-            "WHERE member_id IS NOT NULL AND topic IS NOT NULL AND coalesce(generation, -1) = _top",
-            owned=self.owned_input if self.owned_input is not None else none_owned(self.ranked.sparkSession),
-        ))
+        """The claims that count, one row per member and partition: per partition, those of its claimants (members
+        of the group) in the highest generation any of them claims it in (several rows for a tie)."""
+        owned = self.owned_input if self.owned_input is not None else none_owned(self.ranked.sparkSession)
+        return cut(query(_CLAIMS_SQL, owned=owned, members=self.members))
 
     @cached_property
     def owned(self) -> DataFrame:

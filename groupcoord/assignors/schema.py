@@ -71,8 +71,8 @@ class Inputs:
 
     ``batched`` says whether the caller gave ``group_id``. Every frame is hash-partitioned by ``_g`` into
     ``partition_count`` partitions once planned with ``spark.sql.shuffle.partitions`` set to that number (see
-    :mod:`groupcoord.plans.partitioning`). ``owned`` carries ``_top``, the group's highest claim generation; it is
-    None when the caller gave none (:func:`none_owned` builds the empty frame for the plans that still read it).
+    :mod:`groupcoord.plans.partitioning`). ``owned`` is None when the caller gave none (:func:`none_owned` builds
+    the empty frame for the plans that still read it).
     ``has_owned`` and ``has_racks`` are False only when the plan proves that nothing is owned, or that no member has
     a rack or no partition a replica rack (:mod:`groupcoord.plans.facts`); assignors then skip the branch.
     """
@@ -125,13 +125,12 @@ def _same_as_neighbour(*names: str) -> str:
     return f"({same('lag')} OR {same('lead')})"
 
 
-# Per input: the checks and derived columns of the outer select (over the canonical columns) and the window ``w``.
-_CHECKS: dict[str, tuple[str, str, str]] = {
+# Per input: the checks of the outer select (over the canonical columns) and the window ``w`` they read, if any.
+_CHECKS: dict[str, tuple[str, str]] = {
     "members": (
         f"CASE WHEN {_same_as_neighbour('member_id')} OR member_id IS NULL THEN "
         + _fail("'duplicate or null member_id ', coalesce(member_id, 'null'), ' in group \\'', _g, '\\''")
         + " END",
-        "",
         "PARTITION BY _g ORDER BY member_id",
     ),
     "partitions": (
@@ -141,14 +140,12 @@ _CHECKS: dict[str, tuple[str, str, str]] = {
             "' partition ', coalesce(topic, 'null'), '-', coalesce(CAST(partition AS string), 'null')"
         )
         + " WHEN weight < 0 THEN " + _fail("'negative weight for partition ', topic") + " END",
-        "",
         "PARTITION BY _g ORDER BY topic, partition",
     ),
     "owned": (
         "CASE WHEN partition < 0 THEN "
         + _fail("'negative partition in owned: ', topic, '-', CAST(partition AS string)") + " END",
-        ", max(CASE WHEN member_id IS NOT NULL AND topic IS NOT NULL THEN coalesce(generation, -1) END) OVER w AS _top",
-        "PARTITION BY _g",
+        "",
     ),
 }
 
@@ -190,12 +187,14 @@ def _normalised_sql(what: str, schema: T.StructType, batched: bool) -> str:
     values."""
     columns = _COLUMNS[what]
     names = ", ".join(["_g", *(c.name for c in columns)])
-    check, derived, window = _CHECKS[what]
-    # The one shuffle of each input is the exchange of its window ``w``, partitioned by the group alone (see
-    # ``partitioning``): duplicate checks compare neighbours in sorted order, and the owned claims' top generation.
+    check, window = _CHECKS[what]
+    # The one shuffle of members and partitions is the exchange of their window ``w``, partitioned by the group alone
+    # (see ``partitioning``): duplicate checks compare neighbours in sorted order. The owned claims need no window:
+    # their first join (with the members, ``prepare``) is keyed by the group and hashes them alike.
+    windowed = f" WINDOW w AS ({window})" if window else ""
     return (
-        f"SELECT {names}{', _top' if derived else ''} FROM ("
-        f"SELECT *, {check} AS _bad{derived} FROM ({_projection_sql(what, schema, batched)}) WINDOW w AS ({window})"
+        f"SELECT {names} FROM ("
+        f"SELECT *, {check} AS _bad FROM ({_projection_sql(what, schema, batched)}){windowed}"
         ") WHERE _bad IS NULL"
     )
 
@@ -227,9 +226,9 @@ def _frame(what: str, frame: DataFrame, batched: bool, single: bool) -> DataFram
 
 
 def none_owned(session: SparkSession) -> DataFrame:
-    """An empty owned frame in canonical form (with ``_top``)."""
+    """An empty owned frame in canonical form."""
     columns = ", ".join(f"CAST(NULL AS {_SQL_TYPES[c.kind]}) AS {c.name}" for c in _OWNED)
-    return session.sql(f"SELECT CAST(NULL AS string) AS _g, {columns}, CAST(NULL AS int) AS _top WHERE false")
+    return session.sql(f"SELECT CAST(NULL AS string) AS _g, {columns} WHERE false")
 
 
 def _has_racks(members: DataFrame, partitions: DataFrame) -> bool:

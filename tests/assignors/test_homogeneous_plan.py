@@ -27,8 +27,8 @@ GROUPS: dict[str, tuple[list[str], list[str], dict[str, int], list[tuple[str, st
     # c1 over quota, c3 new; t9 is declared but does not exist
     "uneven": (["t1", "t2", "t9"], ["c1", "c2", "c3"], {"t1": 5, "t2": 4},
                [("c1", "t1", p, 3) for p in range(5)] + [("c2", "t2", 0, 3)]),
-    # two members claim t1-0 in the top generation; an older generation's claim does not count; a departed member
-    # and a partition that no longer exists are claimed too
+    # two members claim t1-0 in its top generation; a's older claim of t1-2 is uncontested; a departed member and a
+    # partition that no longer exists are claimed too
     "conflicts": (["t1"], ["a", "b"], {"t1": 4},
                   [("a", "t1", 0, 2), ("b", "t1", 0, 2), ("b", "t1", 1, 2), ("a", "t1", 2, 1),
                    ("gone", "t1", 3, 2), ("a", "t1", 7, 2)]),

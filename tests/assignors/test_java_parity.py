@@ -3,7 +3,8 @@ Kafka jars, in a real JVM), on small groups.
 
 Range and roundrobin must give exactly Java's rows, static members and heterogeneous subscriptions included. Sticky,
 cooperative-sticky and uniform must be at least as balanced and at least as sticky as Java's on the same rebalance,
-each side running rounds until every partition is assigned.
+each side running rounds until every partition is assigned. Claims in different generations resolve as Java's sticky
+assignors resolve them (``test_claims.py``): exactly Java's rows on a case the claims decide.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from bench.assign_java_cases import (
     Group,
+    Member,
     case_text,
     explicit,
     moves,
@@ -46,10 +48,17 @@ REBALANCE_CASE: tuple[Group, ...] = tuple(
     rebalance(group_id, members=12, partitions=60, topics=3, leaving_every=4, joining=4, heterogeneous=heterogeneous)
     for group_id, heterogeneous in (("homogeneous", False), ("heterogeneous", True)))
 
+# Claims the generations decide (tests/assignors/test_claims.py): A, B and D are in generation 3, C one behind. t0p0
+# (A 3, C 2) is A's; C keeps its uncontested t0p2 and t0p6; t0p3 (B and D, both 3) is nobody's, so D takes it with
+# t0p7, except in cooperative-sticky's first round, which holds it back from both.
+CLAIMS_CASE: tuple[Group, ...] = (Group("claims", {"t0": 8}, tuple(Member(m) for m in "ABCD"), owned=(
+    ("A", "t0", 0, 3), ("A", "t0", 4, 3), ("B", "t0", 1, 3), ("B", "t0", 3, 3), ("B", "t0", 5, 3),
+    ("C", "t0", 0, 2), ("C", "t0", 2, 2), ("C", "t0", 6, 2), ("D", "t0", 3, 3))),)
+
 
 def test_case_text_round_trips() -> None:
     """The case file both sides read describes exactly the case that was written."""
-    for case in (EXACT_CASE, REBALANCE_CASE):
+    for case in (EXACT_CASE, REBALANCE_CASE, CLAIMS_CASE):
         assert read_case(case_text(case)) == case
 
 
@@ -79,3 +88,19 @@ def test_as_balanced_and_as_sticky_as_java(spark: SparkSession, tmp_path: Path, 
     for group in ("homogeneous", "heterogeneous"):
         assert ours_spread[group] <= java_spread[group], (group, ours_spread, java_spread)
         assert ours_moved[group] <= java_moved[group], (group, ours_moved, java_moved)
+
+
+@pytest.mark.parametrize("name", ["sticky", "cooperative-sticky"])
+def test_claims_in_different_generations_resolve_as_in_java(spark: SparkSession, tmp_path: Path, name: str) -> None:
+    """One round of CLAIMS_CASE: exactly Java's rows."""
+    case_file = tmp_path / "case.txt"
+    case_file.write_text(case_text(CLAIMS_CASE), encoding="utf-8")
+    output = tmp_path / "java.tsv"
+    run_java(case_file, name, warmup=0, runs=0, output=output)
+    java = read_assignment(output)
+    ours, _ = ours_converged(spark, CLAIMS_CASE, name, limit=1)
+    rows = sorted((r["member_id"], r["partition"]) for r in ours.to_pylist())
+    expected = [("A", 0), ("A", 4), ("B", 1), ("B", 5), ("C", 2), ("C", 6), *([("D", 3)] if name == "sticky" else []),
+                ("D", 7)]
+    assert rows == expected
+    assert same_rows(ours, java), (sorted(java.to_pylist(), key=str))

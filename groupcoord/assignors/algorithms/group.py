@@ -6,9 +6,20 @@ The same definitions as the Spark plans' :mod:`groupcoord.assignors.prepare`:
   then dynamic members by member id; ``rank`` is the 0-based position in that order;
 - a member *subscribes* to the topics of its list that exist (have a partition in the input);
 - a partition is *assignable* when some member subscribes to its topic;
-- the *claims* are the owned rows of the group's highest generation (a null generation counts as -1); a claim is
-  *valid* (the member owns the partition) when it is the partition's only claimant, its member still subscribes to
-  the topic and the partition is assignable.
+- a *claim* is an owned row of a member of the group (a claim by anyone else is ignored). Claims are resolved per
+  partition, as Kafka's ``AbstractStickyAssignor`` does: the claim of the highest generation among the partition's
+  claimants wins (a null generation counts as -1) and the older ones are dropped; when several members claim it in
+  that generation, none of them owns it. A winning claim is *valid* (the member owns the partition) when its member
+  still subscribes to the topic and the partition is assignable.
+
+Worked example: A claims t0p0 in generation 3, B claims t0p0 in generation 2 and t0p1 in generation 2, C and D both
+claim t0p2 in generation 3::
+
+    t0p0: A (generation 3 beats 2)    t0p1: B (nobody contests it)    t0p2: nobody (a tie in its top generation)
+
+Kafka resolves a tie the same way; its homogeneous path also drops a partition when a tie among older claims was
+met before the newest claim in its (hash) order of the members, which no fixed rule can reproduce: here the newest
+claim wins.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from groupcoord.assignors.errors import AssignorInputError
 
@@ -113,23 +125,31 @@ class Group:
         return tuple(sorted((p for p in self.partitions if p.topic in self.subscribers), key=lambda p: p.key))
 
     @cached_property
-    def top_claims(self) -> dict[tuple[str, Key], None]:
-        """Every claim of the highest generation, as ``(member_id, (topic, partition))`` (a dict as an ordered set,
-        in input order)."""
-        if not self.claims:
-            return {}
-        top = max(-1 if c.generation is None else c.generation for c in self.claims)
-        return dict.fromkeys((c.member_id, (c.topic, c.partition)) for c in self.claims
-                             if (-1 if c.generation is None else c.generation) == top)
+    def claimants(self) -> dict[Key, tuple[str, ...]]:
+        """Per claimed partition, the members that claim it in the highest generation any member claims it in (see
+        the module docstring): one member, or several for a tie. In input order."""
+        rank = self.rank
+        top: dict[Key, list[Any]] = {}  # key -> [generation, member, member, ...]
+        for claim in self.claims:
+            if claim.member_id not in rank or claim.topic is None:
+                continue
+            generation = -1 if claim.generation is None else claim.generation
+            key = (claim.topic, claim.partition)
+            held = top.get(key)
+            if held is None or generation > held[0]:
+                top[key] = [generation, claim.member_id]
+            elif generation == held[0] and claim.member_id not in held[1:]:
+                held.append(claim.member_id)
+        return {key: tuple(held[1:]) for key, held in top.items()}
 
     @cached_property
     def owned(self) -> dict[Key, str]:
-        """The valid claims: partition -> its one owner (see the module docstring). In input order: the algorithms
+        """The valid claims: partition -> its owner (see the module docstring). In input order: the algorithms
         sort what they iterate."""
-        claimants = Counter(key for _, key in self.top_claims)
         assignable = {p.key for p in self.assignable}
-        return {key: member for member, key in self.top_claims
-                if claimants[key] == 1 and key in assignable and key[0] in self.subscribed.get(member, ())}
+        subscribed = self.subscribed
+        return {key: members[0] for key, members in self.claimants.items()
+                if len(members) == 1 and key in assignable and key[0] in subscribed[members[0]]}
 
     @cached_property
     def homogeneous(self) -> bool:

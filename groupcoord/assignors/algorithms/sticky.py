@@ -21,8 +21,8 @@ Groups whose subscriptions differ are balanced globally instead
 (:mod:`~groupcoord.assignors.algorithms.global_balance`).
 
 ``cooperative-sticky`` (KIP-429) hands out the same target minus every partition that another member still claims
-(in the highest generation): that member revokes it first, and the next rebalance hands it over. C0 owned [t0p0,
-t0p1], C1 joins::
+(in the partition's highest claimed generation, so a tie holds it back from both claimants, as Kafka does): that
+member revokes it first, and the next rebalance hands it over. C0 owned [t0p0, t0p1], C1 joins::
 
     round 1: C0: [t0p0]          (t0p1 revoked, not yet given to C1)
     round 2: C0: [t0p0]  C1: [t0p1]
@@ -64,8 +64,7 @@ def balanced_target(group: Group, *, rack_aware: bool = True, racks_first: bool 
 
 
 def revoking(group: Group, target: dict[Key, str]) -> dict[Key, str]:
-    """``cooperative-sticky``'s round: ``target`` minus every partition another member still claims."""
-    claimant: dict[Key, str | None] = {}  # the one claimant, or None for several
-    for member, key in group.top_claims:
-        claimant[key] = member if claimant.get(key, member) == member else None
-    return {key: member for key, member in target.items() if claimant.get(key, member) == member}
+    """``cooperative-sticky``'s round: ``target`` minus every partition another member still claims (it is among
+    the partition's claimants in its highest generation, :attr:`Group.claimants`)."""
+    claimants = group.claimants
+    return {key: member for key, member in target.items() if claimants.get(key, (member,)) == (member,)}
