@@ -45,12 +45,17 @@ ingest: install ## jobs/streaming_ingest.py: make ingest ARGS="--group G --topic
 checkpoint: install ## jobs/offset_checkpoint.py: make checkpoint ARGS="--state-root DIR [--plot lag.png]" [SPARK_ARGS=...]
 	GROUPCOORD_VENV=$(abspath $(VENV)) bin/spark-submit $(SPARK_ARGS) jobs/offset_checkpoint.py $(ARGS)
 
-test: install ## run every test (all markers); "no tests collected" counts as a failure
-	@$(PY) -m pytest --durations=15; rc=$$?; \
+# pytest-xdist workers: each module (or package of tests/conftest.py's WHOLE_PACKAGES) runs on one worker, the costly
+# ones handed out first. TEST_WORKERS=0 runs the tests in this process, in file order.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
+
+test: install ## run every test (all markers) on TEST_WORKERS=2 workers; "no tests collected" counts as a failure
+	@$(PY) -m pytest $(PYTEST_WORKERS) --durations=15; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
-test-fast: install ## run the tests not marked slow
-	$(PY) -m pytest -m "not slow" --durations=15
+test-fast: install ## run the tests not marked slow (on TEST_WORKERS=2 workers)
+	$(PY) -m pytest $(PYTEST_WORKERS) -m "not slow" --durations=15
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check groupcoord tests bench jobs jvm

@@ -1,4 +1,5 @@
-"""Shared fixtures: one session-scoped SparkSession and one real Kafka broker for the whole test run.
+"""Shared fixtures: one session-scoped SparkSession and one real Kafka broker for the whole test run (for each worker
+when pytest-xdist runs the tests in parallel, as ``make test`` does), and how ``make test`` shares the tests out.
 
 Hypothesis runs *derandomized* by default: every run of ``make test`` (CI's too) draws the same examples, so a
 property test fails the same way each time or not at all. ``GROUPCOORD_HYPOTHESIS=explore make test`` draws fresh
@@ -8,6 +9,7 @@ random examples (and remembers failures in ``.hypothesis/``); put what it finds 
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,53 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from groupcoord.devbroker import KafkaBroker
+
+WHOLE_PACKAGES = ("tests/clients/", "tests/parity/")
+"""Packages whose package-scoped fixtures start a process (a ``serve``, a Kafka broker of the parity settings): all
+their modules run on one worker, so that the process starts once. Every other module is a unit of its own."""
+
+
+def work_unit(nodeid: str) -> str:
+    """What runs on one worker, in one go: the test's module, or its package in :data:`WHOLE_PACKAGES`. The tests
+    of a unit share its module- and package-scoped fixtures, which start only once."""
+    path = nodeid.split("::", 1)[0]
+    return next((package for package in WHOLE_PACKAGES if path.startswith(package)), path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadscope`` (``make test``), by :func:`work_unit` instead of by module or class, the units handed out
+    in the order of the workers' collection (see :func:`pytest_collection_modifyitems`)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class WorkUnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # xdist would order the units by their number of tests
+    return WorkUnitScheduling(config, log)
+
+
+COSTS = (("slow", 30.0), ("spark", 3.0), ("kafka", 3.0), ("integration", 3.0), ("jvm", 3.0), ("node", 3.0))
+"""A rough cost of a test by its first mark found here, for handing the costly work units out first (a test with none
+of these marks costs 0.1)."""
+
+
+def _cost(item: pytest.Item) -> float:
+    return next((cost for name, cost in COSTS if item.get_closest_marker(name) is not None), 0.1)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker: the costliest work units first, so that the last ones handed out are short and both workers
+    finish together. The order inside a unit is kept; a run without workers keeps the order of the files."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    costs: dict[str, float] = defaultdict(float)
+    for item in items:
+        costs[work_unit(item.nodeid)] += _cost(item)
+    items.sort(key=lambda item: -costs[work_unit(item.nodeid)])  # stable: a unit's tests stay together, in order
 
 
 @pytest.fixture(scope="session")
