@@ -150,8 +150,8 @@ def main(full: bool, *, seconds: float | None = None) -> None:
         summary={"ratio": RATIO_MEANING, "partitions": PARTITIONS, "value_bytes": len(VALUE)},
         notes=("Both sides started fresh in this run with default settings, Kafka's first, each alone on the machine. "
                "Kafka acknowledges acks=all once the batch is in its local log (one replica, no fsync per batch: "
-               "Kafka's default); groupcoord once the Delta commit holding it is written (no fsync either: delta-rs's "
-               "local commits), one commit per "
+               "Kafka's default); groupcoord once the Delta commit holding it is written (no fsync either: a topic log "
+               "does not fsync), one commit per "
                "topic per batch window (topics.produce.linger.ms). The producer runs in the benchmark process "
                "(client_cpu_share), so on 2 cores it competes with the broker (coordinator_cpu_share). The capacity "
                "case keeps the producer's queue full (up to 200,000 records), so its latencies are mostly time queued "

@@ -2,10 +2,11 @@
 
 ``await batcher.append(records)`` resolves with the log version once the batch holding ``records`` is durable.
 
-Batching is :mod:`groupcoord.storage.group_commit`'s: one commit in flight at a time, on the batcher's committer
-thread; writes that arrive meanwhile queue up and form the next batch, which closes ``log.linger.ms`` after its first
-write arrived, but no sooner than ``log.min.commit.interval.ms`` after the previous commit *started* (a cap of
-1000 / min interval commits per second). Waiters are answered on the event loop that created the batcher.
+Batching is :mod:`groupcoord.storage.group_commit`'s, run on the event loop that created the batcher (where the
+core's writes come from): one commit in flight at a time; writes that arrive meanwhile queue up and form the next
+batch, which closes ``log.linger.ms`` after its first write arrived, but no sooner than
+``log.min.commit.interval.ms`` after the previous commit *started* (a cap of 1000 / min interval commits per
+second). The commit itself (a blocking Delta write) runs off the event loop in an executor.
 
 The record log's semantics on top:
 
@@ -34,27 +35,28 @@ The record log's semantics on top:
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import itertools
 import logging
 import random
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.log.base import LogFencedError, RecordLog, StorageUnavailableError
 from groupcoord.log.config import LogConfig
-from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError
+from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError, run_on_loop
 
 log = logging.getLogger("groupcoord.log.batcher")
 
 _PREPARE = ThreadPoolExecutor(1, thread_name_prefix="groupcoord-log-prepare")
 """Runs :meth:`RecordLog.prepare` for snapshots (at normal priority: a commit may be about to wait for it)."""
+
+_T = TypeVar("_T")
 
 
 class BatcherClosedError(Exception):
@@ -114,7 +116,7 @@ class _Entry:
     future: asyncio.Future[int]
     arrived: float
     action: Callable[[int], int] | None = None
-    prepared: Future[Sequence[EncodedRecord]] | None = None
+    prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None
 
     @property
     def size(self) -> int:
@@ -130,15 +132,15 @@ class _Batch:
     records: list[EncodedRecord] = field(default_factory=list)
     """The writes of the batch (for a snapshot batch: those committed after the snapshot)."""
     snapshot: Sequence[EncodedRecord] = ()
-    prepared: Future[Sequence[EncodedRecord]] | None = None
+    prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None
     """The snapshot's records as :meth:`RecordLog.prepare` returns them, when that is under way."""
 
 
 class CommitBatcher:
     """Serializes all writes to one :class:`RecordLog` starting after ``version`` (the loaded or taken-over version).
 
-    Create it inside a running event loop, after :meth:`RecordLog.takeover`; it stamps ``log.epoch`` in batch ids
-    and answers its waiters on that loop.
+    Create it inside a running event loop, after :meth:`RecordLog.takeover`, and write to it from that loop; it
+    stamps ``log.epoch`` in batch ids.
     """
 
     def __init__(
@@ -147,27 +149,27 @@ class CommitBatcher:
         *,
         version: int,
         config: BatcherConfig | None = None,
+        executor: Executor | None = None,
         on_commit: Callable[[CommitTiming], None] | None = None,
     ) -> None:
         self.log = record_log
         self.on_commit = on_commit
         """Called on the event loop with the :class:`CommitTiming` of every successful commit (benchmarks)."""
         self.config = config or BatcherConfig()
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
+        self._executor = executor
         self._version = version
         self._fenced: LogFencedError | None = None
         self._healthy = True
         self._in_flight: Kind | None = None
         self._ids = itertools.count()
         self._token = uuid.uuid4().hex[:12]
-        self._exited: asyncio.Future[None] = self._loop.create_future()
         self.commits = 0
         """Commits made (data batches, snapshots and exclusive actions)."""
         self._group: GroupCommit[_Entry] = GroupCommit(
-            "groupcoord-commit-batcher", self._commit, fail=self._fail, take=self._take,
-            linger_s=self.config.linger_ms / 1000, min_interval_s=self.config.min_commit_interval_ms / 1000,
-            on_exit=lambda: self._on_loop(self._exited.set_result, None))
+            "groupcoord-commit-batcher", take=self._take, linger_s=self.config.linger_ms / 1000,
+            min_interval_s=self.config.min_commit_interval_ms / 1000)
+        self._task = asyncio.get_running_loop().create_task(
+            run_on_loop(self._group, self._commit, fail=self._fail), name="groupcoord-commit-batcher")
 
     # --- public API ---------------------------------------------------------------------------------------------
 
@@ -201,39 +203,36 @@ class CommitBatcher:
         The snapshot takes its place in the queue at once; its per-record work (:meth:`RecordLog.prepare`) runs
         in a thread meanwhile, so the commit that carries it, and the writes folded into it, do not wait for it.
         """
-        with self._group.lock:
-            expected = self._expected_next_version()
-        prepared = _PREPARE.submit(self.log.prepare, records, version=expected)
+        prepared = asyncio.get_running_loop().run_in_executor(
+            _PREPARE, functools.partial(self.log.prepare, records, version=self._expected_next_version()))
         return await self._submit("snapshot", records, prepared=prepared)
 
     async def run_exclusive(self, action: Callable[[int], int]) -> int:
-        """Run ``action(expected_version) -> new_version`` in the commit slot (on the committer thread), e.g.
-        maintenance commits; it must raise :class:`LogFencedError` if someone else committed. Returns the new
-        version."""
+        """Run ``action(expected_version) -> new_version`` in the commit slot (in the executor), e.g. maintenance
+        commits; it must raise :class:`LogFencedError` if someone else committed. Returns the new version."""
         return await self._submit("exclusive", (), action)
 
     async def close(self, *, drain: bool = True) -> None:
         """Stop the batcher. With ``drain`` queued writes are committed first; otherwise they fail with
         :class:`BatcherClosedError`. A commit already in flight always finishes."""
-        dropped = self._group.close(drain=drain)
-        self._answer(dropped, error=BatcherClosedError("commit batcher closed"))
-        await asyncio.shield(self._exited)
+        self._fail(self._group.close(drain=drain), BatcherClosedError("commit batcher closed"))
+        await asyncio.shield(self._task)
 
     def _expected_next_version(self) -> int | None:
         """The version a snapshot queued now will commit at if every commit ahead of it succeeds: right after the
         commit in flight (the writes queued ahead join its commit). ``None`` when an exclusive action or another
-        snapshot is ahead (their version counts are not known in advance). Call it holding the group's lock."""
+        snapshot is ahead (their version counts are not known in advance)."""
         if self._in_flight == "exclusive" or any(entry.kind != "records" for entry in self._group.queued()):
             return None
         return self._version + (self._in_flight is not None) + 1
 
-    # --- the committer thread -----------------------------------------------------------------------------------
+    # --- committing (on the loop; the writes in the executor) ---------------------------------------------------
 
     def _submit(
         self, kind: Kind, records: Sequence[EncodedRecord], action: Callable[[int], int] | None = None, *,
-        prepared: Future[Sequence[EncodedRecord]] | None = None,
+        prepared: asyncio.Future[Sequence[EncodedRecord]] | None = None,
     ) -> asyncio.Future[int]:
-        future: asyncio.Future[int] = self._loop.create_future()
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         try:
             self._group.submit(_Entry(kind, records, future, time.monotonic(), action, prepared))
         except GroupCommitClosedError:
@@ -245,7 +244,7 @@ class CommitBatcher:
     def _take(self, queue: Sequence[_Entry]) -> int:
         """How many entries of the head of ``queue`` the next commit holds: an exclusive action alone, or a run of
         writes, with the snapshot that ends the run (if any) and the writes after it up to the next snapshot or
-        exclusive action (see the module docs). Runs under the group's lock, as the batch leaves the queue."""
+        exclusive action (see the module docs)."""
         self._in_flight = "exclusive" if queue[0].kind == "exclusive" else "records"
         if queue[0].kind == "exclusive":
             return 1
@@ -264,53 +263,58 @@ class CommitBatcher:
                 batch.kind, batch.snapshot, batch.prepared = "snapshot", entry.records, entry.prepared
         return batch
 
-    def _commit(self, entries: list[_Entry]) -> None:
+    async def _commit(self, entries: list[_Entry]) -> None:
         """Commit one batch until it is durable (retrying storage failures) or the writer is fenced (raised: the
         group commit then stops and fails everything queued)."""
         try:
-            self._commit_batch(self._batch(entries))
+            await self._commit_batch(self._batch(entries))
         except LogFencedError as exc:
             log.error("commit batcher fenced at version %d: %s", self._version, exc)
             self._fenced = exc
             raise
+        finally:
+            self._in_flight = None
 
-    def _commit_batch(self, batch: _Batch) -> None:
+    async def _commit_batch(self, batch: _Batch) -> None:
         expected = self._version
         backoff = self.config.retry_backoff_ms / 1000
         outcome_unknown = False
         if batch.prepared is not None:
             try:
-                batch.snapshot = batch.prepared.result()
+                batch.snapshot = await batch.prepared
             except Exception as exc:  # the commit prepares them itself then
                 log.warning("preparing a snapshot of %d records failed: %r", len(batch.snapshot), exc)
         while True:
             try:
                 if outcome_unknown:
-                    landed = self._landed(batch, expected)
+                    landed = await self._in_executor(lambda: self._landed(batch, expected))
                     if landed is not None:
                         self._succeed(batch, landed)
                         return
                 started = time.monotonic()
                 self._group.commit_started()
-                version = self._write(batch, expected)
-                written = time.monotonic()
+                version, written = await self._in_executor(lambda: self._timed_write(batch, expected))
             except StorageUnavailableError as exc:
                 if batch.kind == "exclusive":
-                    self._answer(batch.entries, error=exc)
-                    resynced = self._resync_after_exclusive(expected)
-                    with self._group.lock:
-                        self._version, self._in_flight = resynced, None
+                    self._fail(batch.entries, exc)
+                    self._version = await self._in_executor(lambda: self._resync_after_exclusive(expected))
                     return
                 log.warning("commit of batch %s at version %d failed, will retry: %s", batch.batch_id,
                             expected + 1, exc)
                 self._healthy = False
-                self._answer(batch.entries, error=exc)
+                self._fail(batch.entries, exc)
                 outcome_unknown = True
-                time.sleep(backoff * random.uniform(0.8, 1.2))
+                await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
                 continue
-            self._succeed(batch, version, timing=(started, written))
+            self._succeed(batch, version)
+            if self.on_commit is not None:
+                self._report_timing(batch, version, started, written)
             return
+
+    def _timed_write(self, batch: _Batch, expected: int) -> tuple[int, float]:
+        version = self._write(batch, expected)
+        return version, time.monotonic()
 
     def _write(self, batch: _Batch, expected: int) -> int:
         if batch.kind == "exclusive":
@@ -349,14 +353,13 @@ class CommitBatcher:
 
     # --- outcomes -----------------------------------------------------------------------------------------------
 
-    def _succeed(self, batch: _Batch, version: int, *, timing: tuple[float, float] | None = None) -> None:
-        with self._group.lock:
-            self._version, self._in_flight = version, None
+    def _succeed(self, batch: _Batch, version: int) -> None:
+        self._version = version
         self._healthy = True
         self.commits += 1
-        self._answer(batch.entries, version=version)
-        if timing is not None and self.on_commit is not None:
-            self._on_loop(self._report_timing, batch, version, *timing)
+        for entry in batch.entries:
+            if not entry.future.done():
+                entry.future.set_result(version)
 
     def _report_timing(self, batch: _Batch, version: int, started: float, written: float) -> None:
         assert self.on_commit is not None
@@ -365,27 +368,11 @@ class CommitBatcher:
             first_arrival=min(entry.arrived for entry in batch.entries), closed=batch.closed, started=started,
             written=written, resolved=time.monotonic(), phases=self.log.last_commit_phases))
 
-    def _fail(self, entries: list[_Entry], exc: BaseException) -> None:
-        self._answer(entries, error=exc)
+    @staticmethod
+    def _fail(entries: Sequence[_Entry], exc: BaseException) -> None:
+        for entry in entries:
+            if not entry.future.done():
+                entry.future.set_exception(exc)
 
-    def _answer(self, entries: Sequence[_Entry], *, version: int = -1, error: BaseException | None = None) -> None:
-        """Resolve the waiters of ``entries`` on the event loop (from any thread), with ``version`` or ``error``."""
-        if entries:
-            self._on_loop(_resolve, entries, version, error)
-
-    def _on_loop(self, call: Callable[..., Any], *args: Any) -> None:
-        if threading.get_ident() == self._loop_thread:
-            call(*args)
-            return
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            self._loop.call_soon_threadsafe(call, *args)
-
-
-def _resolve(entries: Sequence[_Entry], version: int, error: BaseException | None) -> None:
-    for entry in entries:
-        if entry.future.done():
-            continue
-        if error is not None:
-            entry.future.set_exception(error)
-        else:
-            entry.future.set_result(version)
+    async def _in_executor(self, call: Callable[[], _T]) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)

@@ -1,10 +1,10 @@
 """Group commit: many concurrent writes to one log become few commits, one commit in flight at a time.
 
-A :class:`GroupCommit` owns a queue and one committer thread. :meth:`GroupCommit.submit` queues a write, from any
-thread; the committer takes the writes at the head of the queue when a batch closes and hands them to the log's
-``commit`` function, which makes them durable (or fails them) and answers their waiters. Writes that arrive while a
-commit is in flight wait, and form the next batch. Both logs write through one: the record log's commit batcher
-(:mod:`groupcoord.log.batcher`) and each topic's Produce group commit (:mod:`groupcoord.topics.appender`).
+A :class:`GroupCommit` is a log's queue of writes and the rules that cut it into batches; a runner takes each batch
+when it closes and hands it to the log's ``commit`` function, which makes it durable (or fails it) and answers its
+waiters. Writes that arrive while a commit is in flight wait, and form the next batch. Both logs write through one:
+the record log's commit batcher (:mod:`groupcoord.log.batcher`) and each topic's Produce group commit
+(:mod:`groupcoord.topics.appender`).
 
 When a batch closes: ``linger_s`` after its oldest write arrived, but no sooner than ``min_interval_s`` after the
 previous commit started (a log that retries a commit restarts that clock, :meth:`GroupCommit.commit_started`), which
@@ -14,16 +14,24 @@ alone).
 
 Stopping. :meth:`GroupCommit.close` stops taking writes: with ``drain`` the queued ones are still committed (without
 waiting for the linger), otherwise they are handed back for the caller to fail; a commit in flight always finishes.
-A ``commit`` that raises stops the committer for good (a fenced log): the batch and every queued write go to
-``fail`` with that error, and later submits are refused with it.
+A ``commit`` that raises stops the log for good (a fenced log): the batch and every queued write go to ``fail`` with
+that error, and later submits are refused with it.
+
+Two runners, for where a log's writers are:
+
+- :func:`run_on_loop`, for writers on one asyncio event loop (the core's writes, on the coordinator's loop): the
+  batch closes on the loop, between its callbacks, so it holds every write the loop has made ready, and ``commit``
+  is a coroutine (which runs the blocking commit in an executor);
+- :func:`run_in_thread`, for writers on any thread (Produce's adapters, tests, tools): one committer thread per log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 
@@ -47,35 +55,27 @@ class GroupCommitClosedError(Exception):
 
 
 class GroupCommit(Generic[W]):
-    """The queue and committer thread of one log (see the module docs). Thread-safe.
+    """The queue and batching rules of one log (see the module docs); a runner commits its batches. Thread-safe.
 
-    ``commit(batch)`` runs in the committer thread, one batch at a time; ``fail(writes, error)`` is called with the
-    writes that will never be committed (on a stop, from the committer thread); ``take(queue)`` (under :attr:`lock`)
-    returns how many writes of the head of ``queue`` form the next batch, at least one.
+    ``take(queue)`` (under :attr:`lock`) returns how many writes of the head of ``queue`` form the next batch, at
+    least one.
     """
 
-    def __init__(self, name: str, commit: Callable[[list[W]], None], *,
-                 fail: Callable[[list[W], BaseException], None], linger_s: float, min_interval_s: float = 0.0,
-                 max_records: int | None = None, take: Callable[[Sequence[W]], int] | None = None,
-                 on_exit: Callable[[], None] | None = None) -> None:
+    def __init__(self, name: str, *, linger_s: float, min_interval_s: float = 0.0, max_records: int | None = None,
+                 take: Callable[[Sequence[W]], int] | None = None) -> None:
         self.name = name
         self.linger_s = linger_s
         self.min_interval_s = min_interval_s
         self.max_records = max_records
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         """Held while the queue changes and while ``take`` runs: a log may hold it to read its own commit state
         consistently with the queue (what is queued, what is in flight)."""
-        self._commit = commit
-        self._fail = fail
         self._take = take or self._take_up_to_max_records
-        self._on_exit = on_exit
-        self._wakeup = threading.Condition(self.lock)
+        self._wake: Callable[[], None] = lambda: None
         self._queue: deque[W] = deque()
-        self._in_flight: list[W] = []
-        self._thread: threading.Thread | None = None
+        self._in_flight = False
         self._closed = False
         self._stopped: BaseException | None = None
-        self._exited = False
         self._last_start = float("-inf")
 
     @property
@@ -84,8 +84,13 @@ class GroupCommit(Generic[W]):
         return len(self._queue)
 
     @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called or a commit stopped the log."""
+        return self._closed
+
+    @property
     def stopped(self) -> BaseException | None:
-        """The error a commit raised, which stopped the committer for good (``None`` while it runs)."""
+        """The error a commit raised, which stopped the log for good (``None`` while it runs)."""
         return self._stopped
 
     def queued(self) -> Sequence[W]:
@@ -93,7 +98,7 @@ class GroupCommit(Generic[W]):
         return tuple(self._queue)
 
     def submit(self, write: W) -> None:
-        """Queue ``write`` for the next batch. Raises the error that stopped the committer, or
+        """Queue ``write`` for the next batch. Raises the error that stopped the log, or
         :class:`GroupCommitClosedError` after :meth:`close`."""
         with self.lock:
             if self._stopped is not None:
@@ -101,11 +106,13 @@ class GroupCommit(Generic[W]):
             if self._closed:
                 raise GroupCommitClosedError(f"{self.name} is closed")
             self._queue.append(write)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-                self._thread.start()
-            elif len(self._queue) == 1:  # the committer waits for a first write only when the queue is empty
-                self._wakeup.notify()
+            if len(self._queue) == 1:  # the runner waits for a first write only when the queue is empty
+                self._wake()
+
+    def wake_with(self, wake: Callable[[], None]) -> None:
+        """For a runner: ``wake()`` is called, holding :attr:`lock`, when a first write is queued or the group
+        closes."""
+        self._wake = wake
 
     def commit_started(self) -> None:
         """Restart the minimum interval's clock: the log starts another attempt of the batch in flight."""
@@ -118,56 +125,40 @@ class GroupCommit(Generic[W]):
             dropped: list[W] = []
             if not drain:
                 dropped, self._queue = list(self._queue), deque()
-            self._wakeup.notify_all()
-            idle = self._thread is None and not self._exited
-            self._exited = self._exited or idle
-        if idle and self._on_exit is not None:
-            self._on_exit()
+            self._wake()
         return dropped
 
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the committer thread to end (after :meth:`close`, once the queue is drained)."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
+    # --- for the runners ----------------------------------------------------------------------------------------
 
-    # --- the committer ------------------------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        try:
-            while (batch := self._next_batch()) is not None:
-                try:
-                    self._commit(batch)
-                except BaseException as exc:  # the log stops: every write not yet answered fails with the error
-                    self._stop(batch, exc)
-                    return
-                finally:
-                    with self.lock:
-                        self._in_flight = []
-        finally:
-            with self.lock:
-                self._exited = True
-            if self._on_exit is not None:
-                self._on_exit()
-
-    def _next_batch(self) -> list[W] | None:
-        """Wait until a batch closes and take it (``None`` once closed and drained)."""
+    def due(self) -> float | None:
+        """When the next batch closes (``time.monotonic()``; at once when closing), ``None`` with nothing queued."""
         with self.lock:
-            while True:
-                if not self._queue:
-                    if self._closed:
-                        return None
-                    self._wakeup.wait()
-                    continue
-                due = max(self._queue[0].arrived + self.linger_s, self._last_start + self.min_interval_s)
-                wait = due - time.monotonic()
-                if wait <= 0 or self._closed:
-                    break
-                self._wakeup.wait(wait)  # wakes early only on close; the loop re-checks either way
+            if not self._queue:
+                return None
+            if self._closed:
+                return float("-inf")
+            return max(self._queue[0].arrived + self.linger_s, self._last_start + self.min_interval_s)
+
+    def take(self) -> list[W]:
+        """Take the next batch off the queue (its commit is in flight until :meth:`finished`)."""
+        with self.lock:
             count = max(1, self._take(self._queue))
-            self._in_flight = [self._queue.popleft() for _ in range(min(count, len(self._queue)))]
+            batch = [self._queue.popleft() for _ in range(min(count, len(self._queue)))]
+            self._in_flight = True
             self._last_start = time.monotonic()
-            return list(self._in_flight)
+            return batch
+
+    def finished(self) -> None:
+        """The commit in flight ended."""
+        with self.lock:
+            self._in_flight = False
+
+    def stop(self, batch: list[W], exc: BaseException) -> list[W]:
+        """A commit of ``batch`` raised ``exc``: stop for good; returns every write to fail (the batch, the queue)."""
+        with self.lock:
+            self._stopped, self._closed, self._in_flight = exc, True, False
+            rest, self._queue = list(self._queue), deque()
+        return [*batch, *rest]
 
     def _take_up_to_max_records(self, queue: Sequence[W]) -> int:
         if self.max_records is None:
@@ -180,8 +171,60 @@ class GroupCommit(Generic[W]):
             records += write.size
         return count
 
-    def _stop(self, batch: list[W], exc: BaseException) -> None:
-        with self.lock:
-            self._stopped = exc
-            rest, self._queue = list(self._queue), deque()
-        self._fail([*batch, *rest], exc)
+
+async def run_on_loop(group: GroupCommit[W], commit: Callable[[list[W]], Awaitable[None]], *,
+                      fail: Callable[[list[W], BaseException], None]) -> None:
+    """Commit ``group``'s batches from the running event loop until it is closed and drained, or a commit raises
+    (its error then goes to ``fail`` with every write not committed). Submit to ``group`` from this loop only."""
+    wakeup = asyncio.Event()
+    group.wake_with(wakeup.set)
+    while True:
+        due = group.due()
+        if due is None:
+            if group.closed:
+                return
+            wakeup.clear()
+            await wakeup.wait()
+            continue
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+            continue  # re-check: asyncio may wake a little early, and more may have queued
+        batch = group.take()
+        try:
+            await commit(batch)
+        except BaseException as exc:  # the log stops: every write not yet answered fails with the error
+            fail(group.stop(batch, exc), exc)
+            return
+        finally:
+            group.finished()
+
+
+def run_in_thread(group: GroupCommit[W], commit: Callable[[list[W]], None], *,
+                  fail: Callable[[list[W], BaseException], None]) -> threading.Thread:
+    """Start ``group``'s committer thread: it commits batches until the group is closed and drained, or a commit
+    raises (its error then goes to ``fail`` with every write not committed). Submit from any thread."""
+    wakeup = threading.Condition(group.lock)
+    group.wake_with(wakeup.notify_all)
+
+    def next_batch() -> list[W] | None:
+        with group.lock:
+            while (due := group.due()) is None or due > time.monotonic():
+                if due is None and group.closed:
+                    return None
+                wakeup.wait(None if due is None else due - time.monotonic())
+            return group.take()
+
+    def run() -> None:
+        while (batch := next_batch()) is not None:
+            try:
+                commit(batch)
+            except BaseException as exc:  # the log stops: every write not yet answered fails with the error
+                fail(group.stop(batch, exc), exc)
+                return
+            finally:
+                group.finished()
+
+    thread = threading.Thread(target=run, name=group.name, daemon=True)
+    thread.start()
+    return thread

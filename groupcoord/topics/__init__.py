@@ -1,4 +1,10 @@
-"""Topics: the catalog of topics and partition counts, and the embedded topic log (one Delta table per topic).
+"""Topics: the catalog of topics and partition counts, and the embedded topic logs (one Delta table per topic).
+
+A topic log's semantics, on the log layer it shares with the record log (:mod:`groupcoord.storage`): **many
+writers** (the CLI, the Python API and the serving process's Produce, in any process, with no lease), each produce a
+conditional commit that re-reads and renumbers when another writer took its version, so offsets stay dense and
+nothing is lost or reordered; **no fsync**: a produce returns, and Produce acknowledges, once its commit is written,
+as a Kafka broker with its default ``flush.messages`` (see :mod:`groupcoord.topics.topic_log`).
 
 Public API::
 

@@ -4,10 +4,11 @@
 batch's base offset once the commit holding it is committed (``asyncio.wrap_future`` awaits it from an event loop).
 
 Batching is :mod:`groupcoord.storage.group_commit`'s, one per topic (the topic log is one Delta table, so one commit
-per topic covers every partition): one commit in flight per topic, on the topic's committer thread; batches that
-arrive meanwhile wait and form the next commit, which also waits ``topics.produce.linger.ms`` after its first batch
-arrived and holds at most ``topics.produce.batch.records`` records (a larger batch commits alone). Within a commit,
-the batches of one partition keep their arrival order, and each batch's records stay contiguous and in order.
+per topic covers every partition), run on a committer thread of its own (batches come from any thread): one commit
+in flight per topic; batches that arrive meanwhile wait and form the next commit, which also waits
+``topics.produce.linger.ms`` after its first batch arrived and holds at most ``topics.produce.batch.records``
+records (a larger batch commits alone). Within a commit, the batches of one partition keep their arrival order,
+and each batch's records stay contiguous and in order.
 
 The commit is :meth:`TopicLog.produce`'s, a topic log's commit with its many-writer semantics (see
 :mod:`groupcoord.topics.topic_log`: conditional at the version read, renumbered and retried when another writer got
@@ -30,7 +31,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError
+from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError, run_in_thread
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.errors import TopicError, UnknownTopicOrPartitionError
@@ -91,6 +92,7 @@ class TopicAppender:
         self._producers = producers or ProducerStates()
         self._logs: dict[str, TopicLog] = {}
         self._groups: dict[str, GroupCommit[_Pending]] = {}
+        self._threads: list[threading.Thread] = []
         # Partition counts read from the catalog. Topics are never deleted and only gain partitions, so a partition
         # below the count read is valid for good; only a partition beyond it costs a catalog read (a few ms, and
         # ``append`` runs on the endpoint's event loop).
@@ -134,11 +136,11 @@ class TopicAppender:
         """Commit what is queued, stop the committer threads, and fail anything appended later."""
         with self._lock:
             self._closed = True
-            groups = list(self._groups.values())
+            groups, threads = list(self._groups.values()), list(self._threads)
         for group in groups:
             group.close(drain=True)
-        for group in groups:
-            group.join(timeout)
+        for thread in threads:
+            thread.join(timeout)
 
     def _group(self, topic: str) -> GroupCommit[_Pending]:
         with self._lock:
@@ -148,8 +150,9 @@ class TopicAppender:
             if group is None:
                 self._logs[topic] = TopicLog(self._root, topic, catalog=self._catalog, config=self._config)
                 group = self._groups[topic] = GroupCommit(
-                    f"groupcoord-produce-{topic}", lambda batch: self._commit(topic, batch), fail=_fail,
-                    linger_s=self._config.produce_linger_ms / 1000, max_records=self._config.produce_batch_records)
+                    f"groupcoord-produce-{topic}", linger_s=self._config.produce_linger_ms / 1000,
+                    max_records=self._config.produce_batch_records)
+                self._threads.append(run_in_thread(group, lambda batch: self._commit(topic, batch), fail=_fail))
             return group
 
     # --- the committer ------------------------------------------------------------------------------------------------

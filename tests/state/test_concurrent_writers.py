@@ -2,11 +2,11 @@
 
 Each table is written through the project's own writer, and every such writer commits with a put-if-absent of the
 next version: delta-rs's conditional commit (``max_commit_retries=0``, or app transactions for the sinks) or, for the
-appends of the record log and the topic logs, groupcoord's own hard link (:mod:`groupcoord.storage.files`). Each child process reads the
-table as its writer does, then waits at a barrier placed right before the commit (the module's write function is
-wrapped, nothing else changes), so both commit the same version at the same moment. Exactly one wins; the loser
-sees the conflict: a fenced append, a lost lease race, a sink commit that plans again and finds its rows written,
-or a producer's retry that re-reads and renumbers.
+appends of the record log and the topic logs, groupcoord's own hard link (:mod:`groupcoord.storage.files`). Each
+child process reads the table as its writer does, then waits at a barrier placed right before the commit (the
+module's write function is wrapped, nothing else changes), so both commit the same version at the same moment.
+Exactly one wins; the loser sees the conflict: a fenced append, a lost lease race, a sink commit that plans again
+and finds its rows written, or a producer's retry that re-reads and renumbers.
 
 delta-spark must not write these tables: its local-filesystem log store checks for the commit file and then renames,
 which is safe only inside one JVM (``docs/state-tables.md``).

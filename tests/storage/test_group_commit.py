@@ -1,14 +1,16 @@
-"""The group commit both logs write through: batches, linger, the commit-rate cap, the record cap, close and stop."""
+"""The group commit both logs write through: batches, linger, the commit-rate cap, the record cap, close and stop,
+with the thread runner (the topic logs') and the event-loop runner (the record log's)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
 
 import pytest
 
-from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError
+from groupcoord.storage.group_commit import GroupCommit, GroupCommitClosedError, run_in_thread, run_on_loop
 
 
 @dataclass(eq=False)
@@ -27,7 +29,6 @@ class Log:
         self.batches: list[list[str]] = []
         self.starts: list[float] = []
         self.failed: list[tuple[list[str], str]] = []
-        self.exits = 0
         self.committed = threading.Event()
 
     def commit(self, batch: list[Write]) -> None:
@@ -41,14 +42,29 @@ class Log:
     def fail(self, writes: list[Write], exc: BaseException) -> None:
         self.failed.append(([w.name for w in writes], str(exc)))
 
-    def exit(self) -> None:
-        self.exits += 1
+
+class Running:
+    """A group commit and its committer thread."""
+
+    def __init__(self, log: Log, *, linger_s: float = 0.001, min_interval_s: float = 0.0,
+                 max_records: int | None = None) -> None:
+        self.group: GroupCommit[Write] = GroupCommit("test-commit", linger_s=linger_s, min_interval_s=min_interval_s,
+                                                     max_records=max_records)
+        self.thread = run_in_thread(self.group, log.commit, fail=log.fail)
+
+    def submit(self, write: Write) -> None:
+        self.group.submit(write)
+
+    def close(self, *, drain: bool = True) -> list[Write]:
+        return self.group.close(drain=drain)
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout)
 
 
 def group(log: Log, *, linger_s: float = 0.001, min_interval_s: float = 0.0,
-          max_records: int | None = None) -> GroupCommit[Write]:
-    return GroupCommit("test-commit", log.commit, fail=log.fail, on_exit=log.exit, linger_s=linger_s,
-                       min_interval_s=min_interval_s, max_records=max_records)
+          max_records: int | None = None) -> Running:
+    return Running(log, linger_s=linger_s, min_interval_s=min_interval_s, max_records=max_records)
 
 
 def test_writes_arriving_during_a_commit_form_the_next_batch() -> None:
@@ -61,7 +77,7 @@ def test_writes_arriving_during_a_commit_form_the_next_batch() -> None:
     commits.close()
     commits.join(10)
     assert log.batches == [["a"], ["b", "c", "d"]]
-    assert log.exits == 1
+    assert not commits.thread.is_alive()
 
 
 def test_a_lone_write_waits_for_the_linger() -> None:
@@ -122,16 +138,40 @@ def test_a_commit_that_raises_stops_the_committer_and_fails_everything_queued() 
     commits.submit(Write("b"))
     commits.join(10)
     assert log.failed == [(["a", "b"], "fenced at a")]
-    assert isinstance(commits.stopped, RuntimeError)
+    assert isinstance(commits.group.stopped, RuntimeError)
     with pytest.raises(RuntimeError, match="fenced at a"):
         commits.submit(Write("c"))
-    commits.close()
-    assert log.exits == 1
 
 
-def test_closing_a_group_that_never_committed_exits_at_once() -> None:
-    log = Log()
-    commits = group(log)
+def test_closing_a_group_that_never_committed_ends_its_thread_at_once() -> None:
+    commits = group(Log())
     assert commits.close() == []
     commits.join(1)
-    assert log.exits == 1
+    assert not commits.thread.is_alive()
+
+
+def test_on_the_event_loop_writes_queued_during_a_commit_form_the_next_batch_and_a_raise_stops_it() -> None:
+    """The record log's runner: batches close on the loop, commits run off it; a commit that raises stops the
+    runner and fails every write not committed."""
+    log = Log(fail_on="stop")
+
+    async def main() -> list[list[str]]:
+        group: GroupCommit[Write] = GroupCommit("loop-commit", linger_s=0.0, min_interval_s=0.05)
+
+        async def commit(batch: list[Write]) -> None:
+            await asyncio.to_thread(log.commit, batch)
+
+        runner = asyncio.create_task(run_on_loop(group, commit, fail=log.fail))
+        group.submit(Write("first"))
+        await asyncio.sleep(0.02)  # "first" is in flight; the next batch closes 50 ms after it started
+        loop = asyncio.get_running_loop()
+        for n in range(50):
+            loop.call_soon(group.submit, Write(f"w{n}"))
+        await asyncio.sleep(0.1)
+        group.submit(Write("stop"))
+        group.submit(Write("after"))
+        await asyncio.wait_for(runner, 10)
+        return log.batches
+
+    assert asyncio.run(main()) == [["first"], [f"w{n}" for n in range(50)]]
+    assert log.failed == [(["stop", "after"], "fenced at stop")]
