@@ -322,6 +322,12 @@ class GroupMember:
     def _check_usable(self) -> None:
         if self._fatal is not None:
             raise self._fatal
+        with self._lock:
+            failure = self._machine.failure
+        if failure is not None:
+            # Another thread fed the machine the fatal answer (a Heartbeat's FENCED_INSTANCE_ID) and has not yet
+            # raised it: this call must not go on as if the member were still in the group.
+            self._react(failure)
         if self._closed:
             raise MemberClosedError(f"group {self.group_id}: the member is closed")
 

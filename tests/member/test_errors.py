@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -9,6 +10,7 @@ from kafka.structs import TopicPartition
 
 from groupcoord.member import FencedInstanceIdError, GroupMember, MemberClosedError
 from groupcoord.member.connection import BrokerConnection
+from groupcoord.member.protocol_machine import MemberFailed, Output
 from groupcoord.member.subscription import subscription_metadata
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol import JoinGroupRequest, LeaveGroupRequest
@@ -125,6 +127,35 @@ def test_fenced_instance_id_is_fatal_and_names_the_instance_prefix_key(
     with pytest.raises(FencedInstanceIdError):
         fenced.commit_sync({BOTH[0]: 1})
     assert "lost" not in listener.kinds()
+
+
+def test_a_poll_right_after_the_heartbeat_thread_learned_it_was_fenced_raises(
+    coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race behind the test above's flakiness under load: the heartbeat thread has fed FENCED_INSTANCE_ID to the
+    machine but not yet raised it (held here between the two), and the application polls in that instant. The poll
+    must raise, not return the assignment of a member that is out of the group."""
+    stack = coordinator({TOPIC: 2})
+    fenced = _stable_member(stack, members, RecordingListener(), group_instance_id="app-0")
+    application = threading.current_thread()
+    entered, release = threading.Event(), threading.Event()
+    react = fenced._react
+
+    def held(output: Output) -> None:
+        if isinstance(output, MemberFailed) and threading.current_thread() is not application:
+            entered.set()
+            release.wait(30)
+        react(output)
+
+    monkeypatch.setattr(fenced, "_react", held)
+    try:
+        replacement = members(GROUP, topics=[TOPIC], bootstrap_servers=stack.bootstrap, group_instance_id="app-0")
+        poll_until([replacement], lambda: len(replacement.assignment()) == 2)
+        assert entered.wait(30), "the fenced member's heartbeat was never answered FENCED_INSTANCE_ID"
+        with pytest.raises(FencedInstanceIdError, match=r"spark\.groupcoord\.instance\.prefix"):
+            fenced.poll(timeout_ms=100)
+    finally:
+        release.set()
 
 
 def test_close_of_a_static_member_leaves_with_its_instance_id_and_a_closed_member_refuses_calls(
