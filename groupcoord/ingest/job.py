@@ -1,6 +1,8 @@
-"""The driver of the streaming ingestion job: plan the run, start the executor members, watch, shut down cleanly.
+"""The driver of the ingestion job's members engine: plan the run, start the executor members, watch, shut down.
 
-:func:`run_ingest` is what ``jobs/streaming_ingest.py`` calls after parsing its flags:
+:func:`run_ingest` is what ``jobs/streaming_ingest.py --engine members`` calls after parsing its flags (the default
+engine is :func:`~groupcoord.ingest.structured.run_structured`, which shares :func:`create_sink` and
+:func:`stop_on_signal` with it):
 
 1. create the sink table (:data:`~groupcoord.ingest.config.SINK_SCHEMA`) if missing; with a Kafka source, copy
    the cluster's partition counts into the catalog now and every ``source.metadata.refresh.ms``
