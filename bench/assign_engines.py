@@ -122,7 +122,7 @@ def main(full: bool) -> None:
                              "python_rebalance_s": round(python_rebalance_s, 3),
                              "spark_rebalance_s": round(spark_rebalance_s, 3), "same_answers": same})
                 print(rows[-1], flush=True)
-    from groupcoord.spark.assignment import DRIVER_PARTITIONS
+    from groupcoord.assignors.engine import DRIVER_PARTITIONS
 
     write_result("assign_engines", title="Server-side assignment: the driver's Python engine vs Spark (warm)",
                  rows=rows, summary={"DRIVER_PARTITIONS": DRIVER_PARTITIONS, "crossover": crossover(rows)},

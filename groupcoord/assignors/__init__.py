@@ -16,7 +16,7 @@ from groupcoord.assignors.errors import AssignorInputError
 
 if TYPE_CHECKING:
     from groupcoord.assignors.base import Assignor
-    from groupcoord.assignors.subscriptions import SubscriptionsMode
+    from groupcoord.assignors.engine import SubscriptionsMode
 
 ASSIGNOR_NAMES: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "weighted")
 
@@ -30,6 +30,9 @@ _CLASSES: dict[str, tuple[str, str]] = {
 }
 """Name -> (module of ``groupcoord.assignors``, class), imported on first use."""
 
+WEIGHING_ASSIGNORS: tuple[str, ...] = ("weighted",)
+"""The assignors that read the partitions' ``weight`` (the others balance partition counts)."""
+
 
 class AssignorOptions(TypedDict, total=False):
     """The keyword-only options of :func:`get_assignor`; each assignor accepts the ones its class declares."""
@@ -38,8 +41,9 @@ class AssignorOptions(TypedDict, total=False):
     """Prefer same-rack members (range, sticky, cooperative-sticky, uniform)."""
     subscriptions: SubscriptionsMode
     """Whether the call's groups subscribe alike (the balanced assignors): checked (``auto``) or stated."""
-    driver_rows: int
-    """Heterogeneous calls of at most this many input rows run on the driver, 0 never (the balanced assignors)."""
+    driver_partitions: int
+    """A heterogeneous call small enough to collect (at most this many rows) runs on the driver, 0 never (the
+    balanced assignors; :func:`groupcoord.assignors.engine.choose_engine`)."""
     tolerance: float
     """How far from the weight quota a member may go (weighted)."""
 
@@ -67,4 +71,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ASSIGNOR_NAMES", "Assignor", "AssignorInputError", "AssignorOptions", "get_assignor"]
+__all__ = ["ASSIGNOR_NAMES", "WEIGHING_ASSIGNORS", "Assignor", "AssignorInputError", "AssignorOptions", "get_assignor"]

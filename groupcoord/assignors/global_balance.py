@@ -1,4 +1,5 @@
-"""Calls that may hold a heterogeneous group (sticky, cooperative-sticky, uniform): every group in Python.
+"""The Python algorithms on a call given as DataFrames that holds a heterogeneous group (sticky, cooperative-sticky,
+uniform): every group of the call in Python.
 
 Groups whose members subscribe to different topics are balanced globally by
 :mod:`groupcoord.assignors.algorithms.global_balance` (every owned partition kept whenever a balanced assignment
@@ -9,17 +10,16 @@ checks the values with the plans' messages and derives subscriptions, valid clai
 revocations itself, so none of the plan's derived frames is built. The homogeneous groups of such a call take the
 same path (the Python sticky target gives the plan's rows, ``tests/assignors/test_engines_agree.py``).
 
-Where the Python runs:
+Where the Python runs (:func:`groupcoord.assignors.engine.choose_engine` decides):
 
-- **on the driver** (:func:`driver_assignment`), for a call of at most :data:`DRIVER_ROWS` input rows: one job
-  collects them (:func:`collect_call`: a projection of each input, no exchange, bounded by a limit), and the result
-  is a driver-local frame. A cold call costs that one small job, not a Python worker's start and a shuffle;
+- **on the driver** (:func:`driver_assignment`), for a call small enough to collect: one job collects its rows
+  (:func:`collect_call`: a projection of each input, no exchange, bounded by a limit), and the result is a
+  driver-local frame. A cold call costs that one small job, not a Python worker's start and a shuffle;
 - **in Python tasks** (:func:`python_assignment`) for larger calls: the rows repartitioned by group and handed to
   ``rdd.mapPartitions`` (``applyInArrow`` would do the same but needs pandas, which groupcoord does not install), in
   the call's one lazy job.
 
-Either way a call is one job whatever the number of groups or distinct subscriptions (the rounds of pairwise moves
-this replaced cost two jobs each: 87 jobs for 100 groups of 10 x 100).
+Either way a call is one job whatever the number of groups or distinct subscriptions.
 """
 
 from __future__ import annotations
@@ -48,19 +48,11 @@ _ROWS = (
 )
 
 
-DRIVER_ROWS = 200_000
-"""A heterogeneous call of at most this many input rows (members, partitions and claims, over its groups) runs the
-algorithm on the driver: one job collects the rows, and the result is a driver-local frame. The Python algorithm is
-the same either way; the tasks cost a Python worker's start and a shuffle (cold: seconds), and they only pay off
-when several cores share many groups. The value is the coordinator's ``DRIVER_PARTITIONS``; the measurement is in
-docs/assignor-tuning.md."""
-
-
-def collect_call(prepared: Prepared, driver_rows: int) -> pa.Table | None:
+def collect_call(prepared: Prepared, limit: int) -> pa.Table | None:
     """Every group's rows (see :func:`_group_rows`) on the driver, with one job, or None when there are more than
-    ``driver_rows``."""
-    collected = to_arrow(_group_rows(prepared).limit(driver_rows + 1))
-    return collected if collected.num_rows <= driver_rows else None
+    ``limit``."""
+    collected = to_arrow(_group_rows(prepared).limit(limit + 1))
+    return collected if collected.num_rows <= limit else None
 
 
 def declares_different_topics(rows: pa.Table) -> bool:

@@ -1,18 +1,18 @@
 """Whether an ``assign`` call may rely on homogeneous subscriptions: every group's members declare the same topics.
 
-Several assignors have a cheaper plan for that case (:attr:`groupcoord.assignors.base.Assignor.homogeneous_plan`):
-they take a group's topics from one member instead of a row per member and topic (2 million rows for 2,000 members
-of 1,000 topics). The answer is decided on the driver, before planning:
+Every assignor has a cheaper plan for that case (``Prepared.homogeneous``): it takes a group's topics from one
+member instead of a row per member and topic (2 million rows for 2,000 members of 1,000 topics). The answer is
+decided on the driver, before planning (:func:`groupcoord.assignors.engine.frame_facts`):
 
 - the ``topics`` column is a constant in the optimised plan (the benchmarks' generated inputs): yes, and no job;
 - the members frame is driver-local (``DataFrame.isLocal()``): its ``group_id`` and ``topics`` are collected
   without a job (small bookkeeping: one row per member);
-- otherwise the balanced assignors first collect a small call whole (one job, see
-  :mod:`groupcoord.assignors.subscriptions`) and answer on the driver; for a larger call, or without that,
-  one small job over the members frame alone (group, sorted distinct topics) answers it: one global
-  aggregate, collected under the assignors' planning settings (:func:`groupcoord.plans.lineage.planning`:
-  adaptive execution off). Under the session's own settings adaptive execution ran each exchange as a job of its
-  own and ``isEmpty`` scanned the shuffled partitions a few at a time: 4 jobs for a repartitioned members frame.
+- otherwise the balanced assignors first collect a small call whole (one job) and answer on the driver; for a
+  larger call, or without that, one small job over the members frame alone (group, sorted distinct topics) answers
+  it: one global aggregate, collected under the assignors' planning settings
+  (:func:`groupcoord.plans.lineage.planning`: adaptive execution off). Under the session's own settings adaptive
+  execution ran each exchange as a job of its own and ``isEmpty`` scanned the shuffled partitions a few at a time:
+  4 jobs for a repartitioned members frame.
 """
 
 from __future__ import annotations

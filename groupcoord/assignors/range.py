@@ -48,10 +48,9 @@ class RangeAssignor(Assignor):
     """Kafka's range assignor; ``rack_aware`` enables the KIP-881 same-rack preference."""
 
     name: ClassVar[str] = "range"
-    homogeneous_plan: ClassVar[bool] = True
     rack_aware: bool = True
 
-    def _assign(self, prepared: Prepared) -> DataFrame:
+    def _plan(self, prepared: Prepared) -> DataFrame:
         rack_aware = self.rack_aware and prepared.has_racks
         if prepared.homogeneous and not rack_aware:
             return query(_HOMOGENEOUS_SQL, partitions=prepared.partitions, members=prepared.members)

@@ -54,9 +54,8 @@ class RoundRobinAssignor(Assignor):
     """Kafka's round-robin assignor."""
 
     name: ClassVar[str] = "roundrobin"
-    homogeneous_plan: ClassVar[bool] = True
 
-    def _assign(self, prepared: Prepared) -> DataFrame:
+    def _plan(self, prepared: Prepared) -> DataFrame:
         if prepared.homogeneous:
             return query(_HOMOGENEOUS_SQL, partitions=prepared.partitions, members=prepared.members)
         n_members = prepared.members.groupBy(GROUP).agg(F.count(F.lit(1)).alias("_n"))

@@ -94,14 +94,13 @@ class WeightedAssignor(Assignor):
     """The weighted assignor; ``tolerance`` is the fraction above the mean load a member may keep owned weight."""
 
     name: ClassVar[str] = "weighted"
-    homogeneous_plan: ClassVar[bool] = True
     tolerance: float = 0.1
 
     def __post_init__(self) -> None:
         if not self.tolerance >= 0:
             raise ValueError(f"tolerance must be >= 0, got {self.tolerance}")
 
-    def _assign(self, prepared: Prepared) -> DataFrame:
+    def _plan(self, prepared: Prepared) -> DataFrame:
         frames = scoped(prepared)
         if frames.owned is None:
             return query(_FRESH, members=frames.members, partitions=frames.partitions)

@@ -1,27 +1,25 @@
 """Server-side assignment: every pending ``server-<assignor>`` group of one moment, on the driver or in one Spark job.
 
 The host hands :class:`SparkAssignmentRunner` a list of ``NeedsAssignment`` effects. Groups are bucketed by
-assignor name. A bucket of at most :data:`DRIVER_PARTITIONS` assignable partitions runs on the driver, in Python
-(:mod:`groupcoord.assignors.algorithms`: the same rows as the Spark plan, proven by ``tests/assignors/
-test_engines_agree.py``), with no Spark at all; a larger bucket, and every ``weighted`` one, becomes one DataFrame
-call in the assignors' ``group_id`` batch mode, whose output comes back through Arrow. Either way the rows are
-encoded as ConsumerProtocol Assignments per member.
+assignor name, and each bucket's groups are built once, as the assignors' input values
+(:class:`~groupcoord.assignors.algorithms.Group`). The assignors pick the bucket's engine from its facts
+(:func:`groupcoord.assignors.engine.choose_engine`: how many partitions, whether the members subscribe alike): the
+Python algorithm right here, with no Spark at all, or one Spark call in the assignors' ``group_id`` batch mode, whose
+output comes back through Arrow. Either way the rows are encoded as ConsumerProtocol Assignments per member.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
+from groupcoord.assignors.engine import DRIVER_PARTITIONS
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
@@ -31,31 +29,17 @@ from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from groupcoord.assignors.algorithms import Group
-    from groupcoord.assignors.subscriptions import SubscriptionsMode
+    from groupcoord.assignors.engine import Engine, Row
 
 log = logging.getLogger("groupcoord.spark.assignment")
 
 SERVER_PREFIX = "server-"
 
-DRIVER_PARTITIONS = 200_000
-"""A bucket of at most this many assignable partitions (over its groups) is assigned on the driver in Python, not
-by a Spark job. Measured by ``bench/assign_engines.py`` (docs/benchmarks.md): the driver beat a warm Spark call at
-every size it ran, up to this one (200k x 2,000 cooperative-sticky: 1.6 s fresh and 2.6 s for a rebalance, against
-3.8 s and 9.4 s), so the threshold is the largest size measured rather than a crossover; a cold Spark call costs
-seconds more."""
-
 _WARMED_CONTEXTS: set[str] = set()
 """Application ids of the SparkContexts whose planner was warmed (see :meth:`SparkAssignmentRunner.warm_up`)."""
-
-MEMBER_SCHEMA = pa.schema([("group_id", pa.string()), ("member_id", pa.string()), ("group_instance_id", pa.string()),
-                           ("topics", pa.list_(pa.string())), ("rack", pa.string())])
-PARTITION_SCHEMA = pa.schema([("group_id", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-                              ("racks", pa.list_(pa.string())), ("weight", pa.float64())])
-OWNED_SCHEMA = pa.schema([("group_id", pa.string()), ("member_id", pa.string()), ("topic", pa.string()),
-                          ("partition", pa.int32()), ("generation", pa.int32())])
 
 
 def local_session() -> SparkSession:
@@ -89,13 +73,14 @@ def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = Non
 
 
 class SparkAssignmentRunner:
-    """Computes server-side assignments with the DataFrame assignors.
+    """Computes server-side assignments with the assignors.
 
     ``partition_counts`` returns the current topic catalog (topic -> partitions); ``racks`` optionally returns
     each topic's per-partition racks; ``weights_path`` is the checkpoint job's ``partition_weights`` table, read
-    once per call (:mod:`groupcoord.spark.weights`; unmeasured partitions weigh 1.0). ``driver_partitions``: buckets
-    up to this size run on the driver (see :data:`DRIVER_PARTITIONS`; 0 sends every bucket to Spark). The
-    SparkSession is obtained lazily, on the first bucket that needs it.
+    once per call that has a bucket whose assignor weighs partitions (:mod:`groupcoord.spark.weights`; unmeasured
+    partitions weigh 1.0). ``driver_partitions`` is the assignors' threshold for the Python engine on the driver
+    (:data:`~groupcoord.assignors.engine.DRIVER_PARTITIONS`; 0 sends every bucket to Spark). The SparkSession is
+    obtained lazily, on the first bucket that needs it.
     """
 
     def __init__(
@@ -133,6 +118,7 @@ class SparkAssignmentRunner:
         The JVM stays warm for the life of its SparkContext, so a context that was warmed once (by any runner of
         this process) is not warmed again unless ``again``.
         """
+        from groupcoord.assignors.engine import assign_groups, choose_engine, group_facts
         from groupcoord.spark.warmup import WARMUP_PARTITIONS, WARMUP_TOPIC, warm_up
 
         with self._lock:
@@ -143,8 +129,10 @@ class SparkAssignmentRunner:
         _WARMED_CONTEXTS.add(context)
 
         def assign_one(effect: NeedsAssignment) -> None:
+            groups = [self._group(effect, {WARMUP_TOPIC: WARMUP_PARTITIONS}, {})]
+            engine = choose_engine(group_facts(effect.assignor, groups), driver_partitions=0)  # Spark's plans
             with self._lock:
-                self._assign_bucket(session, effect.assignor, [effect], {WARMUP_TOPIC: WARMUP_PARTITIONS}, {})
+                assign_groups(effect.assignor, groups, engine, session=session)
 
         return warm_up(assign_one, busy=lambda: self._busy > 0, stopped=self._warm_up_stopped.is_set)
 
@@ -158,9 +146,10 @@ class SparkAssignmentRunner:
         return await asyncio.to_thread(self.assign, batch)
 
     def assign(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
-        """Blocking form of :meth:`__call__`: per assignor name used in ``batch``, the driver's Python engine or one
-        Spark job (only the newest generation of each group is assigned; older ones could not complete anyway)."""
-        from groupcoord.assignors import ASSIGNOR_NAMES
+        """Blocking form of :meth:`__call__`: per assignor name used in ``batch``, the engine the assignors pick
+        (only the newest generation of each group is assigned; older ones could not complete anyway)."""
+        from groupcoord.assignors import ASSIGNOR_NAMES, WEIGHING_ASSIGNORS
+        from groupcoord.assignors.engine import assign_groups, choose_engine, group_facts
 
         answers: list[CompleteAssignment] = []
         buckets: dict[str, list[NeedsAssignment]] = defaultdict(list)
@@ -170,48 +159,40 @@ class SparkAssignmentRunner:
             else:
                 log.warning("group %s asks for unknown server-side assignor %r", effect.group_id, effect.assignor)
                 answers.append(_error(effect))
-        counts = dict(self._partition_counts()) if buckets else {}
-        for name in [n for n, effects in buckets.items() if self._on_driver(n, effects, counts)]:
-            started = time.perf_counter()
-            answers.extend(self._assign_on_driver(name, buckets.pop(name), counts))
-            log.info("assigned group(s) with server-%s on the driver in %.3f s", name, time.perf_counter() - started)
         if not buckets:
+            return answers
+        counts = dict(self._partition_counts())
+        weighed = [e.group_id for name, effects in buckets.items() if name in WEIGHING_ASSIGNORS for e in effects]
+        weights = read_partition_weights(self._weights_path, set(weighed)) if self._weights_path and weighed else {}
+        on_spark: list[tuple[str, list[NeedsAssignment], list[Group], Engine]] = []
+        for name, effects in buckets.items():
+            groups = [self._group(effect, counts, weights) for effect in effects]
+            engine = choose_engine(group_facts(name, groups), driver_partitions=self._driver_partitions)
+            if engine != "python":
+                on_spark.append((name, effects, groups, engine))
+                continue
+            started = time.perf_counter()
+            answers.extend(_answers(effects, assign_groups(name, groups, engine)))
+            log.info("assigned group(s) with server-%s on the driver in %.3f s", name, time.perf_counter() - started)
+        if not on_spark:
             return answers
         self._busy += 1
         try:
             with self._lock:
-                answers.extend(self._assign_buckets(buckets, batch))
+                session = self._ensure_session()
+                for name, effects, groups, engine in on_spark:
+                    started = time.perf_counter()
+                    answers.extend(_answers(effects, assign_groups(name, groups, engine, session=session)))
+                    log.info("assigned %d group(s) with server-%s in %.3f s", len(effects), name,
+                             time.perf_counter() - started)
         finally:
             self._busy -= 1
         return answers
 
-    def _on_driver(self, name: str, effects: Sequence[NeedsAssignment], counts: Mapping[str, int]) -> bool:
-        """Whether bucket ``name`` is small enough for the driver and its assignor has a Python engine."""
-        from groupcoord.assignors.algorithms import PYTHON_ASSIGNORS
-
-        if name not in PYTHON_ASSIGNORS:
-            return False
-        size = 0
-        for effect in effects:
-            topics = {t for member in effect.members for t in member.topics or ()}
-            size += sum(counts.get(t, 0) for t in topics)
-        return size <= self._driver_partitions
-
-    def _assign_on_driver(self, name: str, effects: Sequence[NeedsAssignment],
-                          counts: Mapping[str, int]) -> list[CompleteAssignment]:
-        """The Python engine: each group on its own, no Spark (bad input values raise ``AssignorInputError``, as on
-        the Spark path)."""
-        from groupcoord.assignors.algorithms import assign
-
-        rows = []
-        for effect in effects:
-            placed = assign(self._group(effect, counts), name)
-            rows += [{"group_id": effect.group_id, "member_id": member, "topic": topic, "partition": partition}
-                     for (topic, partition), member in placed.items()]
-        return _answers(effects, rows)
-
-    def _group(self, effect: NeedsAssignment, counts: Mapping[str, int]) -> Group:
-        """``effect``'s group as the Python engine's input (the same rows :meth:`_inputs` gives Spark)."""
+    def _group(self, effect: NeedsAssignment, counts: Mapping[str, int],
+               weights: Mapping[PartitionKey, float]) -> Group:
+        """``effect``'s group as the assignors' input: its members, every partition of the topics they want (with
+        their racks and weights), and what each member owns, claimed in the generation before this one."""
         from groupcoord.assignors.algorithms import Claim, Group, Member, Partition
 
         members: list[Member] = []
@@ -226,100 +207,17 @@ class SparkAssignmentRunner:
         partitions: list[Partition] = []
         for topic in sorted(wanted):
             racks = self._racks(topic) if self._racks else None
-            partitions.extend(Partition(topic, p, tuple(racks[p]) if racks else ())
+            partitions.extend(Partition(topic, p, tuple(racks[p]) if racks else (),
+                                        weight_of(weights, effect.group_id, topic, p))
                               for p in range(counts.get(topic, 0)))
         return Group(tuple(members), tuple(partitions), tuple(claims), effect.group_id)
 
-    def _assign_buckets(self, buckets: Mapping[str, Sequence[NeedsAssignment]],
-                        batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
-        session = self._ensure_session()
-        answers: list[CompleteAssignment] = []
-        counts = dict(self._partition_counts())
-        weights = read_partition_weights(self._weights_path, {e.group_id for e in batch}) if self._weights_path else {}
-        for name, effects in buckets.items():
-            started = time.perf_counter()
-            answers.extend(self._assign_bucket(session, name, effects, counts, weights))
-            log.info("assigned %d group(s) with server-%s in %.3f s", len(effects), name,
-                     time.perf_counter() - started)
-        return answers
 
-    def _assign_bucket(
-        self, spark: SparkSession, name: str, effects: Sequence[NeedsAssignment], counts: Mapping[str, int],
-        weights: Mapping[PartitionKey, float],
-    ) -> list[CompleteAssignment]:
-        from groupcoord.assignors import get_assignor
-        from groupcoord.assignors.collect import to_arrow  # bad input values surface as one-line AssignorInputError
-        from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
-
-        members, partitions, owned = self._inputs(spark, effects, counts, weights)
-        assignor = get_assignor(name)
-        if isinstance(assignor, GloballyBalancedAssignor):
-            # The topic sets were compared here, so "homogeneous" is proven (see GloballyBalancedAssignor). The
-            # bucket is past the driver engine's size already: no second driver attempt inside the call.
-            assignor = dataclasses.replace(assignor, subscriptions=_subscriptions(effects), _proven=True,
-                                           driver_rows=0)
-        return _answers(effects, to_arrow(assignor.assign(members, partitions, owned)).to_pylist())
-
-    def _inputs(
-        self, spark: SparkSession, effects: Sequence[NeedsAssignment], counts: Mapping[str, int],
-        weights: Mapping[PartitionKey, float],
-    ) -> tuple[DataFrame, DataFrame, DataFrame]:
-        member_rows: list[tuple[Any, ...]] = []
-        owned_rows: list[tuple[Any, ...]] = []
-        partition_rows: list[tuple[Any, ...]] = []
-        for effect in effects:
-            wanted: set[str] = set()
-            for member in effect.members:
-                topics = list(member.topics or ())
-                wanted.update(topics)
-                member_rows.append((effect.group_id, member.member_id, member.group_instance_id, topics, None))
-                owned_rows.extend(
-                    (effect.group_id, member.member_id, tp.topic, p, effect.generation_id - 1)
-                    for tp in member.owned
-                    for p in tp.partitions
-                )
-            for topic in sorted(wanted):
-                racks = self._racks(topic) if self._racks else None
-                partition_rows.extend(
-                    (effect.group_id, topic, p, list(racks[p]) if racks else None,
-                     weight_of(weights, effect.group_id, topic, p))
-                    for p in range(counts.get(topic, 0))
-                )
-        return (
-            local_frame(spark, member_rows, MEMBER_SCHEMA),
-            local_frame(spark, partition_rows, PARTITION_SCHEMA),
-            local_frame(spark, owned_rows, OWNED_SCHEMA),
-        )
-
-
-def local_frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: pa.Schema) -> DataFrame:
-    """``rows`` as a driver-local frame, through Arrow.
-
-    Arrow gives Spark a local relation that the optimiser knows the size of (a small assignment then runs as one
-    task: :mod:`groupcoord.plans.partitioning`) and whose rows the assignor's checks read without a job. A
-    list of tuples would become an RDD of unknown size, deserialised by Python workers when the job runs.
-    """
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
-    return spark.createDataFrame(pa.table([list(c) for c in columns], schema=schema))
-
-
-def _subscriptions(effects: Sequence[NeedsAssignment]) -> SubscriptionsMode:
-    """``"heterogeneous"`` when some group's members subscribe to different topic sets, else ``"homogeneous"``.
-
-    The coordinator knows every member's subscription, so it tells the assignor instead of letting it check with a
-    Spark job of its own (:mod:`groupcoord.assignors.subscriptions`).
-    """
-    for effect in effects:
-        if len({frozenset(member.topics or ()) for member in effect.members}) > 1:
-            return "heterogeneous"
-    return "homogeneous"
-
-
-def _answers(effects: Sequence[NeedsAssignment], rows: Sequence[Mapping[str, Any]]) -> list[CompleteAssignment]:
+def _answers(effects: Sequence[NeedsAssignment], rows: Sequence[Row]) -> list[CompleteAssignment]:
     """Output rows (``group_id, member_id, topic, partition``) as each group's encoded Assignments per member."""
     by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
-        by_member[(row["group_id"], row["member_id"])][row["topic"]].append(row["partition"])
+    for group_id, member_id, topic, partition in rows:
+        by_member[(group_id, member_id)][topic].append(partition)
     answers = []
     for effect in effects:
         assignments = {}

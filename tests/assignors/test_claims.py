@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from groupcoord.assignors import get_assignor
 from groupcoord.assignors.algorithms import Claim, Group, Member, Partition, assign
 from groupcoord.assignors.collect import to_arrow
-from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
+from groupcoord.assignors.frames import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
 
 BALANCED = ("sticky", "cooperative-sticky", "uniform")
 

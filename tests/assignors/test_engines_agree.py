@@ -23,7 +23,7 @@ from groupcoord.assignors.algorithms import (
     assign,
 )
 from groupcoord.assignors.collect import to_arrow
-from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
+from groupcoord.assignors.frames import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -74,8 +74,8 @@ def _spark_rows(spark: SparkSession, name: str, drawn: list[Drawn]) -> set[tuple
     owned = [(f"g{g}", c.member_id, c.topic, c.partition, c.generation) for g, d in enumerate(drawn) for c in d.claims]
     frames = (local_frame(spark, members, MEMBER_SCHEMA), local_frame(spark, partitions, PARTITION_SCHEMA),
               local_frame(spark, owned, OWNED_SCHEMA))
-    # driver_rows=0: heterogeneous calls this small would run on the driver; this test is about the Spark engine.
-    assignor = get_assignor(name, driver_rows=0) if name in BALANCED_ASSIGNORS else get_assignor(name)
+    # driver_partitions=0: heterogeneous calls this small would run on the driver; this test is about the Spark engine.
+    assignor = get_assignor(name, driver_partitions=0) if name in BALANCED_ASSIGNORS else get_assignor(name)
     table = to_arrow(assignor.assign(*frames))
     return {(r["group_id"], r["member_id"], r["topic"], r["partition"]) for r in table.to_pylist()}
 

@@ -9,8 +9,8 @@ from pyspark.sql import functions as F
 
 from groupcoord.assignors import AssignorInputError, get_assignor
 from groupcoord.assignors.collect import to_arrow
+from groupcoord.assignors.frames import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
 from groupcoord.assignors.homogeneity import declared_heterogeneous
-from groupcoord.spark.assignment import MEMBER_SCHEMA, OWNED_SCHEMA, PARTITION_SCHEMA, local_frame
 from tests.assignors.builders import (
     OWNED,
     PARTITIONS,
@@ -147,14 +147,14 @@ def test_a_subset_needing_a_chain_of_moves_is_still_kept_whole(spark: SparkSessi
     check_keeps_all(result, owned)
 
 
-@pytest.mark.parametrize(("driver_local", "driver_rows", "jobs"),
+@pytest.mark.parametrize(("driver_local", "driver_partitions", "jobs"),
                          [(True, None, 1), (False, None, 1), (True, 0, 1), (False, 0, 2)])
 def test_a_heterogeneous_batch_is_at_most_two_jobs_whatever_its_subscriptions(
-        spark: SparkSession, driver_local: bool, driver_rows: int | None, jobs: int) -> None:
+        spark: SparkSession, driver_local: bool, driver_partitions: int | None, jobs: int) -> None:
     """Eight groups, every member on a different set of topics, and owned partitions (issue 20: at most 3 jobs per
     call). A call this small runs on the driver: one job collects it (for members Spark must compute, a
     repartitioned frame, that job also answers the subscriptions check) and the result is driver-local. In Python
-    tasks (``driver_rows=0``), driver-local members need no job for the check, so the call is the one job that
+    tasks (``driver_partitions=0``), driver-local members need no job for the check, so the call is the one job that
     collects the result; members Spark must compute cost the check's one small job more."""
     topics = [f"t{i}" for i in range(4)]
     members = [(f"g{g}", f"m{m}", None, [t for i, t in enumerate(topics) if (m + g) >> i & 1] or ["t0"], None)
@@ -166,10 +166,10 @@ def test_a_heterogeneous_batch_is_at_most_two_jobs_whatever_its_subscriptions(
         member_frame = member_frame.repartition(2)
         assert not member_frame.isLocal()
     frames = (member_frame, local_frame(spark, partitions, PARTITION_SCHEMA), local_frame(spark, owned, OWNED_SCHEMA))
-    assignor = get_assignor("cooperative-sticky") if driver_rows is None else get_assignor(
-        "cooperative-sticky", driver_rows=driver_rows)
+    assignor = get_assignor("cooperative-sticky") if driver_partitions is None else get_assignor(
+        "cooperative-sticky", driver_partitions=driver_partitions)
     context = spark.sparkContext
-    tag = f"heterogeneous-jobs-{driver_local}-{driver_rows}"
+    tag = f"heterogeneous-jobs-{driver_local}-{driver_partitions}"
     context.setJobGroup(tag, tag)
     try:
         rows = assignor.assign(*frames).collect()
@@ -182,7 +182,8 @@ def test_a_heterogeneous_batch_is_at_most_two_jobs_whatever_its_subscriptions(
 @pytest.mark.parametrize("name", BALANCED)
 def test_the_driver_and_the_python_tasks_give_the_same_rows(spark: SparkSession, name: str) -> None:
     """A heterogeneous batch of 12 groups (with claims, racks and a static member) on the driver, in Python tasks
-    (``driver_rows=0``), and past the driver's bound (``driver_rows=10``: collected, found too large, then tasks)."""
+    (``driver_partitions=0``), and past the driver's bound (``driver_partitions=10``: collected, found too large,
+    then tasks)."""
     topics = [f"t{i}" for i in range(4)]
     members = [(f"g{g}", f"m{m}", "static" if m == 2 else None,
                 [t for i, t in enumerate(topics) if (m * 3 + g) >> i & 1] or ["t1"], "ab"[m % 2])
@@ -200,8 +201,8 @@ def test_the_driver_and_the_python_tasks_give_the_same_rows(spark: SparkSession,
     on_driver = rows()
     # cooperative-sticky's round one holds back the partitions that change owner
     assert len(on_driver) == 12 * 4 * 4 or (name == "cooperative-sticky" and 0 < len(on_driver) < 12 * 4 * 4)
-    assert rows(driver_rows=0) == on_driver
-    assert rows(driver_rows=10) == on_driver
+    assert rows(driver_partitions=0) == on_driver
+    assert rows(driver_partitions=10) == on_driver
 
 
 def test_bad_values_on_the_driver_get_the_plans_messages(spark: SparkSession) -> None:

@@ -10,11 +10,13 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import groupcoord.assignors.base as base
 from groupcoord.assignors import get_assignor
 from groupcoord.assignors.homogeneity import declared_heterogeneous
-from groupcoord.assignors.prepare import Prepared, prepare
+from groupcoord.assignors.prepare import Prepared
+from groupcoord.assignors.range import RangeAssignor
+from groupcoord.assignors.roundrobin import RoundRobinAssignor
 from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
+from groupcoord.assignors.weighted import WeightedAssignor
 from tests.assignors.builders import OWNED, as_dict, members_df, partitions_df
 from tests.assignors.properties import check_valid
 
@@ -55,15 +57,19 @@ def _batch(spark: SparkSession) -> tuple[DataFrame, DataFrame, DataFrame]:
 
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """The ``homogeneous`` flag of every ``prepare`` call the test makes, in order."""
+    """Range, roundrobin and weighted: the ``homogeneous`` flag of the prepared frames each plan was built on."""
     calls: list[bool] = []
-
-    def spy(inputs: Any, *, homogeneous: bool = False) -> Any:
-        calls.append(homogeneous)
-        return prepare(inputs, homogeneous=homogeneous)
-
-    monkeypatch.setattr(base, "prepare", spy)
+    for cls in (RangeAssignor, RoundRobinAssignor, WeightedAssignor):
+        monkeypatch.setattr(cls, "_plan", _spy(cls._plan, calls))
     return calls
+
+
+def _spy(plan: Any, calls: list[bool]) -> Any:
+    def spy(self: Any, prepared: Prepared) -> DataFrame:
+        calls.append(prepared.homogeneous)
+        return plan(self, prepared)  # type: ignore[no-any-return]
+
+    return spy
 
 
 @pytest.fixture
@@ -112,7 +118,7 @@ def test_a_null_topic_list_makes_the_group_heterogeneous(spark: SparkSession) ->
 
 @pytest.mark.parametrize("name", ["range", "roundrobin", "weighted"])
 def test_range_roundrobin_and_weighted_proven_plans_equal_their_general_plans(
-        spark: SparkSession, name: str, seen: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+        spark: SparkSession, name: str, seen: list[bool]) -> None:
     members, partitions, owned = _batch(spark)
     # uneven members per topic count: 5 partitions over 3 members (range's runs of 2, 2, 1), 4 over 3, and a
     # group with more members than partitions
@@ -121,8 +127,7 @@ def test_range_roundrobin_and_weighted_proven_plans_equal_their_general_plans(
     partitions = partitions.unionByName(partitions_df(spark, {"t1": 3}).select(F.lit("wide").alias("group_id"), "*"))
     assignor = get_assignor(name)
     proven = {tuple(r) for r in assignor.assign(members, partitions, owned).collect()}
-    monkeypatch.setattr(type(assignor), "_homogeneity_proven", lambda self, members: False)
-    general = {tuple(r) for r in assignor.assign(members, partitions, owned).collect()}
+    general = {tuple(r) for r in assignor.assign_as("plan", members, partitions, owned).collect()}
     assert seen == [True, False]
     assert proven == general
     assert len(proven) == 9 + 4 + 3  # uneven, conflicts (t1 has 4), wide; "missing" declares no existing topic

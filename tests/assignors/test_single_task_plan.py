@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 import groupcoord.plans.partitioning as partitioning
 from groupcoord import plans as plan
 from groupcoord.assignors import ASSIGNOR_NAMES, get_assignor
-from groupcoord.spark.assignment import MEMBER_SCHEMA, PARTITION_SCHEMA, local_frame
+from groupcoord.assignors.frames import MEMBER_SCHEMA, PARTITION_SCHEMA, local_frame
 from tests.assignors.builders import two_group_batch
 from tests.narrowing import present
 
