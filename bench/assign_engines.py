@@ -91,7 +91,7 @@ def _timed(runner: Any, batch: list[NeedsAssignment], repeats: int) -> tuple[flo
 
 def main(full: bool) -> None:
     """Time both engines on every case; write ``bench/results/assign_engines.json``."""
-    from groupcoord.spark.assignment import SparkAssignmentRunner
+    from groupcoord.assignment.runner import SparkAssignmentRunner
     from groupcoord.spark.session import local_session
 
     spark = local_session(master="local[*]", app_name="groupcoord-bench-engines", shuffle_partitions=4,

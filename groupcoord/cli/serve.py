@@ -35,8 +35,9 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Open (or create) the state root, then serve until signalled."""
+    from groupcoord.assignment.runner import spark_assignment_runner
     from groupcoord.host import CoordinatorHost, HostConfig
-    from groupcoord.spark.assignment import spark_assignment_runner
+    from groupcoord.spark.session import active_or_local_session
     from groupcoord.state_root import StateRoot, StateRootError
 
     config = config_from_args(args, listen=args.listen, advertised_listener=args.advertised_listener)
@@ -51,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"listening on {host} needs --advertised-listener (clients cannot connect to {host})")
     host_config = HostConfig.from_config(config)
 
-    runner = None if args.no_spark else spark_assignment_runner(root, warm_up=config["assignor.warmup"])
+    runner = None if args.no_spark else spark_assignment_runner(root, spark=active_or_local_session,
+                                                                warm_up=config["assignor.warmup"])
 
     def ready(address: Any) -> None:
         sys.stdout.write(READY_LINE.format(host=address.host, port=address.port) + "\n")

@@ -3,7 +3,7 @@
 :class:`BackgroundCoordinator` runs the same :class:`~groupcoord.host.CoordinatorHost` cycle as ``groupcoord serve``
 (standby -> lease -> load -> serve -> step down) on its own asyncio loop in a daemon thread::
 
-    runner = spark_assignment_runner(root, spark=spark)                     # groupcoord.spark.assignment
+    runner = spark_assignment_runner(root, spark=spark)                     # groupcoord.assignment.runner
     with BackgroundCoordinator(root, config, assignment_runner=runner) as coordinator:  # start(30.0) on enter
         print(coordinator.address)                                          # "127.0.0.1:40123"
         ...                                                                 # members / tools talk to it
@@ -14,7 +14,7 @@ Interface (others build on it; keep it stable):
 - ``BackgroundCoordinator(root, config, *, assignment_runner=None, listen=None, holder_id=None)``:
   ``root`` is a :class:`~groupcoord.state_root.StateRoot` (a path is opened, and created if missing); ``config``
   the resolved :class:`~groupcoord.config.Config`. ``server-*`` groups are assigned by ``assignment_runner``
-  (a Spark driver passes :func:`groupcoord.spark.assignment.spark_assignment_runner`; the host never imports
+  (a Spark driver passes :func:`groupcoord.assignment.runner.spark_assignment_runner`; the host never imports
   Spark). Without one, ``server-*`` protocols are refused with INCONSISTENT_GROUP_PROTOCOL, like
   ``serve --no-spark``. ``listen`` (``HOST:PORT``, port 0 for a free one) overrides ``config["listen"]``.
 - ``start(timeout_s=30.0) -> str``: waits until this process holds the lease and serves; returns ``"HOST:PORT"``

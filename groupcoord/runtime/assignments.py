@@ -1,6 +1,6 @@
 """Server-side assignment batching: every ``NeedsAssignment`` of one moment goes to the runner in one call.
 
-The runner (for example :func:`groupcoord.spark.assignment.spark_assignment_runner`) is passed in from outside: the
+The runner (for example :func:`groupcoord.assignment.runner.spark_assignment_runner`) is passed in from outside: the
 runtime never imports Spark. While a call runs, new effects queue; the next call takes them all, keeping only the
 newest generation of each group (:func:`~groupcoord.coordinator.effects.newest_per_group`). Answers go back to the
 core through ``complete``, which applies them on the loop.

@@ -220,9 +220,9 @@ def _open_root(location: str | Path) -> StateRoot:
 def _ensure_coordinator(spark: SparkSession, config: Config,
                         root: StateRoot) -> tuple[BackgroundCoordinator | None, str]:
     """Start a coordinator in this driver, or use the live lease holder; returns (ours or None, its address)."""
+    from groupcoord.assignment.runner import spark_assignment_runner
     from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
     from groupcoord.log.lease import current_holder
-    from groupcoord.spark.assignment import spark_assignment_runner
 
     holder = current_holder(root)
     if holder is not None and holder.live:

@@ -87,8 +87,8 @@ def _register_sink(spark: SparkSession, state_root: str | Path | None) -> None:
 
 
 def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
+    from groupcoord.assignment.runner import spark_assignment_runner
     from groupcoord.host.background import BackgroundCoordinator
-    from groupcoord.spark.assignment import spark_assignment_runner
     from groupcoord.spark.members import driver_host
 
     key = root.path.resolve()

@@ -17,8 +17,10 @@ NOT use this: they must take the master and every setting from spark-submit.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,8 @@ from groupcoord.config.jars import delta_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger("groupcoord.spark.session")
 
 UTC_JAVA_OPTION = "-Duser.timezone=UTC"
 
@@ -84,4 +88,18 @@ def local_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(log_level)
+    return session
+
+
+def active_or_local_session() -> SparkSession:
+    """The active SparkSession, or a new small local one for server-side assignment (``serve`` outside a Spark
+    driver); logs what starting it cost."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    started = time.perf_counter()
+    session = local_session(master="local[2]", app_name="groupcoord-serve-assignor")
+    log.info("started a local SparkSession for server-side assignment in %.1f s", time.perf_counter() - started)
     return session

@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 from groupcoord.admin.checkpoint import CHECKPOINT_SCHEMA, WEIGHTS_SCHEMA, CheckpointConfig, run_checkpoint
 from groupcoord.admin.checkpoint_job import main
 from groupcoord.admin.lag import lag_frame
-from groupcoord.spark.weights import read_partition_weights
+from groupcoord.assignment.weights import read_partition_weights
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from tests.cli.conftest import commit

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("server", "member"),
     ("host",),
     ("assignors",),
+    ("assignment",),
     ("source",),
     ("sink",),
     ("spark",),
@@ -52,7 +53,7 @@ class Import:
     """One ``groupcoord`` import: where it is and what it names."""
 
     source: str  # dotted module path below groupcoord, e.g. "host.background"
-    target: str  # dotted module path below groupcoord, e.g. "spark.assignment"
+    target: str  # dotted module path below groupcoord, e.g. "assignment.runner"
     line: int
     top_level: bool
 

@@ -1,1 +1,1 @@
-"""Tests of ``groupcoord.spark``: the member tasks, the assignment runner and its warm-up, and the plan internals."""
+"""Tests of ``groupcoord.spark``: executors as members, and registration (a script that ends without stopping)."""

@@ -21,7 +21,7 @@ from deltalake.exceptions import DeltaError
 
 from groupcoord.storage.tables import local_dataset, open_if_exists
 
-log = logging.getLogger("groupcoord.spark.weights")
+log = logging.getLogger("groupcoord.assignment.weights")
 
 DEFAULT_WEIGHT = 1.0
 """The weight of a partition the checkpoint job has not measured (issue 4)."""

@@ -19,12 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from groupcoord.assignment.weights import PartitionKey, read_partition_weights, weight_of
 from groupcoord.assignors.engine import DRIVER_PARTITIONS
 from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
-from groupcoord.spark import session as spark_session
-from groupcoord.spark.weights import PartitionKey, read_partition_weights, weight_of
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 
@@ -34,39 +33,25 @@ if TYPE_CHECKING:
     from groupcoord.assignors.algorithms import Group
     from groupcoord.assignors.engine import Engine, Row
 
-log = logging.getLogger("groupcoord.spark.assignment")
-
-SERVER_PREFIX = "server-"
+log = logging.getLogger("groupcoord.assignment.runner")
 
 _WARMED_CONTEXTS: set[str] = set()
 """Application ids of the SparkContexts whose planner was warmed (see :meth:`SparkAssignmentRunner.warm_up`)."""
 
 
-def local_session() -> SparkSession:
-    """The active SparkSession, or a new small local one (``serve`` outside a Spark driver); logs the cost."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    started = time.perf_counter()
-    session = spark_session.local_session(master="local[2]", app_name="groupcoord-serve-assignor")
-    log.info("started a local SparkSession for server-side assignment in %.1f s", time.perf_counter() - started)
-    return session
-
-
-def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | None = None,
+def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | Callable[[], SparkSession],
                             warm_up: bool = False) -> SparkAssignmentRunner:
-    """The batched Spark assignment runner over ``root``'s topic catalog and partition weights, on ``spark`` (or the
-    active or a new local SparkSession, started at the first call). Hosts take it as their ``assignment_runner``.
+    """The batched Spark assignment runner over ``root``'s topic catalog and partition weights, on ``spark`` (a
+    session, or a function that returns one, called at the first assignment that needs Spark:
+    :func:`groupcoord.spark.session.active_or_local_session` for ``serve``). Hosts take it as their
+    ``assignment_runner``.
 
     ``warm_up`` starts warming the planner at once on a background thread (``spark.groupcoord.assignor.warmup``);
     without it, building the runner loads no Spark.
     """
     catalog = TopicCatalog(root)
-    session_factory: Callable[[], SparkSession] = local_session if spark is None else (lambda: spark)
-    runner = SparkAssignmentRunner(catalog.partition_counts, session=session_factory,
-                                   weights_path=root.partition_weights_path)
+    session: Callable[[], SparkSession] = spark if callable(spark) else (lambda: spark)
+    runner = SparkAssignmentRunner(catalog.partition_counts, session=session, weights_path=root.partition_weights_path)
     if warm_up:
         runner.start_warm_up()
     return runner
@@ -77,7 +62,7 @@ class SparkAssignmentRunner:
 
     ``partition_counts`` returns the current topic catalog (topic -> partitions); ``racks`` optionally returns
     each topic's per-partition racks; ``weights_path`` is the checkpoint job's ``partition_weights`` table, read
-    once per call that has a bucket whose assignor weighs partitions (:mod:`groupcoord.spark.weights`; unmeasured
+    once per call that has a bucket whose assignor weighs partitions (:mod:`groupcoord.assignment.weights`; unmeasured
     partitions weigh 1.0). ``driver_partitions`` is the assignors' threshold for the Python engine on the driver
     (:data:`~groupcoord.assignors.engine.DRIVER_PARTITIONS`; 0 sends every bucket to Spark). The SparkSession is
     obtained lazily, on the first bucket that needs it.
@@ -87,7 +72,7 @@ class SparkAssignmentRunner:
         self,
         partition_counts: Callable[[], Mapping[str, int]],
         *,
-        session: Callable[[], SparkSession] = local_session,
+        session: Callable[[], SparkSession],
         racks: Callable[[str], Sequence[Sequence[str]] | None] | None = None,
         weights_path: Path | None = None,
         driver_partitions: int = DRIVER_PARTITIONS,
@@ -103,7 +88,7 @@ class SparkAssignmentRunner:
         self._warm_up_stopped = threading.Event()
 
     def start_warm_up(self) -> threading.Thread:
-        """Warm Spark's planner on a daemon thread (:mod:`groupcoord.spark.warmup`); returns the thread."""
+        """Warm Spark's planner on a daemon thread (:mod:`groupcoord.assignment.warmup`); returns the thread."""
         thread = threading.Thread(target=self.warm_up, name="assignor-warm-up", daemon=True)
         thread.start()
         return thread
@@ -118,8 +103,8 @@ class SparkAssignmentRunner:
         The JVM stays warm for the life of its SparkContext, so a context that was warmed once (by any runner of
         this process) is not warmed again unless ``again``.
         """
+        from groupcoord.assignment.warmup import WARMUP_PARTITIONS, WARMUP_TOPIC, warm_up
         from groupcoord.assignors.engine import assign_groups, choose_engine, group_facts
-        from groupcoord.spark.warmup import WARMUP_PARTITIONS, WARMUP_TOPIC, warm_up
 
         with self._lock:
             session = self._ensure_session()

@@ -14,10 +14,10 @@ from chispa import assert_df_equality
 from deltalake import write_deltalake
 
 from groupcoord.admin.checkpoint import WEIGHTS_SCHEMA, write_weights
+from groupcoord.assignment.runner import SparkAssignmentRunner
+from groupcoord.assignment.weights import DEFAULT_WEIGHT, read_partition_weights, weight_of
 from groupcoord.coordinator.effects import AssignmentMember, CompleteAssignment, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import decode_assignment
-from groupcoord.spark.assignment import SparkAssignmentRunner
-from groupcoord.spark.weights import DEFAULT_WEIGHT, read_partition_weights, weight_of
 from groupcoord.state_root import StateRoot
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def test_a_heavy_lag_partition_changes_the_weighted_assignment(
                   run_id="run-1", run_time=RUN_TIME)
     runner = SparkAssignmentRunner(lambda: {TOPIC: PARTITIONS}, session=lambda: spark,
                                    weights_path=root.partition_weights_path)
-    with caplog.at_level(logging.INFO, logger="groupcoord.spark.assignment"):
+    with caplog.at_level(logging.INFO, logger="groupcoord.assignment.runner"):
         answers = runner.assign([_needs("g", "g-a", "g-b"), _needs("h", "h-a", "h-b")])
     assert sum("assigned 2 group(s) with server-weighted" in r.getMessage() for r in caplog.records) == 1
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from groupcoord.assignment.runner import SparkAssignmentRunner
 from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import TopicPartitions, decode_assignment
-from groupcoord.spark.assignment import SparkAssignmentRunner
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

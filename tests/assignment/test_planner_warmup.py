@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from groupcoord.assignment.runner import SparkAssignmentRunner
+from groupcoord.assignment.warmup import WARMUP_ORDER, WARMUP_PARTITIONS, synthetic_groups, warm_up
 from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import decode_assignment
-from groupcoord.spark.assignment import SparkAssignmentRunner
-from groupcoord.spark.warmup import WARMUP_ORDER, WARMUP_PARTITIONS, synthetic_groups, warm_up
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -3,7 +3,7 @@
 A fresh driver (``serve``, or a job's driver running ``run_members``) plans its first Spark assignments with a cold
 JVM: Catalyst's rules, whole-stage code generation and the JIT make a small group's first call take seconds instead
 of the ~0.2 s of a warm one. Most groups never meet it: buckets up to ``DRIVER_PARTITIONS`` run on the driver's
-Python engine (:mod:`groupcoord.spark.assignment`). What still runs on Spark is ``weighted`` (always) and larger
+Python engine (:mod:`groupcoord.assignment.runner`). What still runs on Spark is ``weighted`` (always) and larger
 buckets of the others, so the warm-up runs those plans: ``weighted``, and ``cooperative-sticky`` for the shared
 planner, on a synthetic small group (three members, one 12-partition topic) through the runner's Spark path: a
 fresh group, then a rebalance where one member left and another joined (owned partitions take another plan). It
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import TopicPartitions
 
-log = logging.getLogger("groupcoord.spark.warmup")
+log = logging.getLogger("groupcoord.assignment.warmup")
 
 WARMUP_TOPIC = "__groupcoord_warmup"
 WARMUP_PARTITIONS = 12
