@@ -3,7 +3,10 @@ lag as DataFrame work, partition weights, Burrow statuses across runs, the Prome
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,14 +31,47 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 TOPIC = "orders"
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> StateRoot:
+def _billing_root(path: Path) -> StateRoot:
     """Topic ``orders`` with 10, 20 and 30 records in partitions 0-2; group ``billing`` committed 4, 20, 25."""
-    state = StateRoot.open(tmp_path / "state", create=True)
+    state = StateRoot.open(path, create=True)
     TopicCatalog(state).create(TOPIC, 3)
     TopicLog(state, TOPIC).produce(ProducerRecord(b"v", partition=p) for p in range(3) for _ in range(10 * (p + 1)))
     commit(state, "billing", {(TOPIC, 0): 4, (TOPIC, 1): 20, (TOPIC, 2): 25})
     return state
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> StateRoot:
+    """A fresh :func:`_billing_root`."""
+    return _billing_root(tmp_path / "state")
+
+
+@dataclass(frozen=True)
+class JobRuns:
+    """A :func:`_billing_root` after the job's runs (see :func:`job_runs`), what the first run printed, and the
+    Prometheus textfile and PNG the job wrote."""
+
+    root: StateRoot
+    report: str
+    prom: Path
+    png: Path
+
+
+@pytest.fixture(scope="module")
+def job_runs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> JobRuns:
+    """The runs two tests below read (neither writes): the job's command line as run id ``run-1`` twice (with
+    ``--prometheus`` and ``--plot``), then :func:`run_checkpoint` as ``run-2``. Made once for the module: every run
+    is several delta-spark commits."""
+    tmp = tmp_path_factory.mktemp("checkpoint-job")
+    root = _billing_root(tmp / "state")
+    prom, png = tmp / "metrics" / "groupcoord.prom", tmp / "lag.png"
+    argv = ["--state-root", str(root.path), "--run-id", "run-1", "--prometheus", str(prom), "--plot", str(png)]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(argv, spark=spark) == 0
+        assert main(argv, spark=spark) == 0
+    run_checkpoint(spark, root, run_id="run-2")
+    return JobRuns(root, printed.getvalue().split("Checkpoint run run-1 at ")[1], prom, png)
 
 
 def _rows(path: Path) -> list[dict[str, object]]:
@@ -61,18 +97,14 @@ def test_lag_is_dataframe_work_with_null_lag_for_unknown_topics(spark: object) -
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 
-def test_a_run_writes_snapshot_weights_textfile_and_plot_and_rerunning_its_id_is_idempotent(
-        spark: object, root: StateRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    prom, png = tmp_path / "metrics" / "groupcoord.prom", tmp_path / "lag.png"
-    argv = ["--state-root", str(root.path), "--run-id", "run-1", "--prometheus", str(prom), "--plot", str(png)]
-    assert main(argv, spark=spark) == 0  # type: ignore[arg-type]
-    report = capsys.readouterr().out
-    assert ["billing", "OK", "OK", "0", "11"] in [line.split() for line in report.splitlines()]
-    assert main(argv, spark=spark) == 0  # type: ignore[arg-type]
+def test_a_run_writes_snapshot_weights_textfile_and_plot_and_rerunning_its_id_is_idempotent(job_runs: JobRuns) -> None:
+    root, prom, png = job_runs.root, job_runs.prom, job_runs.png
+    assert ["billing", "OK", "OK", "0", "11"] in [line.split() for line in job_runs.report.splitlines()]
 
     rows = _rows(root.path / "offset_checkpoints")
     assert [(r["run_id"], r["partition"], r["offset"], r["log_end_offset"], r["lag"]) for r in rows] == [
-        ("run-1", 0, 4, 10, 6), ("run-1", 1, 20, 20, 0), ("run-1", 2, 25, 30, 5)]  # once, though run twice
+        ("run-1", 0, 4, 10, 6), ("run-1", 1, 20, 20, 0), ("run-1", 2, 25, 30, 5),  # once, though run twice
+        ("run-2", 0, 4, 10, 6), ("run-2", 1, 20, 20, 0), ("run-2", 2, 25, 30, 5)]
     weights = _rows(root.partition_weights_path)
     assert [(r["group_id"], r["topic"], r["partition"], r["weight"]) for r in weights] == [
         ("billing", TOPIC, 0, 7.0), ("billing", TOPIC, 1, 1.0), ("billing", TOPIC, 2, 6.0)]
@@ -115,9 +147,8 @@ def test_errors_are_one_line(spark: object, tmp_path: Path, capsys: pytest.Captu
 
 
 def test_the_job_writes_its_tables_with_delta_spark_on_protocol_1_2_readable_by_delta_rs(
-        spark: SparkSession, root: StateRoot) -> None:
-    run_checkpoint(spark, root, run_id="r1")
-    run_checkpoint(spark, root, run_id="r2")
+        spark: SparkSession, job_runs: JobRuns) -> None:
+    root = job_runs.root
     for path, schema in ((root.path / "offset_checkpoints", CHECKPOINT_SCHEMA),
                          (root.partition_weights_path, WEIGHTS_SCHEMA)):
         table = DeltaTable(str(path))
@@ -129,7 +160,7 @@ def test_the_job_writes_its_tables_with_delta_spark_on_protocol_1_2_readable_by_
         from_spark = spark.read.format("delta").load(str(path))
         assert_df_equality(from_spark, spark.createDataFrame(table.to_pyarrow_table().select(schema.names)),
                            ignore_row_order=True)
-    assert {str(r["run_id"]) for r in _rows(root.path / "offset_checkpoints")} == {"r1", "r2"}
+    assert {str(r["run_id"]) for r in _rows(root.path / "offset_checkpoints")} == {"run-1", "run-2"}
     # The coordinator reads the weights with delta-rs: the newest run's 1 + lag per partition.
     assert read_partition_weights(root.partition_weights_path, {"billing"}) == {
         ("billing", TOPIC, 0): 7.0, ("billing", TOPIC, 1): 1.0, ("billing", TOPIC, 2): 6.0}
