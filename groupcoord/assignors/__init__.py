@@ -21,14 +21,15 @@ if TYPE_CHECKING:
 ASSIGNOR_NAMES: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "weighted")
 
 _CLASSES: dict[str, tuple[str, str]] = {
-    "range": ("range", "RangeAssignor"),
-    "roundrobin": ("roundrobin", "RoundRobinAssignor"),
-    "sticky": ("sticky", "StickyAssignor"),
-    "cooperative-sticky": ("cooperative_sticky", "CooperativeStickyAssignor"),
-    "uniform": ("uniform", "UniformAssignor"),
-    "weighted": ("weighted", "WeightedAssignor"),
+    "range": ("range_plan", "RangeAssignor"),
+    "roundrobin": ("roundrobin_plan", "RoundRobinAssignor"),
+    "sticky": ("sticky_plan", "StickyAssignor"),
+    "cooperative-sticky": ("cooperative_sticky_plan", "CooperativeStickyAssignor"),
+    "uniform": ("uniform_plan", "UniformAssignor"),
+    "weighted": ("weighted_plan", "WeightedAssignor"),
 }
-"""Name -> (module of ``groupcoord.assignors``, class), imported on first use."""
+"""Name -> (module of ``groupcoord.assignors``, class), imported on first use. Each assignor's DataFrame plan is
+``<name>_plan.py``; its Python algorithm is :mod:`groupcoord.assignors.algorithms`' module of the same name."""
 
 WEIGHING_ASSIGNORS: tuple[str, ...] = ("weighted",)
 """The assignors that read the partitions' ``weight`` (the others balance partition counts)."""

@@ -10,8 +10,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from groupcoord.assignors.engine import DRIVER_PARTITIONS, Engine, SubscriptionsMode, choose_engine, frame_facts
-from groupcoord.assignors.global_balance import driver_assignment, python_assignment
 from groupcoord.assignors.prepare import Prepared, prepare
+from groupcoord.assignors.python_engine import driver_assignment, python_assignment
 from groupcoord.assignors.schema import GROUP, normalise_inputs
 from groupcoord.plans.lineage import planned, planning
 

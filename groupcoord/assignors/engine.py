@@ -104,8 +104,8 @@ def frame_facts(assignor: str, members: DataFrame, prepared: Prepared, *, stated
     ``driver_partitions`` rows answers it on the driver; past that, or for the other assignors, one small aggregate
     job. A heterogeneous call of a balanced assignor is collected (when that small) to bound its partitions.
     """
-    from groupcoord.assignors.global_balance import collect_call, declares_different_topics
     from groupcoord.assignors.homogeneity import declared_heterogeneous, heterogeneous_without_job
+    from groupcoord.assignors.python_engine import collect_call, declares_different_topics
     from groupcoord.assignors.schema import GROUP
 
     if stated == "homogeneous":

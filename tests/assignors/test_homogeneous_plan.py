@@ -13,10 +13,10 @@ from pyspark.sql import functions as F
 from groupcoord.assignors import get_assignor
 from groupcoord.assignors.homogeneity import declared_heterogeneous
 from groupcoord.assignors.prepare import Prepared
-from groupcoord.assignors.range import RangeAssignor
-from groupcoord.assignors.roundrobin import RoundRobinAssignor
-from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
-from groupcoord.assignors.weighted import WeightedAssignor
+from groupcoord.assignors.range_plan import RangeAssignor
+from groupcoord.assignors.roundrobin_plan import RoundRobinAssignor
+from groupcoord.assignors.sticky_plan import GloballyBalancedAssignor
+from groupcoord.assignors.weighted_plan import WeightedAssignor
 from tests.assignors.builders import OWNED, as_dict, members_df, partitions_df
 from tests.assignors.properties import check_valid
 

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from groupcoord.assignors.base import Assignor
-from groupcoord.assignors.fill import fill
+from groupcoord.assignors.fill_plan import fill
 from groupcoord.assignors.prepare import Prepared
 from groupcoord.assignors.schema import GROUP
 from groupcoord.plans.sql import query

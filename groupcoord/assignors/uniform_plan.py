@@ -20,7 +20,7 @@ from typing import ClassVar
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
+from groupcoord.assignors.sticky_plan import GloballyBalancedAssignor
 
 
 @dataclass(frozen=True, kw_only=True)

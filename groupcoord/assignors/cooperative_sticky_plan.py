@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from groupcoord.assignors.prepare import PARTITION_ORDER, Prepared
 from groupcoord.assignors.schema import GROUP
-from groupcoord.assignors.subscriptions import GloballyBalancedAssignor
+from groupcoord.assignors.sticky_plan import GloballyBalancedAssignor
 
 
 @dataclass(frozen=True, kw_only=True)
