@@ -1,12 +1,12 @@
 """Warming Spark's planner for server-side assignment, off the request path.
 
 A fresh driver (``serve``, or a job's driver running ``run_members``) plans its first Spark assignments with a cold
-JVM: Catalyst's rules, whole-stage code generation and the JIT make a small group's first call take seconds instead
-of the ~0.2 s of a warm one. Most groups never meet it: buckets up to ``DRIVER_PARTITIONS`` run on the driver's
-Python engine (:mod:`groupcoord.assignment.runner`). What still runs on Spark is ``weighted`` (always) and larger
-buckets of the others, so the warm-up runs those plans: ``weighted``, and ``cooperative-sticky`` for the shared
-planner, on a synthetic small group (three members, one 12-partition topic) through the runner's Spark path: a
-fresh group, then a rebalance where one member left and another joined (owned partitions take another plan). It
+JVM: Catalyst's rules, whole-stage code generation and the JIT make a small group's first call take seconds, not the
+fraction of a second of a warm one. Most groups never meet it: buckets up to ``DRIVER_PARTITIONS`` run on the
+driver's Python engine (:mod:`groupcoord.assignment.runner`). What still runs on Spark is ``weighted`` (always) and
+larger buckets of the others, so the warm-up runs those plans: ``weighted``, and ``cooperative-sticky`` for the
+shared planner, on a synthetic small group (three members, one 12-partition topic) through the runner's Spark path:
+a fresh group, then a rebalance where one member left and another joined (owned partitions take another plan). It
 runs on a daemon thread when the runner is built and gives way to real work: between two calls it waits while a
 Spark assignment is waiting or running, and a real Spark call waits at most for the warm-up call under way.
 """
@@ -26,8 +26,8 @@ WARMUP_TOPIC = "__groupcoord_warmup"
 WARMUP_PARTITIONS = 12
 WARMUP_ORDER: tuple[str, ...] = ("weighted", "cooperative-sticky")
 """The plans warmed: ``weighted`` always runs on Spark; ``cooperative-sticky`` (ServerSideAssignor's default) stands
-for the others, which run on Spark only past ``DRIVER_PARTITIONS``. Was all six (12 Spark calls competing for the
-cores with a fresh driver's first rebalances)."""
+for the others, which run on Spark only past ``DRIVER_PARTITIONS`` (the fewer calls, the sooner the cores are
+left to a fresh driver's first rebalances)."""
 
 
 def _member(name: str, owned: Sequence[int]) -> AssignmentMember:

@@ -10,9 +10,7 @@ decided on the driver, before planning (:func:`groupcoord.assignors.engine.frame
 - otherwise the balanced assignors first collect a small call whole (one job) and answer on the driver; for a
   larger call, or without that, one small job over the members frame alone (group, sorted distinct topics) answers
   it: one global aggregate, collected under the assignors' planning settings
-  (:func:`groupcoord.plans.lineage.planning`: adaptive execution off). Under the session's own settings adaptive
-  execution ran each exchange as a job of its own and ``isEmpty`` scanned the shuffled partitions a few at a time:
-  4 jobs for a repartitioned members frame.
+  (:func:`groupcoord.plans.lineage.planning`: adaptive execution off, so that the aggregate is one job).
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ Worked example: weights t0p0=6, t0p1=1, t0p2=1, t0p3=4, members C0, C1, nothing 
     C0: [t0p0]                 (6)
     C1: [t0p1, t0p2, t0p3]     (6)
 
-The plan is one SQL text (:mod:`groupcoord.plans.sql`): a DataFrame-call version cost about 700 py4j round
-trips per call, a third of a small group's time.
+The plan is one SQL text (:mod:`groupcoord.plans.sql`): one py4j call, where DataFrame calls take one each.
 """
 
 from __future__ import annotations

@@ -238,9 +238,8 @@ def _repair(state: _State, before: int) -> bool:
     """Step 3: apply one chain of free moves that lowers the total violation ``before``; False when none does.
 
     Nothing changes until a chain is applied, so each search and each chain's violation is computed once per call
-    (a violating pair with the same member and least loaded subscriber as an earlier one has the same candidates).
-    Without that, a member joining a group where everything is owned cost a search per violating (member, topic)
-    pair for each partition it received: 28 s for 10k partitions and 100 members.
+    (a violating pair with the same member and least loaded subscriber as an earlier one has the same candidates),
+    not once per violating (member, topic) pair for each partition a newcomer receives.
     """
     lowest = state.lowest_of_all()
     raising: dict[str, list[list[Move]]] = {}
@@ -275,7 +274,7 @@ def _release(state: _State) -> None:
     lowest = state.lowest_of_all()
     load = state.load
     low = {topic: load[member] for topic, member in lowest.items()}
-    # The widest gap first, over (holder, topic) pairs rather than every pin (10k pins, 100 releases: 1 s).
+    # The widest gap first, over (holder, topic) pairs rather than every pin: a pin's gap depends on those two only.
     widest = max(load[holder] - low[topic] for holder, topic in state.pinned)
 
     def order(key: Key) -> tuple[bool, bool, Key]:
