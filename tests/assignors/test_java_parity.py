@@ -93,11 +93,7 @@ def test_as_balanced_and_as_sticky_as_java(spark: SparkSession, tmp_path: Path, 
 @pytest.mark.parametrize("name", ["sticky", "cooperative-sticky"])
 def test_claims_in_different_generations_resolve_as_in_java(spark: SparkSession, tmp_path: Path, name: str) -> None:
     """One round of CLAIMS_CASE: exactly Java's rows."""
-    case_file = tmp_path / "case.txt"
-    case_file.write_text(case_text(CLAIMS_CASE), encoding="utf-8")
-    output = tmp_path / "java.tsv"
-    run_java(case_file, name, warmup=0, runs=0, output=output)
-    java = read_assignment(output)
+    java, _ = java_converged(CLAIMS_CASE, name, tmp_path, limit=1)
     ours, _ = ours_converged(spark, CLAIMS_CASE, name, limit=1)
     rows = sorted((r["member_id"], r["partition"]) for r in ours.to_pylist())
     expected = [("A", 0), ("A", 4), ("B", 1), ("B", 5), ("C", 2), ("C", 6), *([("D", 3)] if name == "sticky" else []),
