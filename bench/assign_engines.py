@@ -1,10 +1,10 @@
 """Where the driver's Python engine stops paying: the coordinator's runner on the driver against the same runner on
-Spark, same batches, same process (issue 20; sets :data:`groupcoord.spark.assignment.DRIVER_PARTITIONS`).
+Spark, same batches, same process (issue 20; sets :data:`groupcoord.assignors.engine.DRIVER_PARTITIONS`).
 
 Each case is a batch of ``NeedsAssignment`` effects, as the coordinator hands them over: fresh groups (nothing owned)
 and the rebalance after one member joined (every other member owning its share of the fresh answer), every member on
 every topic (``homogeneous``) or on a random half of them (``heterogeneous``). Both engines run through
-:class:`~groupcoord.spark.assignment.SparkAssignmentRunner` (``driver_partitions`` above the size, or 0), encoding
+:class:`~groupcoord.assignment.runner.SparkAssignmentRunner` (``driver_partitions`` above the size, or 0), encoding
 included; Spark is warm (each assignor ran twice at the size first). The answers of both engines are compared.
 """
 

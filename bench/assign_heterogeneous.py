@@ -2,8 +2,8 @@
 
 Random subscriptions (each member subscribes to each topic with probability 1/2, at least one topic), generated in
 Spark; timed from the input frames to the collected output (``to_arrow``). Every group of the call runs the Python
-algorithm (:mod:`groupcoord.assignors.global_balance`); calls this small run it on the driver, after the one job that
-collects the call, which also answers the ``auto`` subscriptions check (the generated members frame is not
+algorithm (:mod:`groupcoord.assignors.algorithms.global_balance`); calls this small run it on the driver, after the
+one job that collects the call, which also answers the ``auto`` subscriptions check (the generated members frame is not
 driver-local), plus the small job ``toArrow`` runs on the driver-local result: 2 jobs, against the issue's 3.
 ``--full`` adds 100k x 1,000, which runs on the driver too (101k rows).
 

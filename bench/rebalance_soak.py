@@ -47,7 +47,7 @@ POLL_MS = 50
 STABLE_TIMEOUT_S = 10.0
 SERVE_READY_S = 120.0
 WARMED = "warmed the planner"
-"""What serve logs once its planner warm-up is over (:mod:`groupcoord.spark.warmup`)."""
+"""What serve logs once its planner warm-up is over (:mod:`groupcoord.assignment.warmup`)."""
 STRATEGIES: dict[str, Any] = {"server-cooperative-sticky": ServerSideAssignor,
                               "client-cooperative-sticky": CooperativeStickyAssignor}
 
