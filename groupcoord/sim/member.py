@@ -4,10 +4,11 @@ same machine ``GroupMember`` drives) fed from the simulated network and clock.
 The machine joins (KIP-394), syncs, heartbeats, revokes (eager: everything before each JoinGroup; cooperative: only
 what the new assignment takes away, then it rejoins), fences commits by generation and reacts to errors as Kafka's
 ``ConsumerCoordinator`` does. This shell adds what a consumer application does around it: the leader assigns with
-:mod:`groupcoord.sim.assignor` (and rejoins when the metadata it assigned with changed), it fetches the committed
-offsets of new partitions, consumes (its position moves one offset per heartbeat) and commits its positions
-(auto commit, before revocations, on close). It polls all the time, except after losing the coordinator: then it
-retries after a backoff. It drops partitions after a session without an answer (librdkafka's rule).
+the project's sticky or cooperative-sticky algorithm (:mod:`groupcoord.sim.leader`) and rejoins when the metadata it
+assigned with changed, it fetches the committed offsets of new partitions, consumes (its position moves one offset
+per heartbeat) and commits its positions (auto commit, before revocations, on close). It polls all the time, except
+after losing the coordinator: then it retries after a backoff. It drops partitions after a session without an
+answer (librdkafka's rule).
 
 A paused member reads nothing: responses wait in its inbox until it resumes. A static member (KIP-345) sends its
 ``group.instance.id`` everywhere, does not send LeaveGroup when it closes (its session runs out instead, as in
@@ -40,6 +41,7 @@ from groupcoord.member.protocol_machine import (
     Send,
     first_commit_error,
 )
+from groupcoord.member.subscription import grouped
 from groupcoord.protocol import Errors
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.requests import (
@@ -60,7 +62,7 @@ from groupcoord.protocol.responses import (
     OffsetCommitResponse,
     OffsetFetchResponse,
 )
-from groupcoord.sim.assignor import TopicPartition, assign, encode_partitions, grouped, read_members
+from groupcoord.sim.leader import assignments, read_group, subscribed_topics
 
 log = logging.getLogger("groupcoord.sim.member")
 
@@ -308,8 +310,8 @@ class SimMember:
             return
         if isinstance(response, JoinGroupResponse) and error == Errors.NONE and response.leader == response.member_id:
             # Even with skip_assignment (a static leader rejoined, KIP-814) the leader watches the metadata.
-            topics = {t for m in read_members(response.members) for t in m.topics}
             counts = self._net.partition_counts()
+            topics = subscribed_topics(read_group(response.members, counts))
             self.assigned_with = {t: counts.get(t, 0) for t in sorted(topics)}
         self._run(self.machine.on_response(request_id, response, received_at_ms=arrived_at))
 
@@ -347,9 +349,8 @@ class SimMember:
             if isinstance(output, Send):
                 self._send(_KINDS[type(output.request)], output.request, output.request_id)
             elif isinstance(output, AssignAsLeader):
-                plan = assign(read_members(output.members), dict(self._net.partition_counts()),
-                              cooperative=self.cooperative)
-                self._run(self.machine.assigned({m: encode_partitions(ps) for m, ps in plan.items()}))
+                self._run(self.machine.assigned(assignments(output.members, self._net.partition_counts(),
+                                                            cooperative=self.cooperative)))
             elif isinstance(output, CommitBeforeRevoke):
                 self._commit(output.offsets)
             elif isinstance(output, PartitionsAssigned):
@@ -377,7 +378,7 @@ class SimMember:
             self._run([self.machine.commit(offsets)])
 
     def _fetch_missing_positions(self) -> None:
-        missing: set[TopicPartition] = {tp for tp in self.owned if tp not in self.positions}
+        missing = {tp for tp in self.owned if tp not in self.positions}
         if not missing or "fetch" in self.pending.values():
             return
         self._fetched_in = self.machine.generation

@@ -3,20 +3,17 @@ leader) and checks that the simulator reports exactly that invariant, with a sho
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import pytest
 
 import groupcoord.sim as sim
+from groupcoord.assignors.algorithms import Group, Key, assign
 from groupcoord.coordinator import hard_state, offsets
 from groupcoord.coordinator.records import OffsetCommitRecord
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.metadata import GroupMetadataValue
 from groupcoord.log.base import LoadedLog
 from groupcoord.log.memory import InMemoryRecordLog
-from groupcoord.sim import Commit, Crash, Join, Pause, Resume, Schedule, Tick, run_schedule
-from groupcoord.sim import member as sim_member
-from groupcoord.sim.assignor import MemberSubscription, TopicPartition, assign
+from groupcoord.sim import Commit, Crash, Join, Pause, Resume, Schedule, Subscribe, Tick, leader, run_schedule
 from groupcoord.sim.world import World
 
 TWO_MEMBERS = (Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(8000), Tick(8000))
@@ -45,25 +42,36 @@ def test_accepting_commits_of_any_generation_breaks_invariant_3(monkeypatch: pyt
 
 
 def test_a_leader_that_assigns_a_partition_twice_breaks_invariant_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    def everything_to_everyone(members: Sequence[MemberSubscription], counts: Mapping[str, int], *,
-                               cooperative: bool) -> dict[str, set[TopicPartition]]:
-        return {m.member_id: {(t, p) for t in m.topics for p in range(counts[t])} for m in members}
+    def everything_to_everyone(group: Group, *, cooperative: bool) -> dict[str, set[Key]]:
+        return {m.member_id: {p.key for p in group.assignable if p.topic in m.topics} for m in group.members}
 
-    monkeypatch.setattr(sim_member, "assign", everything_to_everyone)
+    monkeypatch.setattr(leader, "plan", everything_to_everyone)
     outcome = run_schedule(_schedule(*TWO_MEMBERS))
     assert outcome.invariant == "1", outcome.message
 
 
 def test_a_leader_that_forgets_a_partition_breaks_invariant_4(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real algorithm's plan without t0-0."""
+    def without_partition_0(group: Group, name: str) -> dict[Key, str]:
+        return {key: member for key, member in assign(group, name).items() if key != ("t0", 0)}
 
-    def without_partition_0(members: Sequence[MemberSubscription], counts: Mapping[str, int], *,
-                            cooperative: bool) -> dict[str, set[TopicPartition]]:
-        plan = assign(members, counts, cooperative=cooperative)
-        return {m: ps - {("t0", 0)} for m, ps in plan.items()}
-
-    monkeypatch.setattr(sim_member, "assign", without_partition_0)
+    monkeypatch.setattr(leader, "assign", without_partition_0)
     outcome = run_schedule(_schedule(*TWO_MEMBERS))
     assert outcome.invariant == "4" and "t0-0 is owned by []" in outcome.message, outcome.message
+
+
+def test_a_cooperative_leader_that_moves_partitions_at_once_breaks_invariant_2(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cooperative members running the eager ``sticky`` algorithm: a partition that moves goes to its new owner in the
+    generation in which its old owner revokes it. The new owner fetches the committed offset before the old owner
+    commits its position on revoking, and then commits the older offset it fetched: acknowledged offsets go backwards.
+    cooperative-sticky withholds a moving partition until its old owner has revoked it."""
+    schedule = Schedule(seed=0, mode="cooperative", topics=(("t0", 4), ("t1", 4)), events=(
+        Join("m3", ("t0", "t1")), Join("m2", ("t0",)), Subscribe("m3", ("t0",))))
+    assert run_schedule(schedule).ok
+    monkeypatch.setattr(leader, "ASSIGNORS", {False: "sticky", True: "sticky"})
+    outcome = run_schedule(schedule)
+    assert outcome.invariant == "2" and "acknowledged 0 after 1" in outcome.message, outcome.message
 
 
 def test_offsets_that_stop_advancing_on_replay_break_invariant_2(monkeypatch: pytest.MonkeyPatch) -> None:
