@@ -261,8 +261,9 @@ class MemberIngest:
 
     # --- committing ---------------------------------------------------------------------------------------------
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> bool:
+        offsets = dict(offsets)  # the caller may pass self.uncommitted itself, which this method changes
         try:
-            self.member.commit_sync(dict(offsets))
+            self.member.commit_sync(offsets)
         except (CommitFailedError, CoordinatorUnavailableError, CoordinatorRequestError) as exc:
             log.info("group %s: offset commit deferred: %s", self.plan.group_id, exc)
             self.uncommitted.update(offsets)

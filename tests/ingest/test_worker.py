@@ -19,12 +19,20 @@ from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.sources import SourceSpec
 from groupcoord.ingest.worker import IngestPlan, IngestWork, MemberIngest
 from groupcoord.member import GroupMember
+from groupcoord.member.errors import CoordinatorUnavailableError
 from groupcoord.sink.commit import append_batch, ensure_table
 from groupcoord.sink.plan import BatchRange
 from groupcoord.sink.table import SinkTable
 from groupcoord.source.log_view import LogView
 from groupcoord.topics import PartitionOffsets, TopicLog
-from tests.member.conftest import Coordinator, poll_until
+from tests.member.conftest import (
+    FAST_OPTIONS,
+    HEARTBEAT_INTERVAL_MS,
+    REBALANCE_TIMEOUT_MS,
+    SESSION_TIMEOUT_MS,
+    Coordinator,
+    poll_until,
+)
 
 PARTITIONS = 6
 RECORDS = 6000
@@ -143,6 +151,30 @@ def test_a_member_killed_between_sink_and_offset_commit_leaves_the_sink_ahead_an
     assert all(meta is None for meta in victim.committed(ahead).values()), "but committed nothing"
     survivor = members("ingest", topics=["events"], state_root=stack.root.path, group_instance_id="t-1")
     run_all([(survivor, IngestWork(plan))])
+    assert_exactly_once_and_committed(stack, tmp_path / "sink", members("ingest", topics=["events"],
+                                                                        state_root=stack.root.path))
+
+
+class CoordinatorAwayOnce(GroupMember):
+    """A real member whose first offset commit meets a coordinator that is away (as while it fails over)."""
+
+    def commit_sync(self, offsets: Any = None) -> None:
+        if not getattr(self, "away_once", False):
+            self.away_once = True
+            raise CoordinatorUnavailableError("the coordinator is failing over")
+        super().commit_sync(offsets)
+
+
+def test_a_deferred_offset_commit_is_retried_at_the_next_batch_and_lands(
+        coordinator: Callable[..., Coordinator], members: Callable[..., GroupMember], tmp_path: Path) -> None:
+    stack = coordinator({})
+    create_demo_topic(stack.root, "events", partitions=PARTITIONS, records=RECORDS)
+    member = CoordinatorAwayOnce("ingest", topics=["events"], state_root=stack.root.path, group_instance_id="t-0",
+                                 session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+                                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, options=FAST_OPTIONS)
+    work = IngestWork(plan_for(stack, tmp_path / "sink"))
+    run_all([(member, work)])  # closes the member when the work is done
+    assert member.away_once and work.state is not None and not work.state.uncommitted
     assert_exactly_once_and_committed(stack, tmp_path / "sink", members("ingest", topics=["events"],
                                                                         state_root=stack.root.path))
 

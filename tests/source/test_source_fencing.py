@@ -51,15 +51,17 @@ def test_one_reader_reads_its_batches_and_commits_them(source_root: StateRoot) -
         source.stop()
 
 
-def _plan_until(source: GroupcoordStreamReader, start: dict[str, Any], owning: int, deadline: float) -> None:
-    """Plan batches as an idle query does (every trigger; no records arrive) until the reader owns ``owning``
-    partitions."""
+def _plan_until(source: GroupcoordStreamReader, start: dict[str, Any], owning: int, deadline: float,
+                *others: GroupcoordStreamReader) -> None:
+    """Plan batches as an idle query does (every trigger; no records arrive) until the reader, and each of
+    ``others``, owns ``owning`` partitions. A reader keeps planning while the others still wait for their share: its
+    triggers are its polls, and a cooperative hand-over takes a second rebalance that it joins."""
     while time.monotonic() < deadline:
         assert source.latestOffset(start, ALL) == start  # nothing to read: no batch
-        if len(source.assignment()) == owning:
+        if all(len(reader.assignment()) == owning for reader in (source, *others)):
             return
         time.sleep(0.1)
-    raise AssertionError(f"the reader never came to own {owning} partition(s)")
+    raise AssertionError(f"the readers never came to own {owning} partition(s) each")
 
 
 @pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
@@ -84,7 +86,7 @@ def test_a_late_commit_of_a_previous_owner_never_moves_offsets_back(source_root:
         deadline = time.monotonic() + 60
         joining = threading.Thread(target=_plan_until, args=(second, second.initialOffset(), 1, deadline))
         joining.start()
-        _plan_until(first, a_end, 1, deadline)
+        _plan_until(first, a_end, 1, deadline, second)
         joining.join(60)
         (moved,), (kept,) = second.assignment(), first.assignment()
         assert committed(source_root, "g", [t0, t1]) == {t0: 10, t1: 10}
