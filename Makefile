@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: help install run run-members ingest checkpoint test test-fast lint bench bench-full conf clean
+.PHONY: help install run run-members ingest checkpoint test test-faults test-fast lint bench bench-full conf clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -50,12 +50,20 @@ checkpoint: install ## jobs/offset_checkpoint.py: make checkpoint ARGS="--state-
 TEST_WORKERS ?= 2
 PYTEST_WORKERS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
 
-test: install ## run every test (all markers) on TEST_WORKERS=2 workers; "no tests collected" counts as a failure
-	@$(PY) -m pytest $(PYTEST_WORKERS) --durations=15; rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+# $(call pytest,MARKS): pytest on the workers for the tests that MARKS selects; "no tests collected" is a failure.
+define pytest
+@$(PY) -m pytest $(PYTEST_WORKERS) -m "$(1)" --durations=15; rc=$$?; \
+  if [ $$rc -eq 5 ]; then echo "make $@: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+endef
 
-test-fast: install ## run the tests not marked slow (on TEST_WORKERS=2 workers)
-	$(PY) -m pytest $(PYTEST_WORKERS) -m "not slow" --durations=15
+test: install ## run every test but the fault matrices (see test-faults) on TEST_WORKERS=2 workers
+	$(call pytest,not faults)
+
+test-faults: install ## the fault matrices (tests marked faults: kills, crash points, broken storage, failover); CI runs them after make test
+	$(call pytest,faults)
+
+test-fast: install ## run the tests marked neither slow nor faults (on TEST_WORKERS=2 workers)
+	$(call pytest,not slow and not faults)
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check groupcoord tests bench jobs jvm

@@ -14,7 +14,7 @@ from groupcoord.server.api import BrokerAddress
 from tests.host.conftest import ServeProcess, commit, fetch, wait_for
 from tests.server.conftest import RawClient
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.faults]
 
 
 def _commit_until_crash(process: ServeProcess, address: BrokerAddress, partition: int = 0) -> int:

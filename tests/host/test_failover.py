@@ -10,7 +10,7 @@ import pytest
 from tests.host.conftest import ServeProcess, commit, fetch
 from tests.server.conftest import RawClient
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.faults]
 
 LEASE_TIMEOUT_S, SAFETY_S = 3.0, 1.0
 

@@ -38,7 +38,7 @@ from tests.sink.sink_helpers import (
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]  # pyspark's copy is unannotated
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.faults]
 
 
 def killing_sink(spark: SparkSession, *, marker: Path, at: str) -> str:

@@ -21,7 +21,7 @@ from tests.host.conftest import ServeProcess, commit_request, fetch
 from tests.host.faults.conftest import SmallDisk, StaticMember
 from tests.server.conftest import RawClient
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.faults]
 
 # A lease long enough that the holder keeps serving through the outage (renewals fail while storage is down).
 LONG_LEASE = ("--conf", "lease.timeout.ms=60000", "--conf", "group.initial.rebalance.delay.ms=0")

@@ -9,7 +9,7 @@ import pytest
 
 from bench.failover import run_failover
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.faults]
 
 
 def test_kill_during_a_100_member_rebalance_recovers_under_the_standby_without_losing_commits(
