@@ -5,6 +5,7 @@ the parametrized fixture of both sources, is in ``conftest.py``.)"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -37,22 +38,33 @@ def test_one_query_available_now_writes_every_record_once(spark: SparkSession, s
 
 def test_two_queries_share_a_topic_and_a_table_and_one_hands_over(spark: SparkSession, source: Source,
                                                                   tmp_path: Path) -> None:
-    """q1 reads alone, q2 joins (the partitions split), q1 stops part way (its partitions move to q2), q2
-    finishes; every record lands once in the one table both write."""
+    """q1 reads alone, q2 joins (the partitions split) and reads, q1 stops (its partitions move to q2), q2 reads
+    what arrives after that on every partition; every record lands once in the one table both write.
+
+    The test waits on state, never on speed: records keep arriving until q2 has read some (so a q1 that drained the
+    topic before q2 joined cannot starve q2), and the records produced after q1 stopped include q1's partitions, so
+    the table is complete only once q2 took them over."""
     topic, table = unique("clicks"), tmp_path / "table"
-    source.create(topic, partitions=6, records=6000)
+    source.create(topic, partitions=6, records=1200)
     first = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt1", available_now=False,
                         maxOffsetsPerTrigger="300")
     # the sink creates the table directory a moment before its first commit: reading it then fails ("No files in log
     # segment"), so wait for a table, not for a directory
-    wait_until(lambda: DeltaTable.is_deltatable(str(table)) and sink_rows(table).num_rows >= 600, 60,
+    wait_until(lambda: DeltaTable.is_deltatable(str(table)) and sink_rows(table).num_rows >= 300, 60,
                "q1's first batches")
     second = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt2", available_now=False,
                          maxOffsetsPerTrigger="300")
-    wait_until(lambda: any(p["numInputRows"] for p in second.recentProgress), 60, "q2's first rows")
-    assert sink_rows(table).num_rows < 6000, "q1 stops part way"
+    produced = 1200
+    deadline = time.monotonic() + 120
+    while not any(p["numInputRows"] for p in second.recentProgress):
+        assert time.monotonic() < deadline, "q2 read nothing in 120 s while records kept arriving"
+        source.append(topic, 60, partitions=6)
+        produced += 60
+        time.sleep(1)
     first.stop()
-    wait_until(lambda: sink_rows(table).num_rows >= 6000, 90, "q2 to take over q1's partitions and finish")
+    source.append(topic, 600, partitions=6)
+    produced += 600
+    wait_until(lambda: sink_rows(table).num_rows >= produced, 120, "q2 to take over q1's partitions and finish")
     second.stop()
     assert first.exception() is None and second.exception() is None
     assert_exactly_once(spark, source, "pair", topic, table)
