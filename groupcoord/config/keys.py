@@ -128,8 +128,9 @@ REGISTRY.define("pattern", str, None, "Regular expression of topics the ingestio
 REGISTRY.define("source", str, "embedded",
                 "Where records come from: 'embedded' (the state root's topic log) or kafka://HOST:PORT[,HOST:PORT].")
 REGISTRY.define("sink", str, None, "Path of the Delta table the ingestion job appends records to (--sink).")
-REGISTRY.define("members", int, 2, "How many executor tasks join the group as members (--members).", minimum=1,
-                maximum=10000)
+REGISTRY.define("members", int, 2,
+                "How many members join the group (--members): Structured Streaming queries in the structured "
+                "engine, executor tasks in the members engine.", minimum=1, maximum=10000)
 REGISTRY.define("available.now", bool, False,
                 "Consume up to the log-end offsets seen at start, commit, leave the group and exit (--available-now).")
 REGISTRY.define("auto.offset.reset", str, "earliest",
@@ -149,8 +150,9 @@ REGISTRY.define("streaming.trigger.ms", int, 1000,
                 "Structured engine without --available-now: the micro-batch interval of each query.", minimum=1,
                 maximum=INT32_MAX)
 REGISTRY.define("source.metadata.refresh.ms", int, 30000,
-                "How often the driver copies a Kafka source's partition counts into the topic catalog (they only "
-                "grow).", minimum=1, maximum=INT32_MAX)
+                "Members engine: how often the driver copies a Kafka source's partition counts into the topic "
+                "catalog (they only grow); each query of the structured engine copies them at every trigger.",
+                minimum=1, maximum=INT32_MAX)
 
 # --- Admin CLI and offset checkpoint job (groupcoord groups, jobs/offset_checkpoint.py) -------------------------------
 REGISTRY.define("admin.lease.wait.ms", int, 30000,
@@ -179,4 +181,5 @@ REGISTRY.define("assignor.warmup", bool, True,
                 "does not pay for a cold planner.")
 REGISTRY.define("assignors", str, "server-cooperative-sticky",
                 "Comma-separated assignors the ingestion job's members offer, preferred first: server-* names are "
-                "assigned by the coordinator with Spark, others (cooperative-sticky, range...) by the group leader.")
+                "assigned by the coordinator (in Python on the driver, or with Spark for large groups), others "
+                "(cooperative-sticky, range...) by the group leader.")

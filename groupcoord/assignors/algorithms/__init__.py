@@ -1,5 +1,6 @@
 """Each assignor's algorithm in plain Python, one group at a time: the reference the Spark plans are tested against,
-and the engine for small groups (on the driver) and for heterogeneous groups (in one Spark stage).
+and the engine for small groups (on the driver) and for heterogeneous groups (on the driver, or in Python tasks when
+large; :mod:`groupcoord.assignors.engine` decides).
 
 Read these modules to learn what an assignor does; :mod:`groupcoord.assignors` holds the DataFrame plans that give
 the same rows at scale (property tests over both engines prove it: ``tests/assignors/test_engines_agree.py``):
