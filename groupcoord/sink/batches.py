@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,14 @@ class SourceBatchError(RuntimeError):
 @dataclass(frozen=True)
 class SourceBatch:
     """One batch of the query's groupcoord source: its group, the range of every partition it read, and the source's
-    end offset as Spark checkpointed it (the group commit's fencing reads the owner and generation from it)."""
+    end offset as Spark checkpointed it (the group commit's fencing reads the owner and generation from it).
+    ``jumps``: the partitions whose range starts past offsets that retention removed (the source's
+    ``failOnDataLoss`` false), and that start."""
 
     group_id: str
     ranges: Mapping[TopicPartitionKey, BatchRange]
     end: Mapping[str, Any]
+    jumps: Mapping[TopicPartitionKey, int] = field(default_factory=dict)
 
 
 BatchCodec = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], SourceBatch | None]

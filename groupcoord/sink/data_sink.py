@@ -98,7 +98,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
                                   f"source ('{batch.group_id}'); both must name the same group")
         files = [f for m in messages if isinstance(m, SinkFiles) for f in m.files]
         done = commit_batch(options.path, self.schema, options.group_id, batch.ranges, files,
-                            resets=lambda: reset_markers(options.state_root, options.group_id),
+                            resets=lambda: {**reset_markers(options.state_root, options.group_id), **batch.jumps},
                             attempts=options.commit_attempts, reader=str(batch.end.get("member") or ""))
         log.info("batch %d of group %s: table version %s, %d row(s), offsets %s", batchId, options.group_id,
                  done.table_version, done.rows, dict(done.versions))

@@ -3,8 +3,8 @@
 - :func:`source_batch` turns two of the source's checkpointed offsets into the batch's group and ranges
   (:mod:`groupcoord.source.offset`);
 - :func:`reset_markers` reads the offsets ``groupcoord groups reset-offsets`` committed (their metadata is
-  :data:`~groupcoord.topics.app_transactions.RESET_OFFSETS_METADATA`): the only jumps past a table's version the sink
-  accepts;
+  :data:`~groupcoord.topics.app_transactions.RESET_OFFSETS_METADATA`): with a batch's own ``jumps`` past offsets that
+  retention removed (the source's ``failOnDataLoss`` false), the only jumps past a table's version the sink accepts;
 - :func:`commit_to_group` commits the table's versions to the group right after the Delta commit, fenced by the
   ownership of the member that read the batch (:func:`groupcoord.sink.group_commit.commit_fenced`).
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from groupcoord.sink.batches import SourceBatch
 from groupcoord.sink.plan import BatchRange, TopicPartitionKey
-from groupcoord.source.offset import FORMAT_VERSION, SourceOffset, batch_ranges
+from groupcoord.source.offset import FORMAT_VERSION, SourceOffset, batch_ranges, lost_jumps
 from groupcoord.topics.app_transactions import RESET_OFFSETS_METADATA
 
 log = logging.getLogger("groupcoord.sink.data_sink")
@@ -32,7 +32,8 @@ def source_batch(previous: Mapping[str, Any] | None, end: Mapping[str, Any]) -> 
     first = SourceOffset.from_dict(previous) if previous is not None and previous.get("groupcoord") else \
         SourceOffset(last.group_id)
     ranges = {(tp.topic, tp.partition): BatchRange(low, high) for tp, (low, high) in batch_ranges(first, last).items()}
-    return SourceBatch(last.group_id, ranges, dict(end))
+    jumps = {(tp.topic, tp.partition): start for tp, start in lost_jumps(last).items()}
+    return SourceBatch(last.group_id, ranges, dict(end), jumps)
 
 
 def reset_markers(state_root: str, group_id: str) -> dict[TopicPartitionKey, int]:

@@ -251,16 +251,16 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         fresh = sorted(tp for tp in acquired if tp not in continuing)
         starts = self._starting_points(fresh, previous, bounds)
         positions = {tp: p.next for tp, p in continuing.items()} | starts
-        moved = set(starts)
+        moved, lost = set(starts), set[TopicPartition]()
         for tp, position in list(positions.items()):
             skipped = self._skip_lost(tp, position, bounds[tp])
             if skipped != position:
-                positions[tp], moved = skipped, moved | {tp}
+                positions[tp], moved, lost = skipped, moved | {tp}, lost | {tp}
         ranges = {tp: (pos, max(pos, self._high(tp, bounds[tp]))) for tp, pos in positions.items()}
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         ends = admit(ranges, max_rows)
         return SourceOffset(self.options.group_id, member.member_id, member.generation_id, {
-            tp: Position(ends[tp], acquired[tp], positions[tp] if tp in moved else None)
+            tp: Position(ends[tp], acquired[tp], positions[tp] if tp in moved else None, tp in lost)
             for tp in sorted(acquired)})
 
     def _high(self, tp: TopicPartition, bounds: PartitionOffsets) -> int:

@@ -11,6 +11,8 @@ One JSON document per micro-batch end::
 - ``from``: only on a partition whose reading does not continue from the previous batch: acquired in this batch
   (after a move, or at the query's first batch), or moved past offsets that retention removed. The batch then
   reads ``[from, next)`` and the previous batch's position for it, stale after a move, is ignored.
+- ``lost``: ``true`` only beside a ``from`` that moved past offsets retention removed (``failOnDataLoss`` false):
+  the one jump, besides ``reset-offsets``, that the ``groupcoord-delta`` sink accepts past its table's version.
 
 :func:`batch_ranges` depends on the two offsets alone, as Spark's replay of a planned batch requires.
 """
@@ -35,12 +37,15 @@ class Position:
     next: int
     acquired: int
     start: int | None = None
+    lost: bool = False
 
-    def to_dict(self) -> dict[str, int]:
-        """The JSON form (``from`` only when set)."""
-        data = {"next": self.next, "acquired": self.acquired}
+    def to_dict(self) -> dict[str, int | bool]:
+        """The JSON form (``from`` and ``lost`` only when set)."""
+        data: dict[str, int | bool] = {"next": self.next, "acquired": self.acquired}
         if self.start is not None:
             data["from"] = self.start
+        if self.lost:
+            data["lost"] = True
         return data
 
 
@@ -66,7 +71,8 @@ class SourceOffset:
             raise ValueError(f"not a groupcoord source offset (version {FORMAT_VERSION}): {dict(data)!r}")
         return cls(group_id=str(data["group"]), member_id=str(data["member"]), generation_id=int(data["generation"]),
                    positions={parse_partition_key(k): Position(int(v["next"]), int(v["acquired"]),
-                                                               int(v["from"]) if "from" in v else None)
+                                                               int(v["from"]) if "from" in v else None,
+                                                               bool(v.get("lost", False)))
                               for k, v in data["partitions"].items()})
 
     def continues(self, tp: TopicPartition, member_id: str, acquired: int) -> Position | None:
@@ -95,3 +101,8 @@ def batch_ranges(start: SourceOffset, end: SourceOffset) -> dict[TopicPartition,
         if position.next > low:
             ranges[tp] = (low, position.next)
     return ranges
+
+
+def lost_jumps(end: SourceOffset) -> dict[TopicPartition, int]:
+    """The partitions whose batch to ``end`` moved past offsets that retention removed, and the offset it moved to."""
+    return {tp: p.start for tp, p in end.positions.items() if p.lost and p.start is not None}

@@ -163,3 +163,40 @@ def test_a_gap_fails_the_query_until_reset_offsets_marks_it(spark: SparkSession,
     ends = {(topic, 0): 300, (topic, 1): 300}
     assert versions(table, "gap", ends) == ends
     wait_until(lambda: committed_offsets(source.root, "gap") == ends, 15, "the group's offsets at the table's")
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("source", ["kafka"], indirect=True)
+def test_records_that_retention_removed_fail_the_query_or_with_fail_on_data_loss_false_are_skipped(
+        spark: SparkSession, source: Source, tmp_path: Path) -> None:
+    """Kafka's retention removes records no query read yet (DeleteRecords here): the query fails by default, as Spark's
+    Kafka source does; with ``failOnDataLoss`` false it goes on from the log's start, and the sink accepts that one
+    jump past its table's version (the embedded log never removes records)."""
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition
+
+    assert source.broker is not None
+    topic, table = unique("retained"), tmp_path / "table"
+    source.create(topic, partitions=2, records=400)
+    first = start_query(spark, source, "lost", topic, table, tmp_path / "ckpt")
+    first.awaitTermination(120)
+    source.append(topic, 200, partitions=2)  # each partition now ends at 300, the table holds up to 200
+    admin = KafkaAdminClient(bootstrap_servers=source.broker.bootstrap)
+    try:
+        admin.delete_records({TopicPartition(topic, 0): 250})
+    finally:
+        admin.close()
+    strict = start_query(spark, source, "lost", topic, table, tmp_path / "ckpt")
+    with pytest.raises(StreamingQueryException, match=rf"offset 200 of {topic}-0 is out of the log's range.*"
+                                                      r"failOnDataLoss"):
+        strict.awaitTermination(120)
+    assert versions(table, "lost", {(topic, 0): 0}) == {(topic, 0): 200}
+
+    lenient = start_query(spark, source, "lost", topic, table, tmp_path / "ckpt", failOnDataLoss="false")
+    lenient.awaitTermination(120)
+    assert lenient.exception() is None
+    held = sorted((r["partition"], r["offset"]) for r in sink_rows(table).select(["partition", "offset"]).to_pylist())
+    assert held == [(0, o) for o in [*range(200), *range(250, 300)]] + [(1, o) for o in range(300)]
+    ends = {(topic, 0): 300, (topic, 1): 300}
+    assert versions(table, "lost", ends) == ends
+    wait_until(lambda: committed_offsets(source.root, "lost") == ends, 15, "the group's offsets at the table's")

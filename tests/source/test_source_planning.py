@@ -6,7 +6,7 @@ import json
 
 from kafka.structs import TopicPartition
 
-from groupcoord.source.offset import Position, SourceOffset, batch_ranges
+from groupcoord.source.offset import Position, SourceOffset, batch_ranges, lost_jumps
 from groupcoord.source.planning import admit, split_ranges
 
 P0, P1, P2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
@@ -17,11 +17,14 @@ def offset(member: str, positions: dict[TopicPartition, Position], generation: i
 
 
 def test_offset_round_trips_through_json_with_a_stable_text() -> None:
-    end = offset("m-1", {P1: Position(40, 7, start=12), P0: Position(1200, 5)})
+    end = offset("m-1", {P1: Position(40, 7, start=12), P0: Position(1200, 5), P2: Position(90, 5, 80, lost=True)})
     text = json.dumps(end.to_dict())
     assert SourceOffset.from_dict(json.loads(text)) == end
     assert json.dumps(SourceOffset.from_dict(json.loads(text)).to_dict()) == text
-    assert list(end.to_dict()["partitions"]) == ["t:0", "t:1"]
+    assert list(end.to_dict()["partitions"]) == ["t:0", "t:1", "t:2"]
+    assert [set(p) for p in end.to_dict()["partitions"].values()] == [
+        {"next", "acquired"}, {"next", "acquired", "from"}, {"next", "acquired", "from", "lost"}]
+    assert lost_jumps(end) == {P2: 80}  # the one jump past removed records the sink accepts
 
 
 def test_continuing_partitions_read_from_the_previous_end() -> None:
