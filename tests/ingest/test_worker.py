@@ -158,11 +158,11 @@ def test_a_member_killed_between_sink_and_offset_commit_leaves_the_sink_ahead_an
 class CoordinatorAwayOnce(GroupMember):
     """A real member whose first offset commit meets a coordinator that is away (as while it fails over)."""
 
-    def commit_sync(self, offsets: Any = None) -> None:
+    def commit_sync(self, offsets: Any = None, *, timeout_ms: int | None = None) -> None:
         if not getattr(self, "away_once", False):
             self.away_once = True
             raise CoordinatorUnavailableError("the coordinator is failing over")
-        super().commit_sync(offsets)
+        super().commit_sync(offsets, timeout_ms=timeout_ms)
 
 
 def test_a_deferred_offset_commit_is_retried_at_the_next_batch_and_lands(
