@@ -31,6 +31,10 @@ from groupcoord.state_root import StateRoot
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.integration]
 
 RECORDS = 2000
+STALL_S = 120.0
+"""The longest the job may go without a new row in the sink (its start, Spark's and the first query's, included)."""
+GIVE_UP_S = 420.0
+"""The longest the job may take to ingest every record."""
 
 
 def descendants(pid: int) -> list[int]:
@@ -77,11 +81,7 @@ def test_spark_submit_runs_the_job_and_sigterm_commits_and_leaves(tmp_path: Path
          "--members", "2", "--max-records-per-batch", "300", "--no-progress-tty", "--assignors", "cooperative-sticky"],
         env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 150
-        while not (sink.exists() and SinkTable(sink, "smoke").row_count() >= RECORDS):
-            assert job.poll() is None, f"the job ended early:\n{job.stdout.read() if job.stdout else ''}"
-            assert time.monotonic() < deadline, "the job did not ingest everything in time"
-            time.sleep(0.5)
+        _wait_until_ingested(job, sink)
         driver = python_driver(job.pid)
         assert driver is not None, "no Python driver process found"
         os.kill(driver, signal.SIGTERM)
@@ -96,6 +96,22 @@ def test_spark_submit_runs_the_job_and_sigterm_commits_and_leaves(tmp_path: Path
     assert result.ok, result.summary()
     committed = {(r["topic"], r["partition"]): r["offset"] for r in read_view(root, OFFSETS).to_pylist()}
     assert committed == {("events", p): RECORDS // 4 for p in range(4)}
+
+
+def _wait_until_ingested(job: subprocess.Popen[str], sink: Path) -> None:
+    """Wait until the sink holds every record, while the job makes progress: fail if it ends, if it writes nothing
+    for :data:`STALL_S`, or after :data:`GIVE_UP_S` in all (load slows a job; a stuck job stops moving)."""
+    started = moved = time.monotonic()
+    rows = 0
+    while rows < RECORDS:
+        assert job.poll() is None, f"the job ended early:\n{job.stdout.read() if job.stdout else ''}"
+        now = time.monotonic()
+        assert now - moved < STALL_S, f"the job wrote nothing for {STALL_S:.0f} s (sink rows: {rows} of {RECORDS})"
+        assert now - started < GIVE_UP_S, f"the job did not ingest everything in {GIVE_UP_S:.0f} s ({rows} rows)"
+        time.sleep(0.5)
+        now_rows = SinkTable(sink, "smoke").row_count() if sink.exists() else 0
+        if now_rows > rows:
+            rows, moved = now_rows, time.monotonic()
 
 
 TINY_JOB = """
