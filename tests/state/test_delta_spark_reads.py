@@ -7,6 +7,11 @@ tables). Each table is then compared, delta-spark's rows against delta-rs's rows
 earlier version (``versionAsOf``) and at that version's commit time (``timestampAsOf``), and its ``DESCRIBE HISTORY``
 against delta-rs's history. The latest rows and the history again on a copy after maintenance (checkpoints,
 compaction, dropped record-log segments, vacuum with no retention) and after the coordinator appended on top of it.
+
+Every read of delta-spark costs it a snapshot of the table (a few Spark jobs of its own), so each state root is read
+in one go by a module fixture (:func:`read_both`): the ``DESCRIBE HISTORY`` of every table collected in one job, then
+every table's reads and delta-rs's rows collected in one job, each row tagged with its table. The tests, one per
+table, only compare what was collected, with chispa's schema and row comparisons.
 """
 
 from __future__ import annotations
@@ -15,12 +20,16 @@ import datetime as dt
 import functools
 import shutil
 import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pytest
-from chispa import assert_df_equality
+from chispa import DataFramesNotEqualError
+from chispa.rows_comparer import assert_basic_rows_equality
+from chispa.schema_comparer import SchemasNotEqualError, assert_schema_equality
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 from kafka import KafkaConsumer
@@ -45,6 +54,7 @@ from tests.cli.conftest import fast_config
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql.types import StructType
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -56,6 +66,8 @@ SPARK_WRITTEN = ("offset_checkpoints", "partition_weights")
 TABLES = ("log", "lease", "catalog", f"topics/{TOPIC}", "state/offsets", "state/groups", "state/members",
           "state/assignments", *SPARK_WRITTEN, SINK)
 """Every Delta table of the state root built here, relative to it."""
+
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +88,12 @@ def written(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> St
     for run in range(2):
         run_checkpoint(spark, root, run_id=f"run-{run}")
     return root
+
+
+@pytest.fixture(scope="module")
+def written_reads(written: StateRoot, spark: SparkSession) -> dict[str, TableReads]:
+    """Every table of ``written`` in both libraries: latest, ``versionAsOf``, ``timestampAsOf`` and history."""
+    return read_both(spark, written.path, TABLES, as_of=True)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +121,12 @@ def maintained(written: StateRoot, spark: SparkSession) -> StateRoot:
     return root
 
 
+@pytest.fixture(scope="module")
+def maintained_reads(maintained: StateRoot, spark: SparkSession) -> dict[str, TableReads]:
+    """Every table of ``maintained`` in both libraries: the latest rows and the history."""
+    return read_both(spark, maintained.path, TABLES, as_of=False)
+
+
 def _coordinate(root: StateRoot, *, rounds: int) -> None:
     """A coordinator on ``root`` (snapshots and record-log checkpoints every few versions) while a kafka-python
     member of group ``live`` commits ``rounds`` times and an admin client commits group ``billing`` as often."""
@@ -127,35 +151,80 @@ def _coordinate(root: StateRoot, *, rounds: int) -> None:
 
 
 @pytest.mark.parametrize("table", TABLES)
-def test_delta_spark_reads_every_table_as_delta_rs_does(spark: SparkSession, written: StateRoot, table: str) -> None:
-    assert_delta_spark_agrees(spark, written.path / table)
+def test_delta_spark_reads_every_table_as_delta_rs_does(written_reads: dict[str, TableReads], table: str) -> None:
+    written_reads[table].check()
 
 
 @pytest.mark.parametrize("table", TABLES)
 def test_and_after_checkpoints_compaction_vacuum_and_new_appends(
-        spark: SparkSession, maintained: StateRoot, table: str) -> None:
+        maintained_reads: dict[str, TableReads], maintained: StateRoot, table: str) -> None:
     """Time travel is the first test's; here the files that maintenance rewrote and the new appends on top."""
-    assert_delta_spark_agrees(spark, maintained.path / table, as_of=False)
+    maintained_reads[table].check()
     if table == "log":  # the coordinator appended through its own path after the maintenance commit
         history = DeltaTable(str(maintained.path / table)).history()
         assert history[0]["engineInfo"] == "groupcoord-delta-append", history[0]
         assert any(entry["operation"] == "OPTIMIZE" for entry in history), [e["operation"] for e in history]
 
 
-def assert_delta_spark_agrees(spark: SparkSession, path: Path, *, as_of: bool = True) -> None:
-    """Latest rows, the history and (``as_of``) the rows at an earlier version and at its commit time, in both
-    libraries.
+@dataclass
+class TableReads:
+    """One table as delta-spark and delta-rs read it: the history (version to operation) of each, and the rows of
+    each read (tagged ``_read``: ``latest``, ``versionAsOf``, ``timestampAsOf``) with delta-spark's schema and the
+    schema delta-rs's rows take in Spark. ``error`` is what made delta-spark fail on the table, if it did."""
 
-    The reads are compared in one chispa check (each row tagged with its read); each read still costs delta-spark a
-    snapshot of its own (a few Spark jobs), which is why the maintained copy checks its latest rows only.
+    table: str
+    spark_history: dict[int, str] = field(default_factory=dict)
+    rs_history: dict[int, str] = field(default_factory=dict)
+    spark_schema: StructType | None = None
+    rs_schema: StructType | None = None
+    spark_rows: list[Row] = field(default_factory=list)
+    rs_rows: list[Row] = field(default_factory=list)
+    error: Exception | None = None
+
+    def check(self) -> None:
+        """Fail, naming the table, unless delta-spark read the same history, schema and rows as delta-rs."""
+        if self.error is not None:
+            raise AssertionError(f"{self.table}: delta-spark could not read it: {self.error}") from self.error
+        assert self.spark_history == self.rs_history, f"{self.table}: DESCRIBE HISTORY is not delta-rs's history"
+        assert self.spark_schema is not None and self.rs_schema is not None
+        try:
+            assert_schema_equality(self.spark_schema, self.rs_schema, ignore_nullable=True)
+            assert_basic_rows_equality(sorted(self.spark_rows, key=repr), sorted(self.rs_rows, key=repr))
+        except (SchemasNotEqualError, DataFramesNotEqualError) as error:
+            raise AssertionError(f"{self.table}: delta-spark's rows (left) are not delta-rs's (right){error}") from None
+
+
+def read_both(spark: SparkSession, root: Path, tables: Iterable[str], *, as_of: bool) -> dict[str, TableReads]:
+    """Each table under ``root`` in both libraries: the history, the latest rows and (``as_of``) the rows at an
+    earlier version and at its commit time.
+
+    delta-spark's side is two collected jobs for all the tables (the histories, then every read with delta-rs's rows
+    beside it, each row tagged with its table); a table that makes delta-spark fail gets its own error instead.
     """
-    latest = DeltaTable(str(path))
+    results = {table: TableReads(table) for table in tables}
+    columns = {table: f"t{i}" for i, table in enumerate(results)}
     # Commit times as text in the session's zone (UTC), as timestampAsOf reads them, whatever the machine's zone.
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select(
-        "version", F.date_format("timestamp", "yyyy-MM-dd HH:mm:ss.SSS").alias("timestamp"), "operation").collect()
-    from_rs = {entry["version"]: entry["operation"] for entry in latest.history()}
-    assert {row.version: row.operation for row in history} == from_rs
+    histories = _collect_each(results, _attempt(results, results, lambda table: spark.sql(
+        f"DESCRIBE HISTORY delta.`{root / table}`").select(
+        F.lit(table).alias("_table"), "version", F.date_format("timestamp", "yyyy-MM-dd HH:mm:ss.SSS").alias(
+            "timestamp"), "operation")))
+    frames = _attempt(results, histories, lambda table: _both_sides(
+        spark, root / table, histories[table], as_of=as_of, result=results[table], column=columns[table]))
+    for table, rows in _collect_each(results, frames).items():
+        result = results[table]
+        for row in rows:
+            (result.spark_rows if row["_side"] == "delta-spark" else result.rs_rows).append(row[columns[table]])
+    return results
 
+
+def _both_sides(spark: SparkSession, path: Path, history: list[Row], *, as_of: bool, result: TableReads,
+                column: str) -> DataFrame:
+    """The table's rows of every read by delta-spark and by delta-rs (through Spark, as ``spark.createDataFrame``
+    converts them), each row a struct in ``column`` beside its ``_table`` and ``_side``; records both histories and
+    both schemas in ``result``."""
+    latest = DeltaTable(str(path))
+    result.spark_history = {row.version: row.operation for row in history}
+    result.rs_history = {entry["version"]: entry["operation"] for entry in latest.history()}
     version = _earlier_readable_version(path, latest.version(), history)
     at = next(row.timestamp for row in history if row.version == version)
     reads = {"latest": (spark.read.format("delta").load(str(path)), latest.version())}
@@ -165,16 +234,44 @@ def assert_delta_spark_agrees(spark: SparkSession, path: Path, *, as_of: bool = 
     actual = functools.reduce(lambda left, right: left.unionByName(right, allowMissingColumns=True),
                               (frame.withColumn("_read", F.lit(name)) for name, (frame, _) in reads.items()))
     rows = {v: _rows(path, v) for v in {latest.version(), version}}
-    expected = pa.concat_tables([rows[v].append_column("_read", pa.array([name] * rows[v].num_rows, pa.string()))
-                                 for name, (_, v) in reads.items()], promote_options="default")
-    assert_same_rows(actual, expected, spark)
-
-
-def assert_same_rows(actual: DataFrame, expected: pa.Table, spark: SparkSession) -> None:
-    """chispa: delta-spark's frame holds exactly delta-rs's rows (any order)."""
-    frame = spark.createDataFrame(expected.select(actual.columns)) if expected.num_rows else spark.createDataFrame(
+    table = pa.concat_tables([rows[v].append_column("_read", pa.array([name] * rows[v].num_rows, pa.string()))
+                              for name, (_, v) in reads.items()], promote_options="default")
+    expected = spark.createDataFrame(table.select(actual.columns)) if table.num_rows else spark.createDataFrame(
         [], actual.schema)
-    assert_df_equality(actual, frame, ignore_row_order=True, ignore_nullable=True)
+    result.spark_schema, result.rs_schema = actual.schema, expected.schema
+    return functools.reduce(lambda left, right: left.unionByName(right), (
+        frame.select(F.lit(result.table).alias("_table"), F.lit(side).alias("_side"),
+                     F.struct(*(frame[name] for name in frame.columns)).alias(column))
+        for side, frame in (("delta-spark", actual), ("delta-rs", expected))))
+
+
+def _attempt(results: Mapping[str, TableReads], tables: Iterable[str], make: Callable[[str], T]) -> dict[str, T]:
+    """``make(table)`` for each of ``tables`` that has not failed yet; a table whose ``make`` fails keeps the error
+    (delta-spark's or delta-rs's), which its test reports."""
+    made = {}
+    for table in tables:
+        if results[table].error is None:
+            try:
+                made[table] = make(table)
+            except Exception as error:
+                results[table].error = error
+    return made
+
+
+def _collect_each(results: Mapping[str, TableReads], frames: Mapping[str, DataFrame]) -> dict[str, list[Row]]:
+    """Each table's collected rows (tagged ``_table``), in one job for all the tables; if that job fails, in one job
+    per table, so that the error goes to the table that caused it."""
+    if not frames:
+        return {}
+    try:
+        collected = functools.reduce(lambda left, right: left.unionByName(right, allowMissingColumns=True),
+                                     frames.values()).collect()
+    except Exception:
+        return _attempt(results, frames, lambda table: frames[table].collect())
+    by_table: dict[str, list[Row]] = {table: [] for table in frames}
+    for row in collected:
+        by_table[row["_table"]].append(row)
+    return by_table
 
 
 def _rows(path: Path, version: int) -> pa.Table:
