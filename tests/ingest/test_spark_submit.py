@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 
+from groupcoord.config.jars import DELTA_EXTENSION
 from groupcoord.ingest.check import check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.ingest.demo_pipeline import REPO, spark_submit
@@ -124,7 +126,8 @@ spark.range(3).write.format("delta").save(table)
 stream = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9").option("subscribe", "t")
 system = spark.sparkContext._jvm.java.lang.System
 print("TINY " + json.dumps({
-    "rows": spark.sql(f"SELECT count(*) AS n FROM delta.`{table}`").first()["n"],
+    "extensions": spark.conf.get("spark.sql.extensions"),
+    "snapshot_partitions": spark.conf.get("spark.databricks.delta.snapshotPartitions"),
     "kafka_columns": stream.load().columns,
     "timezone": system.getProperty("user.timezone"),
     "log4j2": system.getProperty("log4j2.configurationFile"),
@@ -148,7 +151,11 @@ def test_the_wrapper_runs_a_job_from_a_clean_environment(tmp_path: Path) -> None
     assert run.returncode == 0, output[-3000:]
     (line,) = [line for line in run.stdout.splitlines() if line.startswith("TINY ")]
     facts = json.loads(line.removeprefix("TINY "))
-    assert facts["rows"] == 3  # Delta's jars on the driver's classpath, its extension and catalog on
+    # Delta's jars on the driver's classpath (it wrote a table, read back here by delta-rs), its extension on, sized
+    # for a local master
+    assert DeltaTable(str(tmp_path / "table")).to_pyarrow_table().num_rows == 3
+    assert facts["extensions"] == DELTA_EXTENSION
+    assert facts["snapshot_partitions"] == "1"
     assert facts["kafka_columns"][:2] == ["key", "value"]  # the Kafka source's jar
     assert facts["timezone"] == "UTC"
     assert facts["log4j2"] == LOG4J2_CONFIG.as_uri()

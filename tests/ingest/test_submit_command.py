@@ -7,7 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from groupcoord.config.jars import DELTA_CATALOG, DELTA_EXTENSION, spark_jars_setting
-from groupcoord.spark.submit import LOG4J2_CONFIG, driver_java_options, spark_home, submit_command, submit_env
+from groupcoord.spark.submit import (
+    LOCAL_SETTINGS,
+    LOG4J2_CONFIG,
+    driver_java_options,
+    spark_home,
+    submit_command,
+    submit_env,
+)
+
+LOCAL_CONFS = [f"{key}={value}" for key, value in LOCAL_SETTINGS.items()]
 
 
 def option_values(command: list[str], flag: str) -> list[str]:
@@ -26,7 +35,7 @@ def test_the_jars_delta_settings_and_quiet_logging_come_first_and_the_job_argume
     assert option_values(command, "--master") == ["local[2]"]
     assert option_values(command, "--conf") == [
         f"spark.sql.extensions={DELTA_EXTENSION}", f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
-        "spark.executor.extraJavaOptions=-Duser.timezone=UTC"]
+        "spark.executor.extraJavaOptions=-Duser.timezone=UTC", *LOCAL_CONFS]
     assert option_values(command, "--driver-java-options") == [
         f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -Duser.timezone=UTC"]
     assert LOG4J2_CONFIG.is_file()
@@ -52,3 +61,17 @@ def test_the_environment_names_this_spark_and_keeps_a_python_the_caller_chose() 
     assert (spark_home() / "bin" / "spark-class").is_file()
     assert env["PYSPARK_PYTHON"] == "./env/bin/python"
     assert Path(env["PYSPARK_DRIVER_PYTHON"]).name.startswith("python")
+
+
+def test_a_local_master_gets_the_small_table_settings_which_the_callers_own_override() -> None:
+    """Local (``local[...]`` or no master: Spark's default ``local[*]``): Delta sized for small tables, before the
+    caller's ``--conf`` (spark-submit keeps the last value of a key). A cluster's master keeps Delta's defaults."""
+    key = "spark.databricks.delta.snapshotPartitions"
+    assert LOCAL_SETTINGS[key] == "1"
+    for master in (["--master", "local[4,4]"], ["--master=local"], []):
+        confs = option_values(submit_command([*master, "jobs/x.py"]), "--conf")
+        assert confs[-len(LOCAL_CONFS):] == LOCAL_CONFS, master
+    mine = option_values(submit_command(["--conf", f"{key}=8", "jobs/x.py"]), "--conf")
+    assert mine.index(f"{key}=8") > mine.index(f"{key}=1")
+    for master in (["--master", "spark://127.0.0.1:7077"], ["--master", "yarn"]):
+        assert not set(LOCAL_CONFS) & set(option_values(submit_command([*master, "jobs/x.py"]), "--conf")), master
