@@ -73,13 +73,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: -costs[work_unit(item.nodeid)])  # stable: a unit's tests stay together, in order
 
 
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+"""The test session runs its queries interpreted, with no generated code: the tests run thousands of distinct small
+queries, and each one's generated classes kept the JVM's JIT compilers busy for most of a core (the work itself took
+about half of one). ``tests/assignors/test_batch.py`` took 126 s with code generation and 99 s without. The results
+are the same either way (Spark's own tests run both paths); the jobs and the coordinator keep Spark's defaults."""
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """``local[4,4]`` (4 slots, task retries), UI off, 2 shuffle partitions, UTC. Built once per test session."""
+    """``local[4,4]`` (4 slots, task retries), UI off, 2 shuffle partitions, UTC, interpreted (:data:`INTERPRETED`).
+    Built once per test session."""
     from groupcoord.spark.session import local_session
 
     session = local_session(master="local[4,4]", app_name="groupcoord-tests",
-                            extra={"spark.default.parallelism": "4"})
+                            extra={"spark.default.parallelism": "4", **INTERPRETED})
     yield session
     session.stop()
 
