@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,15 @@ def _workers() -> int:
 
 
 def _run_memory(count: int, workers: int) -> Summary:
-    return run_seeds_in_parallel(range(count), workers=workers, length=LENGTH)
+    return run_seeds_in_parallel(range(count), workers=workers, length=LENGTH,
+                                 progress=lambda so_far: _progress(so_far, count))
+
+
+def _progress(so_far: Summary, count: int) -> None:
+    """One line on stderr: schedules run of ``count``, failures, time left at the rate so far."""
+    left = (count - so_far.ran) * so_far.seconds / max(so_far.ran, 1)
+    print(f"simulate: {so_far.ran:,} of {count:,} schedules, {so_far.failed} failed, {so_far.seconds:,.0f} s, "
+          f"about {left:,.0f} s left", file=sys.stderr, flush=True)
 
 
 def _run_delta(count: int) -> Summary:
@@ -111,7 +120,7 @@ def run_campaign(schedules: int, why: str) -> dict[str, Any]:
     _print("memory", summary)
     return {"why": why, "commit": _commit(), "schedules": summary.ran, "failed": summary.failed,
             "failed_by_invariant": summary.by_invariant, "events_per_schedule": LENGTH,
-            "seconds": round(summary.seconds, 1), "reports": summary.reports}
+            "seconds": round(summary.seconds, 1), "failed_seeds": summary.failed_seeds, "reports": summary.reports}
 
 
 if __name__ == "__main__":

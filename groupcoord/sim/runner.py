@@ -7,7 +7,7 @@ import logging
 import multiprocessing
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator import GroupCoordinator, decode_record
@@ -22,6 +22,9 @@ from groupcoord.sim.world import World
 log = logging.getLogger("groupcoord.sim.runner")
 
 LogFactory = Callable[[], RecordLog]
+
+CHUNK_SEEDS = 1000
+"""The most seeds :func:`run_seeds_in_parallel` hands a worker at once (how often it reports progress)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ class Summary:
     seconds: float = 0.0
     reports: list[str] = field(default_factory=list)
     by_invariant: dict[str, int] = field(default_factory=dict)
+    failed_seeds: list[int] = field(default_factory=list)
+    """Every failed schedule's seed (the reports describe the first few only)."""
 
 
 def run_seeds(seeds: Iterable[int], log_factory: LogFactory = InMemoryRecordLog, *, length: int = 40,
@@ -134,6 +139,7 @@ def run_seeds(seeds: Iterable[int], log_factory: LogFactory = InMemoryRecordLog,
         if outcome.ok:
             continue
         summary.failed += 1
+        summary.failed_seeds.append(seed)
         assert outcome.invariant is not None
         summary.by_invariant[outcome.invariant] = summary.by_invariant.get(outcome.invariant, 0) + 1
         if len(summary.reports) < max_reports:
@@ -150,6 +156,7 @@ def merge_summaries(parts: Iterable[Summary], *, max_reports: int = 5) -> Summar
         for name in ("ran", "failed", "restarts", "commits_checked", "stale_commits_rejected", "quiescent_checks"):
             setattr(total, name, getattr(total, name) + getattr(part, name))
         total.reports.extend(part.reports[:max(max_reports - len(total.reports), 0)])
+        total.failed_seeds.extend(part.failed_seeds)
         for invariant, n in part.by_invariant.items():
             total.by_invariant[invariant] = total.by_invariant.get(invariant, 0) + n
     return total
@@ -159,14 +166,25 @@ def _run_chunk(seeds: range, length: int) -> Summary:
     return run_seeds(seeds, length=length)
 
 
-def run_seeds_in_parallel(seeds: range, *, workers: int, length: int = 40) -> Summary:
+def run_seeds_in_parallel(seeds: range, *, workers: int, length: int = 40,
+                          progress: Callable[[Summary], None] | None = None) -> Summary:
     """:func:`run_seeds` on the in-memory log, the seeds spread over ``workers`` processes (each schedule is
     independent and deterministic, so the counts equal one process's). Workers are spawned, not forked: the caller
-    may hold a JVM or threads that a fork would copy half-way."""
-    size = max(len(seeds) // (workers * 4), 1)
+    may hold a JVM or threads that a fork would copy half-way.
+
+    ``progress`` is called with the counts so far each time a chunk of at most :data:`CHUNK_SEEDS` seeds ends."""
+    size = max(min(len(seeds) // (workers * 4), CHUNK_SEEDS), 1)
     chunks = [seeds[start:start + size] for start in range(0, len(seeds), size)]
     started = time.perf_counter()
+    done: dict[int, Summary] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        total = merge_summaries(pool.map(_run_chunk, chunks, [length] * len(chunks)))
+        futures = {pool.submit(_run_chunk, chunk, length): i for i, chunk in enumerate(chunks)}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            if progress is not None:
+                so_far = merge_summaries(done.values())
+                so_far.seconds = time.perf_counter() - started
+                progress(so_far)
+    total = merge_summaries(done[i] for i in range(len(chunks)))  # in seed order, whichever chunk ended first
     total.seconds = time.perf_counter() - started
     return total

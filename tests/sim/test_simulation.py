@@ -26,8 +26,9 @@ only a few seeds in a thousand reach (as the static member's dropped topic was) 
 
 def _assert_clean(summary: Summary, expected: int) -> None:
     assert summary.ran == expected
-    assert summary.failed == 0, f"{summary.failed} of {summary.ran} schedules failed {summary.by_invariant}:\n" + (
-        "\n\n".join(summary.reports))
+    assert summary.failed == 0, (
+        f"{summary.failed} of {summary.ran} schedules failed {summary.by_invariant} (seeds {summary.failed_seeds}):\n"
+        + "\n\n".join(summary.reports))
 
 
 @pytest.mark.parametrize("first", range(0, MEMORY_SEEDS, CHUNK), ids=lambda s: f"seeds{s}-{s + CHUNK - 1}")
@@ -42,9 +43,11 @@ def test_in_memory_schedules_keep_every_invariant(first: int) -> None:
 
 @pytest.mark.slow
 def test_two_thousand_more_schedules_keep_every_invariant() -> None:
-    """Seeds 1,000-2,999 over two worker processes (about 30 s on two idle cores)."""
-    summary = run_seeds_in_parallel(VOLUME_SEEDS, workers=2)
+    """Seeds 1,000-2,999 over two worker processes (about 30 s on two idle cores), reporting progress per chunk."""
+    seen: list[int] = []
+    summary = run_seeds_in_parallel(VOLUME_SEEDS, workers=2, progress=lambda so_far: seen.append(so_far.ran))
     _assert_clean(summary, len(VOLUME_SEEDS))
+    assert len(seen) > 1 and seen == sorted(seen) and seen[-1] == len(VOLUME_SEEDS)
     assert summary.restarts >= len(VOLUME_SEEDS) and summary.quiescent_checks >= len(VOLUME_SEEDS)
 
 
