@@ -12,7 +12,7 @@ from typing import Protocol
 
 from kafka.structs import TopicPartition
 
-from groupcoord.source.records import kafka_client_config
+from groupcoord.source.records import kafka_client_config, watermarks
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicError, TopicLog
 
@@ -84,8 +84,9 @@ class KafkaLogView:
 
         result: Bounds = {}
         for tp in partitions:
-            low, high = self._consumer.get_watermark_offsets(KafkaPartition(tp.topic, tp.partition),
-                                                             timeout=self._timeout_s, cached=False)
+            # a start equal to a non-zero end (a partition emptied by retention) is asked again: see watermarks()
+            low, high = watermarks(self._consumer, KafkaPartition(tp.topic, tp.partition), self._timeout_s,
+                                   lambda start, end: 0 < start == end)
             result[tp] = PartitionOffsets(int(low), int(high))
         return result
 

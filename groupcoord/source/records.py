@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
-    from confluent_kafka import Consumer, Message
+    from confluent_kafka import Consumer, Message, TopicPartition
     from confluent_kafka._types import HeadersType
     from pyspark.sql.types import StructType
 
@@ -186,7 +186,8 @@ class RangeReader:
 
         spec, schema, consumer = self.spec, self.schema, self._kafka_consumer()
         timeout_s = spec.poll_timeout_ms / 1000
-        earliest, latest = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+        earliest, latest = watermarks(consumer, TopicPartition(topic, partition), timeout_s,
+                                      lambda start, end: low < start or high > end)
         position = low
         if position < earliest:
             _data_loss(spec, f"offsets {position} to {min(earliest, high) - 1} of {topic}-{partition} were removed "
@@ -217,6 +218,33 @@ class RangeReader:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out reading {topic}-{partition} at offset {position} (wanted up to "
                                    f"{high - 1}) within kafkaConsumer.pollTimeoutMs={spec.poll_timeout_ms}")
+
+
+WATERMARK_CONFIRMATIONS = 2
+"""How many more times :func:`watermarks` asks before it believes a doubtful answer."""
+
+
+def watermarks(consumer: Consumer, partition: TopicPartition, timeout_s: float,
+               doubtful: Callable[[int, int], bool]) -> tuple[int, int]:
+    """The partition's log start and end offsets, asked again (up to :data:`WATERMARK_CONFIRMATIONS` times) while
+    ``doubtful(start, end)``: the smallest start and the largest end seen.
+
+    librdkafka's watermark query sends one request for each end; on a loaded machine it answered a log start of 3 for
+    a fresh partition holding offsets 0-2 (the end offset twice, it seems), and a query failed on data loss that did
+    not happen (with ``failOnDataLoss`` false it would have skipped those records). A start and an end only grow, so
+    the smallest start and the largest end seen can only understate a loss, never invent one; records removed in that
+    very instant then fail the read with Kafka's out-of-range error (``auto.offset.reset`` is ``error``) instead of
+    the data-loss message, and nothing is skipped."""
+    earliest, latest = consumer.get_watermark_offsets(partition, timeout=timeout_s, cached=False)
+    for _ in range(WATERMARK_CONFIRMATIONS):
+        if not doubtful(earliest, latest):
+            break
+        again = consumer.get_watermark_offsets(partition, timeout=timeout_s, cached=False)
+        if again != (earliest, latest):
+            log.info("watermarks of %s-%d: %s, then %s", partition.topic, partition.partition, (earliest, latest),
+                     again)
+        earliest, latest = min(earliest, again[0]), max(latest, again[1])
+    return earliest, latest
 
 
 def _log_rows_as_kafka(table: pa.Table, topic: str, schema: pa.Schema, include_headers: bool) -> pa.Table:
