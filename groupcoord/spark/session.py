@@ -44,6 +44,13 @@ SNAPSHOT_PARTITIONS = "1"
 """Partitions of delta-spark's snapshot reconstruction (Delta's default is 50): a local table's log holds a few
 hundred actions, and a ``versionAsOf`` read of a 12-commit table took 3.4 s with 50 and 0.6 s with 1."""
 
+SMALL_TABLE_SETTINGS: dict[str, str] = {
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": LISTING_PARALLELISM,
+    "spark.databricks.delta.snapshotPartitions": SNAPSHOT_PARTITIONS,
+}
+"""Delta and file listing sized for small local tables: every local session gets them, and ``bin/spark-submit`` on a
+local master (:mod:`groupcoord.spark.submit`)."""
+
 _EMPTY: Mapping[str, str] = {}
 
 
@@ -57,8 +64,7 @@ def local_settings(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.executor.extraJavaOptions": UTC_JAVA_OPTION,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
-        "spark.sql.sources.parallelPartitionDiscovery.parallelism": LISTING_PARALLELISM,
-        "spark.databricks.delta.snapshotPartitions": SNAPSHOT_PARTITIONS,
+        **SMALL_TABLE_SETTINGS,
         "spark.sql.codegen.cache.maxEntries": CODEGEN_CACHE_ENTRIES,
         "spark.python.sql.dataFrameDebugging.enabled": "false",
         **delta_settings(),
