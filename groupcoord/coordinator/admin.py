@@ -92,7 +92,8 @@ def delete_group(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int) -> N
 
 
 def on_metadata_change(ctx: CoordinatorContext, partition_counts: Mapping[str, int], now_ms: int) -> None:
-    """Rebalance every Stable group subscribed to a topic whose partition count changed (seed 000).
+    """Rebalance every Stable group subscribed to a topic whose partition count changed (seed 000), unless its
+    assignment already gives out exactly the partitions counted now.
 
     ``partition_counts`` is a complete snapshot; a topic missing from it is gone. The first snapshot only
     records the counts: there is nothing to compare it with.
@@ -110,22 +111,42 @@ def on_metadata_change(ctx: CoordinatorContext, partition_counts: Mapping[str, i
     changed = {t for t in set(previous) | set(partition_counts) if previous.get(t) != partition_counts.get(t)}
     for group_id in sorted(ctx.groups):
         group = ctx.groups[group_id]
-        if group.is_in(_S.STABLE) and group.subscribed_topics and group.subscribed_topics & changed:
-            rebalance.prepare_rebalance(ctx, group, now_ms,
-                                        f"partitions changed for {sorted(group.subscribed_topics & changed)}")
+        topics = (group.subscribed_topics or frozenset()) & changed
+        if group.is_in(_S.STABLE) and topics and not _assigns_exactly(group, topics, partition_counts):
+            rebalance.prepare_rebalance(ctx, group, now_ms, f"partitions changed for {sorted(topics)}")
+
+
+def _assigned_partitions(group: ClassicGroup) -> dict[str, set[int]] | None:
+    """The partitions of each topic that a ``consumer`` group's current assignment gives out; ``None`` for another
+    protocol type or an assignment that does not decode."""
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return None
+    assigned: dict[str, set[int]] = {}
+    for member in group.members.values():
+        try:
+            partitions = decode_assignment(member.assignment).partitions
+        except ConsumerProtocolError:
+            return None
+        for tp in partitions:
+            assigned.setdefault(tp.topic, set()).update(tp.partitions)
+    return assigned
 
 
 def _misses_partitions(group: ClassicGroup, partition_counts: Mapping[str, int]) -> bool:
     """True when a ``consumer`` group's assignment covers some partitions of a subscribed topic but not all that
     exist now (the topic grew since the assignment was made)."""
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE or not group.subscribed_topics:
+    assigned = _assigned_partitions(group)
+    if assigned is None or not group.subscribed_topics:
         return False
-    assigned: set[tuple[str, int]] = set()
-    for member in group.members.values():
-        try:
-            partitions = decode_assignment(member.assignment).partitions
-        except ConsumerProtocolError:
-            return False
-        assigned.update((tp.topic, p) for tp in partitions for p in tp.partitions)
-    assigned_topics = {topic for topic, _ in assigned} & group.subscribed_topics
-    return any((topic, p) not in assigned for topic in assigned_topics for p in range(partition_counts.get(topic, 0)))
+    return any(set(range(partition_counts.get(topic, 0))) - assigned[topic]
+               for topic in assigned.keys() & group.subscribed_topics)
+
+
+def _assigns_exactly(group: ClassicGroup, topics: set[str], partition_counts: Mapping[str, int]) -> bool:
+    """True when a ``consumer`` group's assignment already gives out every partition of ``topics`` as counted now,
+    and no other. A change that the coordinator's snapshot learns only after the assignment was made from it needs
+    no rebalance: a query that copies a Kafka topic into the catalog just before it joins otherwise got a second,
+    spurious rebalance a snapshot interval later, which its idle members had to poll to rejoin."""
+    assigned = _assigned_partitions(group)
+    return assigned is not None and all(assigned.get(topic, set()) == set(range(partition_counts.get(topic, 0)))
+                                        for topic in topics)
