@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext
@@ -142,7 +142,7 @@ def _misses_partitions(group: ClassicGroup, partition_counts: Mapping[str, int])
                for topic in assigned.keys() & group.subscribed_topics)
 
 
-def _assigns_exactly(group: ClassicGroup, topics: set[str], partition_counts: Mapping[str, int]) -> bool:
+def _assigns_exactly(group: ClassicGroup, topics: Iterable[str], partition_counts: Mapping[str, int]) -> bool:
     """True when a ``consumer`` group's assignment already gives out every partition of ``topics`` as counted now,
     and no other. A change that the coordinator's snapshot learns only after the assignment was made from it needs
     no rebalance: a query that copies a Kafka topic into the catalog just before it joins otherwise got a second,
