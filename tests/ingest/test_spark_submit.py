@@ -5,6 +5,9 @@
 of the spark-submit process this test started): the queries stop and leave the group, the job exits 0. A tiny job
 started from a clean environment (no venv on the ``PATH``, no ``SPARK_HOME``) shows that the wrapper alone gives Spark
 this venv's Python, Delta, the Kafka source, UTC and quiet logs.
+
+The SIGTERM run is a fault scenario (how a cluster manager stops a driver) and costs about 95 s: it is marked
+``faults``, so ``make test-faults`` runs it (CI runs that after ``make test``).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ def python_driver(pid: int) -> int | None:
     return None
 
 
+@pytest.mark.faults
 def test_spark_submit_runs_the_job_and_sigterm_commits_and_leaves(tmp_path: Path) -> None:
     root = StateRoot.open(tmp_path / "state", create=True)
     create_demo_topic(root, "events", partitions=4, records=RECORDS)

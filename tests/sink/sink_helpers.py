@@ -165,6 +165,11 @@ def unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
+QUERY_WAIT_S = 240.0
+"""How long a test waits for a streaming query to reach a state: bounded only against a hang. A query's first batch
+takes seconds on a quiet machine and took more than a minute with both cores busy (issue 26's CPU hog)."""
+
+
 def wait_until(condition: Any, timeout_s: float, what: str) -> None:
     """Poll ``condition()`` every 0.1 s until true, or fail naming ``what``."""
     deadline = time.monotonic() + timeout_s

@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from tests.sink.sink_helpers import (
+    QUERY_WAIT_S,
     Source,
     assert_exactly_once,
     sink_rows,
@@ -50,7 +51,7 @@ def test_two_queries_share_a_topic_and_a_table_and_one_hands_over(spark: SparkSe
                         maxOffsetsPerTrigger="300")
     # the sink creates the table directory a moment before its first commit: reading it then fails ("No files in log
     # segment"), so wait for a table, not for a directory
-    wait_until(lambda: DeltaTable.is_deltatable(str(table)) and sink_rows(table).num_rows >= 300, 60,
+    wait_until(lambda: DeltaTable.is_deltatable(str(table)) and sink_rows(table).num_rows >= 300, QUERY_WAIT_S,
                "q1's first batches")
     second = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt2", available_now=False,
                          maxOffsetsPerTrigger="300")
@@ -64,7 +65,8 @@ def test_two_queries_share_a_topic_and_a_table_and_one_hands_over(spark: SparkSe
     first.stop()
     source.append(topic, 600, partitions=6)
     produced += 600
-    wait_until(lambda: sink_rows(table).num_rows >= produced, 120, "q2 to take over q1's partitions and finish")
+    wait_until(lambda: sink_rows(table).num_rows >= produced, QUERY_WAIT_S,
+               "q2 to take over q1's partitions and finish")
     second.stop()
     assert first.exception() is None and second.exception() is None
     assert_exactly_once(spark, source, "pair", topic, table)
@@ -77,7 +79,8 @@ def test_available_now_across_a_group_the_last_query_leaves_nothing_unread(spark
     topic, table = unique("events"), tmp_path / "table"
     source.create(topic, partitions=6, records=1800)
     first = start_query(spark, source, "avail", topic, table, tmp_path / "ckpt1", maxOffsetsPerTrigger="1200")
-    wait_until(lambda: bool(first.recentProgress), 60, "q1's first batch (its targets are recorded before it)")
+    wait_until(lambda: bool(first.recentProgress), QUERY_WAIT_S,
+               "q1's first batch (its targets are recorded before it)")
     source.append(topic, 1200, partitions=6)
     second = start_query(spark, source, "avail", topic, table, tmp_path / "ckpt2", maxOffsetsPerTrigger="150")
     first.awaitTermination(120)

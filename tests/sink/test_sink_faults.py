@@ -27,6 +27,7 @@ from groupcoord.sink.batches import SourceBatch
 from groupcoord.sink.data_sink import DeltaStreamWriter, GroupcoordDeltaSink, SinkFiles
 from groupcoord.sink.plan import TopicPartitionKey
 from tests.sink.sink_helpers import (
+    QUERY_WAIT_S,
     Source,
     assert_exactly_once,
     sink_rows,
@@ -120,7 +121,7 @@ def test_a_batch_replayed_after_its_partitions_moved_writes_nothing_twice(
         first.awaitTermination(120)
     second = start_query(spark, source, "moved", topic, table, tmp_path / "ckpt2", available_now=False,
                          maxOffsetsPerTrigger="400")
-    wait_until(lambda: sink_rows(table).num_rows >= 2400, 90, "q2 to read every partition")
+    wait_until(lambda: sink_rows(table).num_rows >= 2400, QUERY_WAIT_S, "q2 to read every partition")
     replay = start_query(spark, source, "moved", topic, table, tmp_path / "ckpt1", maxOffsetsPerTrigger="400")
     replay.awaitTermination(120)
     second.stop()
@@ -162,7 +163,8 @@ def test_a_gap_fails_the_query_until_reset_offsets_marks_it(spark: SparkSession,
     assert held == [(0, o) for o in [*range(200), *range(250, 300)]] + [(1, o) for o in range(300)]
     ends = {(topic, 0): 300, (topic, 1): 300}
     assert versions(table, "gap", ends) == ends
-    wait_until(lambda: committed_offsets(source.root, "gap") == ends, 15, "the group's offsets at the table's")
+    wait_until(lambda: committed_offsets(source.root, "gap") == ends, QUERY_WAIT_S,
+               "the group's offsets at the table's")
 
 
 @pytest.mark.kafka
@@ -199,4 +201,5 @@ def test_records_that_retention_removed_fail_the_query_or_with_fail_on_data_loss
     assert held == [(0, o) for o in [*range(200), *range(250, 300)]] + [(1, o) for o in range(300)]
     ends = {(topic, 0): 300, (topic, 1): 300}
     assert versions(table, "lost", ends) == ends
-    wait_until(lambda: committed_offsets(source.root, "lost") == ends, 15, "the group's offsets at the table's")
+    wait_until(lambda: committed_offsets(source.root, "lost") == ends, QUERY_WAIT_S,
+               "the group's offsets at the table's")

@@ -23,7 +23,7 @@ from groupcoord.devbroker import KafkaBroker
 from groupcoord.spark.registration import stop_coordinators
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
-from tests.sink.sink_helpers import wait_until
+from tests.sink.sink_helpers import QUERY_WAIT_S, wait_until
 from tests.source.source_helpers import FAST_CONF, SOURCE_TIMING, Feed, committed
 
 pytestmark = [pytest.mark.spark]
@@ -91,7 +91,8 @@ def test_available_now_on_the_embedded_log_reads_spark_kafka_schema_and_commits_
     # A session timeout far longer than the wait below: only a leave removes the finished query's member in time.
     actual = _read_available_now(spark, topic, "embedded-g", tmp_path, maxOffsetsPerTrigger="4",
                                  **{"session.timeout.ms": "120000"})
-    wait_until(lambda: group_members(registered, "embedded-g") == [], 20, "the finished query to leave the group")
+    wait_until(lambda: group_members(registered, "embedded-g") == [], QUERY_WAIT_S,
+               "the finished query to leave the group")
     assert actual.schema.simpleString() == _expected(spark, topic, partitions).schema.simpleString()
     assert_df_equality(actual, _expected(spark, topic, partitions), ignore_row_order=True, ignore_nullable=True)
     ends = {TopicPartition(topic, p): 3 for p in range(partitions)}
@@ -147,10 +148,10 @@ def test_a_topic_that_grows_partitions_is_read_whole(spark: SparkSession, regist
         .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "ckpt")) \
         .trigger(processingTime="200 milliseconds").start()
     try:
-        wait_until(lambda: spark.table(name).count() >= 5, 60, "the first partition's records")
+        wait_until(lambda: spark.table(name).count() >= 5, QUERY_WAIT_S, "the first partition's records")
         feed.grow(topic, 3)
         feed.produce(topic, 3, 4, only=(1, 2))
-        wait_until(lambda: spark.table(name).count() >= 13, 60, "the new partitions' records")
+        wait_until(lambda: spark.table(name).count() >= 13, QUERY_WAIT_S, "the new partitions' records")
     finally:
         query.stop()
     assert query.exception() is None
