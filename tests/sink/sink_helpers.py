@@ -18,7 +18,6 @@ import pyarrow as pa
 from chispa import assert_df_equality
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming.query import StreamingQuery
 
 from groupcoord.admin.describe import committed_offsets
 from groupcoord.devbroker import KafkaBroker, Record
@@ -28,6 +27,7 @@ from groupcoord.state_root import StateRoot
 from groupcoord.storage.tables import local_dataset
 from groupcoord.topics import ProducerRecord, TopicLog
 from groupcoord.topics.app_transactions import transaction_versions
+from tests.sink.supervised import SupervisedQuery
 from tests.source.source_helpers import FAST_CONF, SOURCE_TIMING
 
 COLUMNS = ["topic", "partition", "offset", "value"]
@@ -108,9 +108,9 @@ def register_root(spark: SparkSession, root: StateRoot) -> None:
 
 def start_query(spark: SparkSession, source: Source, group: str, topic: str, table: Path, checkpoint: Path, *,
                 available_now: bool = True, sink_format: str = "groupcoord-delta", name: str | None = None,
-                sink_options: Mapping[str, str] | None = None, **options: str) -> StreamingQuery:
+                sink_options: Mapping[str, str] | None = None, **options: str) -> SupervisedQuery:
     """``readStream.format("groupcoord")`` of ``topic`` in ``group`` into the sink at ``table`` (``options`` are the
-    source's, ``sink_options`` override the sink's)."""
+    source's, ``sink_options`` override the sink's), restarted when Spark starved it (see :mod:`supervised`)."""
     reader = spark.readStream.format("groupcoord").option("group.id", group).option("subscribe", topic) \
         .option("startingOffsets", "earliest").option("state.root", str(source.root.path))
     for key, value in {**FAST_MEMBER, **source.options(), **options}.items():
@@ -123,7 +123,7 @@ def start_query(spark: SparkSession, source: Source, group: str, topic: str, tab
     if name is not None:
         writer = writer.queryName(name)
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="200 milliseconds")
-    return writer.start()
+    return SupervisedQuery(writer.start)
 
 
 def sink_rows(table: Path) -> pa.Table:
@@ -170,10 +170,13 @@ QUERY_WAIT_S = 240.0
 takes seconds on a quiet machine and took more than a minute with both cores busy (issue 26's CPU hog)."""
 
 
-def wait_until(condition: Any, timeout_s: float, what: str) -> None:
-    """Poll ``condition()`` every 0.1 s until true, or fail naming ``what``."""
+def wait_until(condition: Any, timeout_s: float, what: str, *, query: SupervisedQuery | None = None) -> None:
+    """Poll ``condition()`` every 0.1 s until true, or fail naming ``what``; fail at once if ``query`` (a query that
+    should be running) stopped."""
     deadline = time.monotonic() + timeout_s
     while not condition():
+        if query is not None:
+            query.check_alive()
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
         time.sleep(0.1)

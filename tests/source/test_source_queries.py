@@ -24,6 +24,7 @@ from groupcoord.spark.registration import stop_coordinators
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from tests.sink.sink_helpers import QUERY_WAIT_S, wait_until
+from tests.sink.supervised import SupervisedQuery
 from tests.source.source_helpers import FAST_CONF, SOURCE_TIMING, Feed, committed
 
 pytestmark = [pytest.mark.spark]
@@ -73,10 +74,10 @@ def _read_available_now(spark: SparkSession, topic: str, group: str, tmp_path: P
         .option("startingOffsets", "earliest").option("includeHeaders", "true")
     for key, value in {**SOURCE_TIMING, **options}.items():
         reader = reader.option(key, value)
-    query = reader.load().writeStream.format("memory").queryName(name) \
-        .option("checkpointLocation", str(tmp_path / name)).trigger(availableNow=True).start()
+    query = SupervisedQuery(reader.load().writeStream.format("memory").queryName(name)
+                            .option("checkpointLocation", str(tmp_path / name)).trigger(availableNow=True).start)
     try:
-        assert query.awaitTermination(120), "the AvailableNow query did not finish"
+        assert query.awaitTermination(QUERY_WAIT_S), "the AvailableNow query did not finish"
         assert query.exception() is None
         return spark.table(name)
     finally:
@@ -144,14 +145,17 @@ def test_a_topic_that_grows_partitions_is_read_whole(spark: SparkSession, regist
         .option("startingOffsets", "earliest")
     for key, value in {**SOURCE_TIMING, **feed.options()}.items():
         reader = reader.option(key, value)
-    query = reader.load().selectExpr("partition", "offset", "CAST(value AS STRING) AS value").writeStream \
-        .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "ckpt")) \
-        .trigger(processingTime="200 milliseconds").start()
+    query = SupervisedQuery(reader.load().selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+                            .writeStream.format("memory").queryName(name)
+                            .option("checkpointLocation", str(tmp_path / "ckpt"))
+                            .trigger(processingTime="200 milliseconds").start)
     try:
-        wait_until(lambda: spark.table(name).count() >= 5, QUERY_WAIT_S, "the first partition's records")
+        wait_until(lambda: spark.table(name).count() >= 5, QUERY_WAIT_S, "the first partition's records",
+                   query=query)
         feed.grow(topic, 3)
         feed.produce(topic, 3, 4, only=(1, 2))
-        wait_until(lambda: spark.table(name).count() >= 13, QUERY_WAIT_S, "the new partitions' records")
+        wait_until(lambda: spark.table(name).count() >= 13, QUERY_WAIT_S, "the new partitions' records",
+                   query=query)
     finally:
         query.stop()
     assert query.exception() is None
