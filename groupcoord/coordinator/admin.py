@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext
+from groupcoord.coordinator.coverage import assigns_exactly, misses_partitions
 from groupcoord.coordinator.records import new_group_tombstone, new_offset_tombstone
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState, parse_state
-from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
-from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from groupcoord.protocol.errors import Errors, ProtocolError
 from groupcoord.protocol.requests import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from groupcoord.protocol.responses import (
@@ -105,48 +104,12 @@ def on_metadata_change(ctx: CoordinatorContext, partition_counts: Mapping[str, i
         # lost with the old one: rebalance the Stable groups whose assignment misses partitions of a topic it assigns.
         for group_id in sorted(ctx.groups):
             group = ctx.groups[group_id]
-            if group.is_in(_S.STABLE) and _misses_partitions(group, partition_counts):
+            if group.is_in(_S.STABLE) and misses_partitions(group, partition_counts):
                 rebalance.prepare_rebalance(ctx, group, now_ms, "its assignment misses partitions of its topics")
         return
     changed = {t for t in set(previous) | set(partition_counts) if previous.get(t) != partition_counts.get(t)}
     for group_id in sorted(ctx.groups):
         group = ctx.groups[group_id]
         topics = (group.subscribed_topics or frozenset()) & changed
-        if group.is_in(_S.STABLE) and topics and not _assigns_exactly(group, topics, partition_counts):
+        if group.is_in(_S.STABLE) and topics and not assigns_exactly(group, topics, partition_counts):
             rebalance.prepare_rebalance(ctx, group, now_ms, f"partitions changed for {sorted(topics)}")
-
-
-def _assigned_partitions(group: ClassicGroup) -> dict[str, set[int]] | None:
-    """The partitions of each topic that a ``consumer`` group's current assignment gives out; ``None`` for another
-    protocol type or an assignment that does not decode."""
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return None
-    assigned: dict[str, set[int]] = {}
-    for member in group.members.values():
-        try:
-            partitions = decode_assignment(member.assignment).partitions
-        except ConsumerProtocolError:
-            return None
-        for tp in partitions:
-            assigned.setdefault(tp.topic, set()).update(tp.partitions)
-    return assigned
-
-
-def _misses_partitions(group: ClassicGroup, partition_counts: Mapping[str, int]) -> bool:
-    """True when a ``consumer`` group's assignment covers some partitions of a subscribed topic but not all that
-    exist now (the topic grew since the assignment was made)."""
-    assigned = _assigned_partitions(group)
-    if assigned is None or not group.subscribed_topics:
-        return False
-    return any(set(range(partition_counts.get(topic, 0))) - assigned[topic]
-               for topic in assigned.keys() & group.subscribed_topics)
-
-
-def _assigns_exactly(group: ClassicGroup, topics: Iterable[str], partition_counts: Mapping[str, int]) -> bool:
-    """True when a ``consumer`` group's assignment already gives out every partition of ``topics`` as counted now,
-    and no other. A change that the coordinator's snapshot learns only after the assignment was made from it needs
-    no rebalance: a query that copies a Kafka topic into the catalog just before it joins otherwise got a second,
-    spurious rebalance a snapshot interval later, which its idle members had to poll to rejoin."""
-    assigned = _assigned_partitions(group)
-    return assigned is not None and all(assigned.get(topic, set()) == set(range(partition_counts.get(topic, 0)))
-                                        for topic in topics)
