@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pyspark.errors import StreamingQueryException
@@ -31,10 +33,13 @@ MAX_RESTARTS = 3
 class SupervisedQuery:
     """The query that ``start()`` starts, started again (same checkpoint) when Spark failed it with
     :data:`WORKER_TIMEOUT`, at most :data:`MAX_RESTARTS` times. Attributes not defined here are the current
-    query's; ``recentProgress`` spans every start."""
+    query's; ``recentProgress`` spans every start. A query whose sink cannot recover from a checkpoint (Spark's
+    ``memory`` sink) names it in ``discard_checkpoint``: it starts over without it (it failed before writing anything,
+    or the test sees the rows it lost)."""
 
-    def __init__(self, start: Callable[[], StreamingQuery]) -> None:
+    def __init__(self, start: Callable[[], StreamingQuery], *, discard_checkpoint: Path | None = None) -> None:
         self._start = start
+        self._discard = discard_checkpoint
         self.query = start()
         self.restarts = 0
         self._earlier_progress: list[dict[str, Any]] = []
@@ -58,6 +63,8 @@ class SupervisedQuery:
         log.warning("query %s failed with %r: restart %d from its checkpoint", self.query.name, WORKER_TIMEOUT,
                     self.restarts)
         self._earlier_progress += list(self.query.recentProgress)
+        if self._discard is not None:
+            shutil.rmtree(self._discard, ignore_errors=True)
         self.query = self._start()
         return True
 

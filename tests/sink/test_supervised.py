@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +38,14 @@ def test_a_query_starved_of_its_python_worker_is_restarted_and_keeps_its_progres
     query = SupervisedQuery(_starts(f"SparkException: {WORKER_TIMEOUT}.", None))
     assert query.awaitTermination(5) is True
     assert query.restarts == 1 and len(query.recentProgress) == 2
+
+
+def test_a_query_whose_sink_cannot_recover_starts_over_without_its_checkpoint(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    (checkpoint / "offsets").mkdir(parents=True)
+    query = SupervisedQuery(_starts(WORKER_TIMEOUT, None), discard_checkpoint=checkpoint)
+    assert query.awaitTermination(5) is True
+    assert not checkpoint.exists()
 
 
 def test_any_other_failure_is_raised_and_a_stopped_query_fails_the_wait() -> None:

@@ -75,7 +75,8 @@ def _read_available_now(spark: SparkSession, topic: str, group: str, tmp_path: P
     for key, value in {**SOURCE_TIMING, **options}.items():
         reader = reader.option(key, value)
     query = SupervisedQuery(reader.load().writeStream.format("memory").queryName(name)
-                            .option("checkpointLocation", str(tmp_path / name)).trigger(availableNow=True).start)
+                            .option("checkpointLocation", str(tmp_path / name)).trigger(availableNow=True).start,
+                            discard_checkpoint=tmp_path / name)
     try:
         assert query.awaitTermination(QUERY_WAIT_S), "the AvailableNow query did not finish"
         assert query.exception() is None
@@ -148,7 +149,8 @@ def test_a_topic_that_grows_partitions_is_read_whole(spark: SparkSession, regist
     query = SupervisedQuery(reader.load().selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
                             .writeStream.format("memory").queryName(name)
                             .option("checkpointLocation", str(tmp_path / "ckpt"))
-                            .trigger(processingTime="200 milliseconds").start)
+                            .trigger(processingTime="200 milliseconds").start,
+                            discard_checkpoint=tmp_path / "ckpt")
     try:
         wait_until(lambda: spark.table(name).count() >= 5, QUERY_WAIT_S, "the first partition's records",
                    query=query)
