@@ -8,6 +8,7 @@ random examples (and remembers failures in ``.hypothesis/``); put what it finds 
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import defaultdict
 from collections.abc import Iterator
@@ -104,3 +105,17 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
 
     with KafkaBroker.start(tmp_path_factory.mktemp("kafka-broker"), jvm_options=TEST_JVM_OPTIONS) as broker:
         yield broker
+
+
+@pytest.fixture(autouse=True)
+def _groupcoord_logger_restored() -> Iterator[None]:
+    """Put the ``groupcoord`` logger back as it was after each test. An entry point run in-process (the CLI's main,
+    a job's main) calls ``log_to_stderr``, which binds a handler to the stderr of that moment (pytest's capture of
+    that test, closed after it) and stops propagation: later tests' records then missed pytest's capture, and every
+    record a background thread logged went to the closed stream ("--- Logging error ---" in CI's output)."""
+    logger = logging.getLogger("groupcoord")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
