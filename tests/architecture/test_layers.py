@@ -66,11 +66,22 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _parse(path: Path) -> ast.Module:
+    """``ast.parse`` of ``path``, once more if CPython 3.11's shared AST recursion counter was raced: a thread of an
+    earlier test compiling a module at the same moment made it raise "SystemError: AST constructor recursion depth
+    mismatch" (a CPython 3.11 fault with threads, python/cpython gh-106905) in a run under a CPU hog."""
+    text = path.read_text()
+    try:
+        return ast.parse(text, filename=str(path))
+    except SystemError:
+        return ast.parse(text, filename=str(path))
+
+
 def imports() -> Iterator[Import]:
     """Every import of a groupcoord module by a groupcoord module."""
     for path in sorted(PACKAGE.rglob("*.py")):
         source = _module_name(path)
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _parse(path)
         top = {id(node) for node in tree.body}
         for node in ast.walk(tree):
             if not isinstance(node, ast.Import | ast.ImportFrom):
