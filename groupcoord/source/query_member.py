@@ -10,6 +10,7 @@ commits are fenced by), and publishes that as its :mod:`~groupcoord.source.fence
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 
 from kafka.structs import TopicPartition
@@ -19,6 +20,11 @@ from groupcoord.source.fences import OwnershipFence, publish_fence, withdraw_fen
 from groupcoord.source.options import SourceOptions
 
 log = logging.getLogger("groupcoord.source.member")
+
+MIRROR_ATTEMPTS = 3
+"""How often :class:`KafkaCommitMirror` tries a commit that fails with an error Kafka calls retriable."""
+MIRROR_BACKOFF_S = 0.5
+"""The wait before the second try (doubled before the third)."""
 
 
 class _Acquisitions:
@@ -63,7 +69,23 @@ class KafkaCommitMirror:
         self._consumer = Consumer({**kafka_client_config(servers, settings), "group.id": group_id})
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit ``offsets`` (next offsets) to the Kafka cluster's group, synchronously."""
+        """Commit ``offsets`` (next offsets) to the Kafka cluster's group, synchronously; an error Kafka calls
+        retriable is tried again (:data:`MIRROR_ATTEMPTS` in all), since an AvailableNow query's last commit has no
+        later one to carry its offsets over."""
+        for attempt in range(1, MIRROR_ATTEMPTS + 1):
+            error, retriable = self._commit_once(offsets)
+            if error is None:
+                return
+            if not retriable or attempt == MIRROR_ATTEMPTS:
+                log.warning("group %s: offsets not mirrored to the Kafka cluster: %s", self.group_id, error)
+                return
+            log.info("group %s: mirroring offsets to the Kafka cluster failed (%s); trying again", self.group_id,
+                     error)
+            time.sleep(MIRROR_BACKOFF_S * attempt)
+
+    def _commit_once(self, offsets: Mapping[TopicPartition, int]) -> tuple[str | None, bool]:
+        """One synchronous commit: ``(None, _)`` when every partition was committed, else the error text and
+        whether Kafka calls every error in it retriable."""
         from confluent_kafka import KafkaException
         from confluent_kafka import TopicPartition as KafkaPartition
 
@@ -71,12 +93,13 @@ class KafkaCommitMirror:
             results = self._consumer.commit(offsets=[KafkaPartition(tp.topic, tp.partition, o)
                                                      for tp, o in sorted(offsets.items())], asynchronous=False)
         except KafkaException as exc:
-            log.warning("group %s: offsets not mirrored to the Kafka cluster: %s", self.group_id, exc)
-            return
+            error = exc.args[0] if exc.args else None
+            return str(exc), bool(error is not None and hasattr(error, "retriable") and error.retriable())
         failed = [r for r in results or [] if r.error is not None]
-        if failed:
-            log.warning("group %s: offsets not mirrored to the Kafka cluster: %s", self.group_id,
-                        "; ".join(f"{r.topic}-{r.partition}: {r.error}" for r in failed))
+        if not failed:
+            return None, False
+        return ("; ".join(f"{r.topic}-{r.partition}: {r.error}" for r in failed),
+                all(r.error is not None and r.error.retriable() for r in failed))
 
     def close(self) -> None:
         """Close the client."""
