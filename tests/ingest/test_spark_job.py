@@ -138,6 +138,7 @@ class KillOnceWork(IngestWork):
         return super().__call__(member, assignment)
 
 
+@pytest.mark.faults  # a kill: make test-faults runs it (CI, after make test)
 def test_a_member_killed_mid_batch_is_retried_and_every_record_lands_exactly_once(
         spark: SparkSession, tmp_path: Path) -> None:
     marker = tmp_path / "killed"
