@@ -17,14 +17,14 @@ Offset commits (``ConsumerGroup.validateOffsetCommit``, with KIP-1251's per-part
 member's epoch commits anything; a newer epoch is STALE_MEMBER_EPOCH; an older epoch commits a partition only if the
 member still holds it (assigned or pending revocation) and was assigned it at or before that epoch.
 
-Five of Kafka's error codes are not in :mod:`groupcoord.protocol.errors` yet; they are defined here (numbers from
-Kafka 4.4's ``Errors``) until the wiring step moves them there.
+The request type, :class:`~groupcoord.protocol.requests.ConsumerGroupHeartbeatRequest`, and Kafka's error codes of
+the consumer protocol live in :mod:`groupcoord.protocol`; this module re-exports both under the names it had.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from uuid import UUID
 
@@ -37,72 +37,24 @@ from groupcoord.group.consumer_member import (
     OwnedPartitions,
     PartitionEpochs,
 )
-from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
+from groupcoord.protocol.errors import Errors, ProtocolError
+from groupcoord.protocol.requests import CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION, ConsumerGroupHeartbeatRequest
 
-# --- Kafka's codes that groupcoord/protocol/errors.py does not have yet (Kafka 4.4, Errors.java) ------------------
+# --- Kafka's codes of the consumer protocol (kept under these names for the modules and tests that use them) ------
 
-FENCED_MEMBER_EPOCH = ErrorCode(
-    110, "FENCED_MEMBER_EPOCH", False,
-    "The heartbeat's member epoch is not one the coordinator accepts; the member drops its partitions and rejoins.")
+FENCED_MEMBER_EPOCH = Errors.FENCED_MEMBER_EPOCH
 """A heartbeat's member epoch is neither the member's nor an acceptable previous one: rejoin from scratch."""
-UNRELEASED_INSTANCE_ID = ErrorCode(
-    111, "UNRELEASED_INSTANCE_ID", False,
-    "Another member still holds this group.instance.id; it must leave (epoch -2) before this one may join.")
+UNRELEASED_INSTANCE_ID = Errors.UNRELEASED_INSTANCE_ID
 """A static member joined with an instance id whose holder has not left with epoch -2."""
-UNSUPPORTED_ASSIGNOR = ErrorCode(
-    112, "UNSUPPORTED_ASSIGNOR", False, "The coordinator has no server assignor of that name.")
+UNSUPPORTED_ASSIGNOR = Errors.UNSUPPORTED_ASSIGNOR
 """The heartbeat names a server assignor the coordinator does not have."""
-STALE_MEMBER_EPOCH = ErrorCode(
-    113, "STALE_MEMBER_EPOCH", False,
-    "The member epoch of the commit or fetch is not the member's; retry after the next heartbeat answers.")
+STALE_MEMBER_EPOCH = Errors.STALE_MEMBER_EPOCH
 """An offset commit or fetch names an epoch the member is not at (or, for a commit, not allowed at)."""
-INVALID_REGULAR_EXPRESSION = ErrorCode(
-    128, "INVALID_REGULAR_EXPRESSION", False, "The subscription's regular expression does not compile.")
+INVALID_REGULAR_EXPRESSION = Errors.INVALID_REGULAR_EXPRESSION
 """A subscription regex that does not compile (RE2 syntax; checked by the regex step, not here)."""
-
-CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
-"""From this ConsumerGroupHeartbeat version the client generates its member id (KIP-1082), so it is never empty."""
 
 FIRST_CONSUMER_PROTOCOL_COMMIT_VERSION = 9
 """The first OffsetCommit version a member of the consumer protocol may use (it carries the member epoch)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConsumerGroupHeartbeatRequest:
-    """ConsumerGroupHeartbeat (API key 68) as the core sees it; ``None`` is Kafka's null ("unchanged").
-
-    ``topic_partitions`` are the partitions the member owns, by topic id (``None`` when not sent).
-    ``api_version`` is the request's version: from v1 the member id is always set. The wiring step moves this type
-    to :mod:`groupcoord.protocol.requests`.
-    """
-
-    group_id: str
-    member_id: str = ""
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: tuple[str, ...] | None = None
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    topic_partitions: OwnedPartitions | None = field(default=None, hash=False)
-    api_version: int = CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
-    client_id: str = ""
-    client_host: str = ""
-
-    @property
-    def is_leave(self) -> bool:
-        """True for a heartbeat that leaves (epoch -1) or, for a static member, leaves for a while (-2)."""
-        return self.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-
-    @property
-    def is_full(self) -> bool:
-        """True for a join, or a heartbeat carrying its rebalance timeout, its subscription (names or regex) and
-        its owned partitions, as a client sends after an error; its response always carries the assignment."""
-        return self.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
-            self.rebalance_timeout_ms != -1
-            and (self.subscribed_topic_names is not None or self.subscribed_topic_regex is not None)
-            and self.topic_partitions is not None)
 
 
 # --- request validation (Kafka's GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid) ----------

@@ -18,6 +18,28 @@ from enum import Enum
 from types import MappingProxyType
 from uuid import UUID
 
+from groupcoord.protocol.requests import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+)
+
+__all__ = [
+    "JOIN_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
+    "NO_PREVIOUS_MEMBER_EPOCH",
+    "ConsumerGroupMember",
+    "MemberState",
+    "OwnedPartitions",
+    "PartitionEpochs",
+    "TopicPartitions",
+    "has_assigned_partitions_changed",
+    "partition_epochs",
+    "topic_partitions",
+    "without_epochs",
+]
+
 TopicPartitions = Mapping[UUID, frozenset[int]]
 """Partitions by topic id. The values built here are read-only and hold no topic without partitions."""
 
@@ -26,15 +48,6 @@ PartitionEpochs = Mapping[UUID, Mapping[int, int]]
 
 OwnedPartitions = Mapping[UUID, Collection[int]]
 """The partitions a heartbeat reports the member owns, by topic id, as sent (a topic may come with none)."""
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-"""The member epoch of a heartbeat that leaves the group for good (Kafka's ``LEAVE_GROUP_MEMBER_EPOCH``)."""
-
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-"""The member epoch of a static member that leaves for a while and keeps its assignment (KIP-848)."""
-
-JOIN_GROUP_MEMBER_EPOCH = 0
-"""The member epoch of a heartbeat that joins or rejoins the group."""
 
 NO_PREVIOUS_MEMBER_EPOCH = -1
 """The previous epoch of a member that has never changed epoch (Kafka's builder default)."""

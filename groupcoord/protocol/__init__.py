@@ -7,6 +7,7 @@ from groupcoord.protocol.errors import ERRORS_BY_CODE, ErrorCode, Errors, Protoc
 from groupcoord.protocol.requests import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     GroupRequest,
@@ -26,6 +27,7 @@ from groupcoord.protocol.requests import (
     SyncGroupRequest,
 )
 from groupcoord.protocol.responses import (
+    ConsumerGroupHeartbeatResponse,
     DeletedGroup,
     DeleteGroupsResponse,
     DescribedGroup,
@@ -53,6 +55,8 @@ __all__ = [
     "ERRORS_BY_CODE",
     "NO_GENERATION",
     "UNKNOWN_MEMBER_ID",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeletedGroup",

@@ -125,6 +125,20 @@ class Errors:
     GROUP_SUBSCRIBED_TO_TOPIC = ErrorCode(
         86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
         "The group still consumes this topic, so its offsets cannot be deleted.")
+    FENCED_MEMBER_EPOCH = ErrorCode(
+        110, "FENCED_MEMBER_EPOCH", False,
+        "The heartbeat's member epoch is not one the coordinator accepts; the member drops its partitions and "
+        "rejoins.")
+    UNRELEASED_INSTANCE_ID = ErrorCode(
+        111, "UNRELEASED_INSTANCE_ID", False,
+        "Another member still holds this group.instance.id; it must leave (epoch -2) before this one may join.")
+    UNSUPPORTED_ASSIGNOR = ErrorCode(
+        112, "UNSUPPORTED_ASSIGNOR", False, "The coordinator has no server assignor of that name.")
+    STALE_MEMBER_EPOCH = ErrorCode(
+        113, "STALE_MEMBER_EPOCH", False,
+        "The member epoch of the commit or fetch is not the member's; retry after the next heartbeat answers.")
+    INVALID_REGULAR_EXPRESSION = ErrorCode(
+        128, "INVALID_REGULAR_EXPRESSION", False, "The subscription's regular expression does not compile.")
 
 
 def _collect() -> Mapping[int, ErrorCode]:

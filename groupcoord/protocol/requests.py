@@ -1,4 +1,5 @@
-"""Frozen request types of the classic group and offset APIs, mirroring Kafka's latest field sets.
+"""Frozen request types of the classic group and offset APIs and of ConsumerGroupHeartbeat (KIP-848), mirroring
+Kafka's latest field sets.
 
 The wire layer maps kafka-python's decoded requests onto these; the core never sees bytes of the framing.
 ``None`` means "not set" (Kafka's null), ``-1`` is Kafka's "no generation" / "no timeout" sentinel.
@@ -6,7 +7,9 @@ The wire layer maps kafka-python's decoded requests onto these; the core never s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from uuid import UUID
 
 from groupcoord.protocol.errors import ErrorCode
 
@@ -15,6 +18,21 @@ UNKNOWN_MEMBER_ID = ""
 
 NO_GENERATION = -1
 """The generation a member without group management sends (simple commits)."""
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+"""The member epoch of a heartbeat that leaves the group for good (Kafka's ``LEAVE_GROUP_MEMBER_EPOCH``)."""
+
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+"""The member epoch of a static member that leaves for a while and keeps its assignment (KIP-848)."""
+
+JOIN_GROUP_MEMBER_EPOCH = 0
+"""The member epoch of a heartbeat that joins or rejoins the group."""
+
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+"""From this ConsumerGroupHeartbeat version the client generates its member id (KIP-1082), so it is never empty."""
+
+LATEST_OFFSET_COMMIT_VERSION = 9
+"""The newest OffsetCommit version groupcoord speaks; the default of :attr:`OffsetCommitRequest.api_version`."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +143,9 @@ class OffsetCommitTopic:
 class OffsetCommitRequest:
     """OffsetCommit. ``generation_id=-1`` with no member id is a simple (non-group-managed) commit.
 
+    For a consumer group (KIP-848) ``generation_id`` is the member epoch (Kafka's ``GenerationIdOrMemberEpoch``),
+    and ``api_version`` matters: a member of the consumer protocol must commit with v9 or above.
+
     ``retention_time_ms`` (versions 2-4 only) gives an explicit expiry; ``-1`` uses the broker retention (KIP-211).
     """
 
@@ -134,6 +155,7 @@ class OffsetCommitRequest:
     group_instance_id: str | None = None
     retention_time_ms: int = -1
     topics: tuple[OffsetCommitTopic, ...]
+    api_version: int = LATEST_OFFSET_COMMIT_VERSION
 
 
 @dataclass(frozen=True)
@@ -188,8 +210,47 @@ class DeleteGroupsRequest:
     groups: tuple[str, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupHeartbeatRequest:
+    """ConsumerGroupHeartbeat (API key 68): join, heartbeat in, or leave a consumer group (KIP-848).
+
+    ``None`` is Kafka's null ("unchanged"). ``member_epoch`` is 0 to join, -1 to leave, -2 for a static member that
+    leaves for a while, else the member's epoch. ``topic_partitions`` are the partitions the member owns, by topic
+    id (``None`` when not sent). ``api_version`` is the request's version: from v1 the member id is always set.
+    """
+
+    group_id: str
+    member_id: str = UNKNOWN_MEMBER_ID
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: Mapping[UUID, Collection[int]] | None = field(default=None, hash=False)
+    api_version: int = CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+    client_id: str = ""
+    client_host: str = ""
+
+    @property
+    def is_leave(self) -> bool:
+        """True for a heartbeat that leaves (epoch -1) or, for a static member, leaves for a while (-2)."""
+        return self.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+
+    @property
+    def is_full(self) -> bool:
+        """True for a join, or a heartbeat carrying its rebalance timeout, its subscription (names or regex) and
+        its owned partitions, as a client sends after an error; its response always carries the assignment."""
+        return self.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
+            self.rebalance_timeout_ms != -1
+            and (self.subscribed_topic_names is not None or self.subscribed_topic_regex is not None)
+            and self.topic_partitions is not None)
+
+
 GroupRequest = (
     JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
     | OffsetFetchRequest | OffsetDeleteRequest | DescribeGroupsRequest | ListGroupsRequest | DeleteGroupsRequest
+    | ConsumerGroupHeartbeatRequest
 )
 """Any request the coordinator handles."""

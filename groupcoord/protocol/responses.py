@@ -1,8 +1,11 @@
-"""Frozen response types of the classic group and offset APIs, mirroring Kafka's latest field sets."""
+"""Frozen response types of the classic group and offset APIs and of ConsumerGroupHeartbeat (KIP-848), mirroring
+Kafka's latest field sets."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from uuid import UUID
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 
@@ -141,6 +144,7 @@ class DescribedGroup:
     error: ErrorCode
     group_id: str
     state: str
+    error_message: str | None = None
     protocol_type: str = ""
     protocol: str = ""
     members: tuple[DescribedMember, ...] = ()
@@ -155,11 +159,12 @@ class DescribeGroupsResponse:
 
 @dataclass(frozen=True)
 class ListedGroup:
-    """One group in ListGroups."""
+    """One group in ListGroups; ``group_type`` is Kafka's ``classic`` or ``consumer`` (ListGroups v5)."""
 
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,8 +190,26 @@ class DeleteGroupsResponse:
     results: tuple[DeletedGroup, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupHeartbeatResponse:
+    """ConsumerGroupHeartbeat (API key 68) result.
+
+    ``assignment`` is the member's assigned partitions by topic id, sent when they changed or the request was a
+    full one, else ``None`` (Kafka's null: "unchanged"). ``heartbeat_interval_ms`` tells the member when to beat
+    again.
+    """
+
+    error: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Mapping[UUID, frozenset[int]] | None = field(default=None, hash=False)
+
+
 GroupResponse = (
     JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
     | OffsetFetchResponse | OffsetDeleteResponse | DescribeGroupsResponse | ListGroupsResponse | DeleteGroupsResponse
+    | ConsumerGroupHeartbeatResponse
 )
 """Any response the coordinator produces."""

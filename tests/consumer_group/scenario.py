@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from groupcoord.coordinator.consumer_epochs import (
-    ConsumerGroupHeartbeatRequest,
     LeaveKind,
     heartbeat_member,
     leave,
@@ -28,6 +27,7 @@ from groupcoord.group.consumer_member import (
     TopicPartitions,
     has_assigned_partitions_changed,
 )
+from groupcoord.protocol.requests import ConsumerGroupHeartbeatRequest
 
 TOPIC = "t"
 TOPIC_ID = UUID(int=1)

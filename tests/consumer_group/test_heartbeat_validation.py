@@ -9,7 +9,6 @@ import pytest
 
 from groupcoord.coordinator.consumer_epochs import (
     UNSUPPORTED_ASSIGNOR,
-    ConsumerGroupHeartbeatRequest,
     throw_if_consumer_group_not_found,
     throw_if_group_full,
     throw_if_invalid_heartbeat,
@@ -17,6 +16,7 @@ from groupcoord.coordinator.consumer_epochs import (
 from groupcoord.group.consumer_group import ConsumerGroup
 from groupcoord.group.consumer_member import ConsumerGroupMember
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
+from groupcoord.protocol.requests import ConsumerGroupHeartbeatRequest
 
 from .scenario import ASSIGNORS, parts
 

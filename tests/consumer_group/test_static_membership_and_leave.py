@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.consumer_epochs import UNRELEASED_INSTANCE_ID, ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.consumer_epochs import UNRELEASED_INSTANCE_ID
 from groupcoord.group.consumer_member import MemberState
 from groupcoord.protocol.errors import Errors, ProtocolError
+from groupcoord.protocol.requests import ConsumerGroupHeartbeatRequest
 
 from .scenario import TOPIC_ID, Scenario, parts
 
