@@ -1,16 +1,24 @@
-"""DescribeGroups, ListGroups and DeleteGroups, and the topic-metadata entry point (seed 000)."""
+"""DescribeGroups, ListGroups and DeleteGroups, and the topic-metadata entry point (seed 000).
+
+Consumer groups (KIP-848) show as Kafka 4.4 shows them: DescribeGroups answers GROUP_ID_NOT_FOUND ("Group g is not a
+classic group."; ConsumerGroupDescribe describes them); ListGroups lists them with group type ``consumer``, protocol
+type ``consumer`` and their state (Empty, Assigning, Reconciling, Stable), and its type filter is the group type;
+DeleteGroups deletes an empty one with its offsets.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from groupcoord.coordinator import rebalance
+from groupcoord.coordinator.consumer_membership import delete_consumer_group
 from groupcoord.coordinator.context import CoordinatorContext
 from groupcoord.coordinator.coverage import assigns_exactly, misses_partitions
 from groupcoord.coordinator.records import new_group_tombstone, new_offset_tombstone
+from groupcoord.group.consumer_group import ConsumerGroupState
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.member import Token
-from groupcoord.group.state import GroupState, parse_state
+from groupcoord.group.state import GroupState
 from groupcoord.protocol.errors import Errors, ProtocolError
 from groupcoord.protocol.requests import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from groupcoord.protocol.responses import (
@@ -31,6 +39,9 @@ def describe_group(ctx: CoordinatorContext, group_id: str) -> DescribedGroup:
     assignment in every state (cleared when a rebalance restarts the sync phase), as in Kafka."""
     if not group_id:
         return DescribedGroup(error=Errors.INVALID_GROUP_ID, group_id=group_id, state=_S.DEAD.value)
+    if ctx.hard.consumer_group(group_id) is not None:
+        return DescribedGroup(error=Errors.GROUP_ID_NOT_FOUND, group_id=group_id, state=_S.DEAD.value,
+                              error_message=f"Group {group_id} is not a classic group.")
     group = ctx.groups.get(group_id)
     if group is None or group.is_in(_S.DEAD):
         return DescribedGroup(error=Errors.GROUP_ID_NOT_FOUND, group_id=group_id, state=_S.DEAD.value)
@@ -50,17 +61,32 @@ def handle_describe(ctx: CoordinatorContext, request: DescribeGroupsRequest, now
     ctx.respond(token, DescribeGroupsResponse(groups=tuple(describe_group(ctx, g) for g in request.groups)))
 
 
+CLASSIC_GROUP_TYPE = "classic"
+"""The group type of a classic group in ListGroups (v5)."""
+
+CONSUMER_GROUP_TYPE = "consumer"
+"""The group type of a consumer group (KIP-848) in ListGroups (v5); also its protocol type, as in Kafka."""
+
+_STATE_NAMES = frozenset(s.value.lower() for s in GroupState) | frozenset(s.value.lower() for s in ConsumerGroupState)
+
+
 def handle_list(ctx: CoordinatorContext, request: ListGroupsRequest, now_ms: int, token: Token) -> None:
-    """Groups (sorted by id), optionally only those in the named states / of the named protocol types."""
-    states = {parse_state(name) for name in request.states_filter}
-    if None in states:
+    """Groups of both types (sorted by id), optionally only those in the named states and of the named group
+    types (both case-insensitive, as in Kafka)."""
+    states = {name.strip().lower() for name in request.states_filter}
+    if not states <= _STATE_NAMES:
         raise ProtocolError(Errors.INVALID_REQUEST, f"unknown state in {list(request.states_filter)}")
-    listed = tuple(
-        ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
-        for g in sorted(ctx.groups.values(), key=lambda g: g.group_id)
-        if not g.is_in(_S.DEAD) and (not states or g.state in states)
-        and (not request.types_filter or (g.protocol_type or "") in request.types_filter))
-    ctx.respond(token, ListGroupsResponse(error=Errors.NONE, groups=listed))
+    types = {name.strip().lower() for name in request.types_filter}
+    listed = [
+        ListedGroup(g.group_id, g.protocol_type or "", g.state.value, CLASSIC_GROUP_TYPE)
+        for g in ctx.groups.values() if not g.is_in(_S.DEAD)]
+    for group_id in ctx.hard.consumer_group_ids():
+        group = ctx.hard.consumer_group(group_id)
+        assert group is not None
+        listed.append(ListedGroup(group_id, CONSUMER_GROUP_TYPE, group.state.value, CONSUMER_GROUP_TYPE))
+    ctx.respond(token, ListGroupsResponse(error=Errors.NONE, groups=tuple(
+        g for g in sorted(listed, key=lambda g: g.group_id)
+        if (not states or g.state.lower() in states) and (not types or g.group_type in types))))
 
 
 def handle_delete(ctx: CoordinatorContext, request: DeleteGroupsRequest, now_ms: int, token: Token) -> None:
@@ -68,8 +94,13 @@ def handle_delete(ctx: CoordinatorContext, request: DeleteGroupsRequest, now_ms:
     results = []
     for group_id in request.groups:
         group = ctx.groups.get(group_id) if group_id else None
+        consumer_group = ctx.hard.consumer_group(group_id) if group_id else None
         if not group_id:
             error = Errors.INVALID_GROUP_ID
+        elif consumer_group is not None:
+            error = Errors.NON_EMPTY_GROUP if consumer_group.members else Errors.NONE
+            if not error.is_error:
+                delete_consumer_group(ctx, consumer_group, with_offsets=True)
         elif group is None or group.is_in(_S.DEAD):
             error = Errors.GROUP_ID_NOT_FOUND
         elif not group.is_in(_S.EMPTY):

@@ -16,6 +16,10 @@ class CoordinatorConfig(KeyedConfig):
 
     ``server_side_assignment`` says whether the shell can compute ``server-<assignor>`` assignments; the host turns
     it off when it has no assignment runner (``serve --no-spark``), and JoinGroup then refuses those protocols.
+
+    The ``consumer_group_*`` settings are Kafka's ``group.consumer.*`` broker settings of consumer groups (KIP-848),
+    with Kafka's defaults: session timeout, heartbeat interval, maximum size and the server assignors (the first is
+    the default, ``uniform`` as in Kafka). They have no ``spark.groupcoord.*`` key yet (the wiring step adds them).
     """
 
     min_session_timeout_ms: int = field(default=6000, metadata=from_key("group.min.session.timeout.ms"))
@@ -29,6 +33,10 @@ class CoordinatorConfig(KeyedConfig):
     offset_metadata_max_bytes: int = field(default=4096, metadata=from_key("offset.metadata.max.bytes"))
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
     server_side_assignment: bool = True
+    consumer_group_session_timeout_ms: int = 45_000
+    consumer_group_heartbeat_interval_ms: int = 5_000
+    consumer_group_max_size: int = 2**31 - 1
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
 
     def __post_init__(self) -> None:
         if self.min_session_timeout_ms > self.max_session_timeout_ms:

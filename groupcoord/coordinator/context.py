@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.effects import Effect
@@ -16,8 +17,10 @@ from groupcoord.coordinator.hard_state import HardStateStore
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.coordinator.timers import Timers
+from groupcoord.group.consumer_member import ConsumerGroupMember
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.member import Token
+from groupcoord.protocol.requests import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.responses import GroupResponse
 
 MemberIdFactory = Callable[[str], str]
@@ -49,11 +52,40 @@ def overdue_key(group_id: str) -> str:
     return f"overdue-{group_id}"
 
 
+def consumer_session_key(group_id: str, member_id: str) -> str:
+    """Timer key of a consumer-group member's session (Kafka's ``consumer-group-session-timeout-...``)."""
+    return f"consumer-session-{group_id}-{member_id}"
+
+
+def consumer_rebalance_key(group_id: str, member_id: str) -> str:
+    """Timer key of a consumer-group member's deadline to revoke partitions (its rebalance timeout)."""
+    return f"consumer-rebalance-{group_id}-{member_id}"
+
+
 OFFSETS_EXPIRATION_KEY = "offsets-expiration"
 
 
+@dataclass(frozen=True)
+class ParkedHeartbeat:
+    """A consumer-group heartbeat waiting for the target assignment of its group's epoch: its token, the request,
+    the member as it was before the heartbeat (to tell whether its assignment changed) and whether the heartbeat
+    changed the member's subscription."""
+
+    token: Token
+    request: ConsumerGroupHeartbeatRequest
+    member_id: str
+    before: ConsumerGroupMember
+    subscription_changed: bool
+
+
 class CoordinatorContext:
-    """Live groups, hard state, timers, configuration, and the output of the call in progress."""
+    """Live groups, hard state, timers, configuration, and the output of the call in progress.
+
+    ``groups`` are the live classic groups; consumer groups (KIP-848) live in ``hard`` (all of their state is
+    hard), with three soft books here: ``topic_ids`` (topic name to id, from the last metadata snapshot),
+    ``parked_heartbeats`` (heartbeats waiting for a target assignment, by group) and ``pending_targets`` (the group
+    epoch whose target assignment the shell was asked for, by group).
+    """
 
     def __init__(self, config: CoordinatorConfig, member_id_factory: MemberIdFactory) -> None:
         self.config = config
@@ -62,6 +94,9 @@ class CoordinatorContext:
         self.hard = HardStateStore()
         self.timers = Timers()
         self.partition_counts: dict[str, int] | None = None
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self.parked_heartbeats: dict[str, list[ParkedHeartbeat]] = {}
+        self.pending_targets: dict[str, int] = {}
         self._records: list[Record] = []
         self._responses: list[tuple[Token, GroupResponse]] = []
         self._effects: list[Effect] = []

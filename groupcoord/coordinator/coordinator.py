@@ -3,15 +3,21 @@ records, responses and effects come out (:class:`~groupcoord.coordinator.result.
 
 Two kinds of method, as in Kafka's new group coordinator:
 
-* handlers (:meth:`GroupCoordinator.handle`, :meth:`advance`, :meth:`complete_assignment`,
-  :meth:`on_metadata_change`, :meth:`expire_offsets`) build records and responses; every record is replayed
-  at once, so a result's records are already part of the hard state;
+* handlers (:meth:`GroupCoordinator.handle`, :meth:`consumer_group_heartbeat`, :meth:`advance`,
+  :meth:`complete_assignment`, :meth:`complete_target_assignment`, :meth:`on_metadata_change`,
+  :meth:`expire_offsets`) build records and responses; every record is replayed at once, so a result's records
+  are already part of the hard state;
 * :meth:`GroupCoordinator.replay` applies one record, live or while loading a log: the only writer of hard state.
 
-Hard state is what the log keeps: each group's last completed generation (members, generation, leader, protocol,
-assignment) and the committed offsets. A rebalance in progress is soft, as in Kafka's classic coordinator: after a
-failure the group comes back at its last completed generation, and members of a half-done rebalance rejoin
-(seed 004, "Handling Coordinator Failures"). Timers and parked requests are soft and rebuilt by :meth:`on_loaded`.
+Two group types, as in Kafka 4.4: classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and consumer groups
+(KIP-848: ConsumerGroupHeartbeat; :mod:`groupcoord.coordinator.consumer_heartbeat`). A consumer group is hard state
+whole (epochs, members, target and current assignments); only its timers and waiting heartbeats are soft.
+
+Hard state is what the log keeps: each classic group's last completed generation (members, generation, leader,
+protocol, assignment), each consumer group, and the committed offsets. A classic rebalance in progress is soft, as
+in Kafka's classic coordinator: after a failure the group comes back at its last completed generation, and members
+of a half-done rebalance rejoin (seed 004, "Handling Coordinator Failures"). Timers and parked requests are soft
+and rebuilt by :meth:`on_loaded`.
 
 Responses must be sent only after the result's records are durable. Every entry point first fires the timers
 due at ``now_ms``, so state at ``now_ms`` always reflects them.
@@ -22,16 +28,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
+from uuid import UUID
 
 from groupcoord.coordinator import admin, offsets
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.consumer_heartbeat import handle_consumer_heartbeat
+from groupcoord.coordinator.consumer_membership import (
+    bump_group_epoch,
+    complete_target,
+    delete_consumer_group,
+    heartbeat_error,
+    request_target,
+    schedule_rebalance_timeout,
+    schedule_session_timeout,
+)
+from groupcoord.coordinator.consumer_offsets import (
+    handle_consumer_offset_commit,
+    handle_consumer_offset_delete,
+    handle_consumer_offset_fetch,
+)
 from groupcoord.coordinator.context import (
     OFFSETS_EXPIRATION_KEY,
     CoordinatorContext,
     MemberIdFactory,
     random_member_id,
 )
-from groupcoord.coordinator.effects import CompleteAssignment
+from groupcoord.coordinator.effects import CompleteAssignment, CompleteTargetAssignment
 from groupcoord.coordinator.hard_state import HardState
 from groupcoord.coordinator.heartbeat import handle_heartbeat
 from groupcoord.coordinator.join import handle_join
@@ -40,11 +62,14 @@ from groupcoord.coordinator.rebalance import heartbeat, maybe_prepare_rebalance
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.coordinator.sync import complete_assignment, handle_sync
+from groupcoord.group.consumer_group import ConsumerGroup
+from groupcoord.group.consumer_member import MemberState
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
 from groupcoord.protocol.requests import (
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     GroupRequest,
@@ -58,6 +83,7 @@ from groupcoord.protocol.requests import (
     SyncGroupRequest,
 )
 from groupcoord.protocol.responses import (
+    ConsumerGroupHeartbeatResponse,
     DeletedGroup,
     DeleteGroupsResponse,
     DescribedGroup,
@@ -87,7 +113,17 @@ _HANDLERS: Mapping[type, Handler] = {
     DescribeGroupsRequest: admin.handle_describe,
     ListGroupsRequest: admin.handle_list,
     DeleteGroupsRequest: admin.handle_delete,
+    ConsumerGroupHeartbeatRequest: handle_consumer_heartbeat,
 }
+
+ConsumerHandler = Callable[[CoordinatorContext, ConsumerGroup, Any, int, Token], None]
+
+_CONSUMER_GROUP_HANDLERS: Mapping[type, ConsumerHandler] = {
+    OffsetCommitRequest: handle_consumer_offset_commit,
+    OffsetFetchRequest: handle_consumer_offset_fetch,
+    OffsetDeleteRequest: handle_consumer_offset_delete,
+}
+"""The offset APIs when their group is a consumer group (KIP-848)."""
 
 
 def error_response(request: GroupRequest, error: ErrorCode) -> GroupResponse:
@@ -112,6 +148,8 @@ def error_response(request: GroupRequest, error: ErrorCode) -> GroupResponse:
             DescribedGroup(error=error, group_id=g, state=GroupState.DEAD.value) for g in request.groups))
     if isinstance(request, ListGroupsRequest):
         return ListGroupsResponse(error=error)
+    if isinstance(request, ConsumerGroupHeartbeatRequest):
+        return ConsumerGroupHeartbeatResponse(error=error)
     return DeleteGroupsResponse(results=tuple(DeletedGroup(g, error) for g in request.groups))
 
 
@@ -140,11 +178,46 @@ class GroupCoordinator:
         if handler is None:
             raise TypeError(f"not a group request: {type(request).__name__}")
         try:
-            handler(self._ctx, request, now_ms, token)
+            consumer_handler = _CONSUMER_GROUP_HANDLERS.get(type(request))
+            consumer_group = self._ctx.hard.consumer_group(getattr(request, "group_id", ""))
+            if consumer_handler is not None and consumer_group is not None:
+                consumer_handler(self._ctx, consumer_group, request, now_ms, token)
+            else:
+                if isinstance(request, JoinGroupRequest) and consumer_group is not None:
+                    self._convert_consumer_group(consumer_group)
+                handler(self._ctx, request, now_ms, token)
         except ProtocolError as exc:
             log.debug("%s rejected: %s", type(request).__name__, exc)
-            self._ctx.respond(token, error_response(request, exc.error))
+            if isinstance(request, ConsumerGroupHeartbeatRequest):
+                self._ctx.respond(token, heartbeat_error(exc.error, exc.message or None))
+            else:
+                self._ctx.respond(token, error_response(request, exc.error))
         return self._ctx.drain()
+
+    def consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest, now_ms: int,
+                                 token: Token) -> CoordinatorResult:
+        """Handle one ConsumerGroupHeartbeat (KIP-848) at ``now_ms``: the same as :meth:`handle`, named.
+
+        The answer comes in this result, or, when the group waits for its target assignment, in the result of
+        the :meth:`complete_target_assignment` call that provides it (tagged with ``token`` either way).
+        """
+        return self.handle(request, now_ms, token)
+
+    def complete_target_assignment(self, answer: CompleteTargetAssignment, now_ms: int) -> CoordinatorResult:
+        """The shell's answer to a ``NeedsTargetAssignment`` effect; an answer for another group epoch is dropped."""
+        self._fire_timers(now_ms)
+        complete_target(self._ctx, answer, now_ms)
+        return self._ctx.drain()
+
+    def _convert_consumer_group(self, group: ConsumerGroup) -> None:
+        """A classic JoinGroup to a consumer group: an empty one becomes classic (its offsets stay, as with Kafka's
+        default migration policy); one with members refuses it (groupcoord has no classic members in consumer
+        groups yet)."""
+        if group.members:
+            raise ProtocolError(
+                Errors.INCONSISTENT_GROUP_PROTOCOL,
+                f"Group {group.group_id} is a consumer group with members; classic members cannot join it.")
+        delete_consumer_group(self._ctx, group, with_offsets=False)
 
     def advance(self, now_ms: int) -> CoordinatorResult:
         """Fire every timer due at ``now_ms`` (session expiry, join and sync deadlines, offset expiry)."""
@@ -157,10 +230,24 @@ class GroupCoordinator:
         complete_assignment(self._ctx, answer, now_ms)
         return self._ctx.drain()
 
-    def on_metadata_change(self, partition_counts: Mapping[str, int], now_ms: int) -> CoordinatorResult:
-        """New partition counts for every topic: Stable groups subscribed to a changed topic rebalance."""
+    def on_metadata_change(self, partition_counts: Mapping[str, int], now_ms: int, *,
+                           topic_ids: Mapping[str, UUID] | None = None) -> CoordinatorResult:
+        """New partition counts (and, when given, topic ids) for every topic: Stable classic groups subscribed to
+        a changed topic rebalance; consumer groups subscribed to one move to a new group epoch."""
         self._fire_timers(now_ms)
+        previous_counts = self._ctx.partition_counts
+        previous_ids = dict(self._ctx.topic_ids)
+        if topic_ids is not None:
+            self._ctx.topic_ids = dict(topic_ids)
         admin.on_metadata_change(self._ctx, partition_counts, now_ms)
+        if previous_counts is not None:
+            changed = {t for t in set(previous_counts) | set(partition_counts)
+                       if previous_counts.get(t) != partition_counts.get(t)
+                       or previous_ids.get(t) != self._ctx.topic_ids.get(t)}
+            for group_id in self._ctx.hard.consumer_group_ids():
+                group = self._ctx.hard.consumer_group(group_id)
+                if group is not None and changed & set(group.subscribed_topic_names):
+                    bump_group_epoch(self._ctx, group_id, "the metadata of its topics changed")
         return self._ctx.drain()
 
     def expire_offsets(self, now_ms: int) -> CoordinatorResult:
@@ -217,6 +304,16 @@ class GroupCoordinator:
                 heartbeat(ctx, group, member, now_ms)
             if group.size > ctx.config.group_max_size:
                 maybe_prepare_rebalance(ctx, group, now_ms, "more members than group.max.size after load")
+        ctx.parked_heartbeats.clear()
+        ctx.pending_targets.clear()
+        for group_id in ctx.hard.consumer_group_ids():
+            consumer_group = ctx.hard.consumer_group(group_id)
+            assert consumer_group is not None
+            for consumer_member in consumer_group.members.values():
+                schedule_session_timeout(ctx, group_id, consumer_member.member_id, now_ms)
+                if consumer_member.state is MemberState.UNREVOKED_PARTITIONS:
+                    schedule_rebalance_timeout(ctx, group_id, consumer_member, now_ms)
+            request_target(ctx, group_id)
         self._ensure_expiration_timer(now_ms)
         return ctx.drain()
 
@@ -232,6 +329,14 @@ class GroupCoordinator:
     def group(self, group_id: str) -> ClassicGroup | None:
         """The live group ``group_id``. Callers must treat it as read-only."""
         return self._ctx.groups.get(group_id)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group ``group_id`` (KIP-848). Callers must treat it as read-only."""
+        return self._ctx.hard.consumer_group(group_id)
+
+    def consumer_group_ids(self) -> list[str]:
+        """Consumer group ids, sorted."""
+        return self._ctx.hard.consumer_group_ids()
 
     def group_ids(self) -> list[str]:
         """Live group ids, sorted."""

@@ -1,9 +1,15 @@
-"""Effects: work the coordinator asks its shell to do, and the shell's answers (server-side assignment)."""
+"""Effects: work the coordinator asks its shell to do, and the shell's answers (server-side assignment).
+
+Two kinds: :class:`NeedsAssignment` for a classic ``server-*`` group that completed its join, answered by
+:class:`CompleteAssignment`; :class:`NeedsTargetAssignment` for a consumer group (KIP-848) whose group epoch is
+ahead of its target assignment, answered by :class:`CompleteTargetAssignment`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from uuid import UUID
 
 from groupcoord.protocol.consumer_protocol import TopicPartitions
 from groupcoord.protocol.errors import ErrorCode, Errors
@@ -43,7 +49,53 @@ class NeedsAssignment:
         return {m.member_id: m.owned for m in self.members}
 
 
-Effect = NeedsAssignment
+@dataclass(frozen=True, kw_only=True)
+class TargetMember:
+    """One member of a consumer group to assign: its subscription (topic names, and the ids of those the
+    coordinator knows), its rack, and its partitions in the current target (for sticky assignors)."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_ids: tuple[UUID, ...]
+    current_target: Mapping[UUID, frozenset[int]] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubscribedTopic:
+    """A topic some member subscribes to: its id, name and partition count."""
+
+    topic_id: UUID
+    name: str
+    partitions: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class NeedsTargetAssignment:
+    """A consumer group's epoch moved ahead of its target assignment: the shell must compute the target of
+    ``group_epoch`` with the server assignor ``assignor`` and submit it through ``complete_target_assignment``.
+    Members are sorted by id; ``topics`` are the subscribed topics the coordinator knows, sorted by name."""
+
+    group_id: str
+    group_epoch: int
+    assignor: str
+    members: tuple[TargetMember, ...]
+    topics: tuple[SubscribedTopic, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompleteTargetAssignment:
+    """The shell's answer to :class:`NeedsTargetAssignment`: each member's partitions by topic id (members left
+    out get none), or an ``error`` (the group keeps its old target; its waiting heartbeats get the error)."""
+
+    group_id: str
+    group_epoch: int
+    assignment: Mapping[str, Mapping[UUID, frozenset[int]]] | None = None
+    error: ErrorCode = Errors.NONE
+
+
+Effect = NeedsAssignment | NeedsTargetAssignment
 """Any effect the coordinator emits."""
 
 

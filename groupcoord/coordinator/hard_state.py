@@ -1,8 +1,9 @@
 """Hard state: what the record log holds, changed only by :meth:`HardStateStore.replay`.
 
-For each group, the persisted form of its last completed generation; for each group and partition, the committed
-offset. Replay forgives stale input (a tombstone for something unknown is ignored) and raises
-:class:`RecordInvariantError` on a record that could not have been written by a correct coordinator.
+For each classic group, the persisted form of its last completed generation; for each group and partition, the
+committed offset; each consumer group (KIP-848) whole, since all of it is hard state
+(:mod:`groupcoord.coordinator.consumer_replay`). Replay forgives stale input (a tombstone for something unknown is
+ignored) and raises :class:`RecordInvariantError` on a record that could not have been written by a correct coordinator.
 """
 
 from __future__ import annotations
@@ -11,6 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from groupcoord.coordinator.consumer_records import ConsumerGroupRecord
+from groupcoord.coordinator.consumer_replay import (
+    ConsumerReplayError,
+    consumer_group_records,
+    replay_consumer_record,
+)
 from groupcoord.coordinator.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
@@ -19,6 +26,7 @@ from groupcoord.coordinator.records import (
     new_group_metadata_record,
     new_offset_commit_record,
 )
+from groupcoord.group.consumer_group import ConsumerGroup
 from groupcoord.group.metadata import GroupInvariantError, GroupMetadataValue
 
 TopicPartition = tuple[str, int]
@@ -34,6 +42,7 @@ class HardState:
 
     groups: tuple[tuple[str, GroupMetadataValue], ...]
     offsets: tuple[tuple[str, str, int, OffsetValue], ...]
+    consumer_groups: tuple[ConsumerGroupRecord, ...] = ()
 
 
 class HardStateStore:
@@ -42,13 +51,19 @@ class HardStateStore:
     def __init__(self) -> None:
         self._groups: dict[str, GroupMetadataValue] = {}
         self._offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
+        self._consumer_groups: dict[str, ConsumerGroup] = {}
 
     def replay(self, record: Record) -> None:
         """Apply one record; the only code that changes hard state."""
         if isinstance(record, GroupMetadataRecord):
             self._replay_group(record)
-        else:
+        elif isinstance(record, OffsetCommitRecord):
             self._replay_offset(record)
+        else:
+            try:
+                replay_consumer_record(self._consumer_groups, record)
+            except ConsumerReplayError as exc:
+                raise RecordInvariantError(str(exc)) from None
 
     def _replay_group(self, record: GroupMetadataRecord) -> None:
         if not record.group_id:
@@ -86,19 +101,31 @@ class HardStateStore:
         return MappingProxyType(self._offsets.get(group_id, {}))
 
     def group_ids(self) -> list[str]:
-        """Every group with persisted metadata or offsets, sorted."""
-        return sorted(set(self._groups) | set(self._offsets))
+        """Every classic group with persisted metadata, and every group with offsets that is not a consumer group,
+        sorted."""
+        return sorted((set(self._groups) | set(self._offsets)) - set(self._consumer_groups))
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group ``group_id``. Only replay may change it; handlers read it."""
+        return self._consumer_groups.get(group_id)
+
+    def consumer_group_ids(self) -> list[str]:
+        """Every consumer group, sorted."""
+        return sorted(self._consumer_groups)
 
     def snapshot(self) -> HardState:
         """A comparable copy of everything."""
         return HardState(
             groups=tuple(sorted(self._groups.items())),
             offsets=tuple((g, t, p, v) for g in sorted(self._offsets)
-                          for (t, p), v in sorted(self._offsets[g].items())))
+                          for (t, p), v in sorted(self._offsets[g].items())),
+            consumer_groups=tuple(r for g in sorted(self._consumer_groups)
+                                  for r in consumer_group_records(self._consumer_groups[g])))
 
     def snapshot_records(self) -> list[Record]:
         """Records that rebuild this state from nothing (for log snapshots)."""
         state = self.snapshot()
         records: list[Record] = [new_group_metadata_record(g, v) for g, v in state.groups]
+        records.extend(state.consumer_groups)
         records.extend(new_offset_commit_record(g, t, p, v) for g, t, p, v in state.offsets)
         return records

@@ -68,7 +68,7 @@ def handle_offset_commit(ctx: CoordinatorContext, request: OffsetCommitRequest, 
         raise ProtocolError(Errors.REBALANCE_IN_PROGRESS, "the group is completing a rebalance")
     # One error per request entry, not per (topic, partition): a partition named twice must not let a valid entry
     # hide an invalid one (the invalid one would then reach a record).
-    errors = [[_partition_error(ctx, t.name, p) for p in t.partitions] for t in request.topics]
+    errors = [[partition_error(ctx, t.name, p) for p in t.partitions] for t in request.topics]
     accepted = [(t.name, p) for t, topic_errors in zip(request.topics, errors, strict=True)
                 for p, error in zip(t.partitions, topic_errors, strict=True) if not error.is_error]
     if accepted:
@@ -96,7 +96,8 @@ def _validate_commit(group: ClassicGroup, request: OffsetCommitRequest) -> None:
         raise ProtocolError(Errors.UNKNOWN_MEMBER_ID, "only members may commit to a non-empty group")
 
 
-def _partition_error(ctx: CoordinatorContext, topic: str, partition: OffsetCommitPartition) -> ErrorCode:
+def partition_error(ctx: CoordinatorContext, topic: str, partition: OffsetCommitPartition) -> ErrorCode:
+    """The error of one partition of a commit (a bad topic name, partition, leader epoch or metadata), else NONE."""
     if not is_valid_topic_name(topic):
         return Errors.INVALID_TOPIC_EXCEPTION
     if partition.partition < 0:

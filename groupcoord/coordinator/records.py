@@ -1,5 +1,8 @@
 """The coordinator's records: typed, frozen, built only through the factories below, and their storage codec.
 
+Classic groups and offsets have their records here; consumer groups (KIP-848) have theirs in
+:mod:`groupcoord.coordinator.consumer_records`, and :data:`Record` and the codec cover both.
+
 A record is a key and a value; the key is the identity compaction keeps (a group; a group's topic-partition) and a
 ``None`` value is a tombstone. :func:`encode_record` turns a record into an
 :class:`~groupcoord.coordinator.encoded.EncodedRecord` (JSON, bytes as base64, ``format_version``);
@@ -13,6 +16,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from groupcoord.coordinator.consumer_records import (
+    CONSUMER_GROUP_KINDS,
+    ConsumerGroupRecord,
+    consumer_record_key,
+    consumer_record_payload,
+    decode_consumer_record,
+)
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
 from groupcoord.protocol.requests import JoinGroupProtocol
@@ -57,7 +67,10 @@ class OffsetCommitRecord:
     value: OffsetValue | None
 
 
-Record = GroupMetadataRecord | OffsetCommitRecord
+ClassicRecord = GroupMetadataRecord | OffsetCommitRecord
+"""A record of a classic group or of a committed offset."""
+
+Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord
 """Any record the coordinator writes."""
 
 
@@ -153,6 +166,10 @@ def encode_record(record: Record) -> EncodedRecord:
     if isinstance(record, GroupMetadataRecord):
         value = None if record.value is None else _dumps(_group_to_json(record.value))
         return EncodedRecord(GROUP_METADATA_KIND, record.group_id, value, FORMAT_VERSION)
+    if not isinstance(record, OffsetCommitRecord):
+        kind, key = consumer_record_key(record)
+        payload = consumer_record_payload(record)
+        return EncodedRecord(kind, key, None if payload is None else _dumps(payload), FORMAT_VERSION)
     value = None if record.value is None else _dumps(_offset_to_json(record.value))
     return EncodedRecord(OFFSET_COMMIT_KIND, offset_key(record.group_id, record.topic, record.partition), value,
                          FORMAT_VERSION)
@@ -172,6 +189,8 @@ def decode_record(encoded: EncodedRecord) -> Record:
             group_id, topic, partition = json.loads(encoded.key)
             return OffsetCommitRecord(str(group_id), str(topic), int(partition),
                                       None if payload is None else _offset_from_json(payload))
+        if encoded.kind in CONSUMER_GROUP_KINDS:
+            return decode_consumer_record(encoded.kind, encoded.key, payload)
     except (ValueError, KeyError, TypeError) as exc:
         raise RecordFormatError(f"malformed {encoded.kind} record {encoded.key!r}: {exc}") from None
     raise RecordFormatError(f"unknown record kind {encoded.kind!r}")

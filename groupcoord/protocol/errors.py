@@ -161,3 +161,4 @@ class ProtocolError(Exception):
     def __init__(self, error: ErrorCode, message: str = "") -> None:
         super().__init__(f"{error.name}: {message}" if message else error.name)
         self.error = error
+        self.message = message

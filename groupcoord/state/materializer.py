@@ -44,6 +44,7 @@ from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.hard_state import HardStateStore
 from groupcoord.coordinator.records import (
+    GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
     decode_record,
@@ -253,7 +254,7 @@ class Materializer:
         for record in current:
             if isinstance(record, OffsetCommitRecord):
                 offsets.add((record.group_id, record.topic, record.partition))
-            else:
+            elif isinstance(record, GroupMetadataRecord):
                 groups.add(record.group_id)
         shown_groups: set[str] = set()
         for table in (GROUPS, MEMBERS, ASSIGNMENTS):

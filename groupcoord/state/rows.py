@@ -44,6 +44,8 @@ def commit_generations(records: Iterable[Record]) -> dict[OffsetKey, int | None]
     for record in records:
         if isinstance(record, GroupMetadataRecord):
             generations[record.group_id] = group_generation(record.value)
+        elif not isinstance(record, OffsetCommitRecord):
+            continue  # a consumer group's record (KIP-848): no state table shows consumer groups yet
         elif record.value is None:
             found.pop((record.group_id, record.topic, record.partition), None)
         else:
@@ -76,8 +78,9 @@ class RowBuilder:
         tags = {"log_version": log_version, "epoch": epoch, "seq": seq}
         if isinstance(record, OffsetCommitRecord):
             self._add_offset(record, tags)
-        else:
+        elif isinstance(record, GroupMetadataRecord):
             self._add_group(record, tags, now_ms)
+        # A consumer group's records (KIP-848) have no rows yet: the state tables show classic groups only.
 
     def tables(self) -> dict[TableName, pa.Table]:
         """The accumulated rows as Arrow tables, only for the tables that have rows."""

@@ -107,7 +107,7 @@ class CoordinatorTestContext:
             assert isinstance(token, int)
             assert token not in self.responses, f"request {token} answered twice"
             self.responses[token] = response
-        self.effects.extend(result.effects)
+        self.effects.extend(e for e in result.effects if isinstance(e, NeedsAssignment))
         self.results.append(result)
         return result
 

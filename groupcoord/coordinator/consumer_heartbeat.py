@@ -1,0 +1,136 @@
+"""ConsumerGroupHeartbeat (API key 68, KIP-848): join, heartbeat, leave (epoch -1) and a static member's
+temporary leave (epoch -2), as Kafka 4.4's ``GroupMetadataManager.consumerGroupHeartbeat`` and
+``consumerGroupLeave`` do them, in their order:
+
+1. validate the request (:func:`~groupcoord.coordinator.consumer_epochs.throw_if_invalid_heartbeat`); an empty
+   classic group of that id converts to a consumer group, any other classic group is GROUP_ID_NOT_FOUND;
+2. a leave fences the member (or keeps a static member at epoch -2 with its assignment) and answers at once;
+3. otherwise find the member (:func:`~groupcoord.coordinator.consumer_epochs.heartbeat_member`: joining, known,
+   or a static member's new incarnation that replaces the old one), write its metadata when it changed, and bump
+   the group epoch when it is new or its subscription changed;
+4. restart its session; if the group is Assigning, wait for the target (parked); else reconcile and answer
+   (:func:`~groupcoord.coordinator.consumer_membership.reconcile_and_respond`).
+
+Topic-name subscriptions only: a member's ``subscribed_topic_regex`` is kept and persisted but not resolved yet.
+"""
+
+from __future__ import annotations
+
+from groupcoord.coordinator.consumer_epochs import (
+    LeaveKind,
+    heartbeat_member,
+    leave,
+    throw_if_consumer_group_not_found,
+    throw_if_group_full,
+    throw_if_invalid_heartbeat,
+)
+from groupcoord.coordinator.consumer_membership import (
+    bump_group_epoch,
+    fence_member,
+    park,
+    reconcile_and_respond,
+    remove_member_records,
+    request_target,
+    schedule_session_timeout,
+)
+from groupcoord.coordinator.consumer_records import (
+    new_current_assignment_record,
+    new_member_metadata_record,
+    new_target_member_record,
+)
+from groupcoord.coordinator.context import CoordinatorContext, ParkedHeartbeat, consumer_rebalance_key
+from groupcoord.coordinator.records import new_group_tombstone
+from groupcoord.group.consumer_group import ConsumerGroup
+from groupcoord.group.consumer_member import ConsumerGroupMember
+from groupcoord.group.member import Token
+from groupcoord.group.state import GroupState
+from groupcoord.protocol.errors import Errors, ProtocolError
+from groupcoord.protocol.requests import JOIN_GROUP_MEMBER_EPOCH, ConsumerGroupHeartbeatRequest
+from groupcoord.protocol.responses import ConsumerGroupHeartbeatResponse
+
+
+def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHeartbeatRequest, now_ms: int,
+                              token: Token) -> None:
+    """Handle one ConsumerGroupHeartbeat; its answer may wait for the group's target assignment."""
+    throw_if_invalid_heartbeat(request, supported_assignors=ctx.config.consumer_group_assignors)
+    group_id = request.group_id
+    _maybe_convert_classic_group(ctx, group_id, request.member_epoch, now_ms)
+    existing = ctx.hard.consumer_group(group_id)
+    throw_if_consumer_group_not_found(existing, group_id, request.member_epoch)
+    view = existing if existing is not None else ConsumerGroup(group_id)
+    if request.is_leave:
+        _leave(ctx, view, request, now_ms, token)
+        return
+
+    member_id = request.member_id or ctx.new_member_id(request.instance_id or request.client_id)
+    throw_if_group_full(view, member_id, request.instance_id, ctx.config.consumer_group_max_size)
+    found = heartbeat_member(view, member_id=member_id, member_epoch=request.member_epoch,
+                             instance_id=request.instance_id, owned=request.topic_partitions)
+    if found.replaced is not None:
+        _replace_static_member(ctx, view, found.replaced, found.member)
+    member = found.member
+    updated = member.updated_from_heartbeat(
+        instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=request.subscribed_topic_names, subscribed_topic_regex=request.subscribed_topic_regex,
+        server_assignor_name=request.server_assignor, client_id=request.client_id, client_host=request.client_host)
+    subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
+                            or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+    if found.is_new or updated != member:
+        ctx.append(new_member_metadata_record(group_id, updated))
+    if subscription_changed or (found.is_new and found.replaced is None):
+        bump_group_epoch(ctx, group_id, f"member {member_id} joined" if found.is_new
+                         else f"member {member_id} changed its subscription")
+    schedule_session_timeout(ctx, group_id, member_id, now_ms)
+
+    group = ctx.hard.consumer_group(group_id)
+    assert group is not None, "the heartbeat's records created the group"
+    heartbeat = ParkedHeartbeat(token, request, member_id, member, subscription_changed)
+    if group.group_epoch > group.target_assignment_epoch:
+        request_target(ctx, group_id)
+        park(ctx, heartbeat)
+        return
+    reconcile_and_respond(ctx, group, heartbeat, now_ms)
+
+
+def _leave(ctx: CoordinatorContext, group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest, now_ms: int,
+           token: Token) -> None:
+    """Epoch -1 fences the member; epoch -2 keeps a static member, at epoch -2, with its assignment (its session
+    keeps running: it is fenced if it does not come back in time)."""
+    decision = leave(group, member_id=request.member_id, member_epoch=request.member_epoch,
+                     instance_id=request.instance_id)
+    if decision.kind is LeaveKind.TEMPORARY:
+        ctx.append(new_current_assignment_record(group.group_id, decision.member))
+        ctx.timers.cancel(consumer_rebalance_key(group.group_id, decision.member.member_id))
+    else:
+        fence_member(ctx, group, decision.member.member_id, now_ms)
+    ctx.respond(token, ConsumerGroupHeartbeatResponse(
+        error=Errors.NONE, member_id=decision.response_member_id, member_epoch=decision.response_member_epoch))
+
+
+def _replace_static_member(ctx: CoordinatorContext, group: ConsumerGroup, old: ConsumerGroupMember,
+                           new: ConsumerGroupMember) -> None:
+    """A static member's new incarnation takes the old one's place, target and assignment; the group epoch stays
+    (Kafka's ``replaceMember``)."""
+    target = dict(group.target_assignment_of(old.member_id))
+    had_target = old.member_id in group.target_assignment
+    remove_member_records(ctx, group, old.member_id)
+    ctx.append(new_member_metadata_record(group.group_id, new))
+    if had_target:
+        ctx.append(new_target_member_record(group.group_id, new.member_id, target))
+    ctx.append(new_current_assignment_record(group.group_id, new))
+
+
+def _maybe_convert_classic_group(ctx: CoordinatorContext, group_id: str, member_epoch: int, now_ms: int) -> None:
+    """An empty classic group of ``group_id`` becomes a consumer group when a member joins (its offsets stay, as
+    with Kafka's default ``group.consumer.migration.policy``); a classic group with members is not a consumer
+    group (groupcoord does not upgrade one online yet)."""
+    classic = ctx.groups.get(group_id)
+    if classic is None:
+        return
+    if member_epoch == JOIN_GROUP_MEMBER_EPOCH and classic.is_in(GroupState.EMPTY) and not classic.pending_members:
+        if ctx.hard.group(group_id) is not None:
+            ctx.append(new_group_tombstone(group_id))
+        classic.transition_to(GroupState.DEAD, now_ms)
+        ctx.forget_group(classic)
+        return
+    raise ProtocolError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")

@@ -1,0 +1,99 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete of a consumer group (KIP-848): the member-epoch checks of
+:mod:`groupcoord.coordinator.consumer_epochs` in front of the offsets that classic groups keep too.
+
+A commit names the member by id and its epoch in ``generation_id`` (Kafka's ``GenerationIdOrMemberEpoch``). The
+member's own epoch commits anything; a newer one is STALE_MEMBER_EPOCH for the whole commit; an older one commits
+only the partitions the member was assigned at or before it (KIP-1251), the others fail with STALE_MEMBER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from groupcoord.coordinator.consumer_epochs import validate_offset_commit, validate_offset_fetch
+from groupcoord.coordinator.context import CoordinatorContext
+from groupcoord.coordinator.offsets import handle_offset_fetch, partition_error
+from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record, new_offset_tombstone
+from groupcoord.coordinator.validation import throw_if_invalid_group_id
+from groupcoord.group.consumer_group import ConsumerGroup
+from groupcoord.group.member import Token
+from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
+from groupcoord.protocol.requests import (
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+from groupcoord.protocol.responses import (
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    PartitionError,
+    TopicPartitionErrors,
+)
+
+UNKNOWN_TOPIC_ID = UUID(int=0)
+"""The id a commit's topic gets when the coordinator does not know its name: no member can own it."""
+
+
+def handle_consumer_offset_commit(ctx: CoordinatorContext, group: ConsumerGroup, request: OffsetCommitRequest,
+                                  now_ms: int, token: Token) -> None:
+    """Commit offsets of a consumer group after Kafka 4.4's member-epoch checks."""
+    throw_if_invalid_group_id(request.group_id)
+    if request.retention_time_ms < -1:
+        raise ProtocolError(Errors.INVALID_REQUEST, f"negative retention time {request.retention_time_ms}")
+    validate = validate_offset_commit(
+        group, member_id=request.member_id, group_instance_id=request.group_instance_id,
+        member_epoch=request.generation_id, is_transactional=False, api_version=request.api_version)
+
+    def error_of(topic: str, partition: OffsetCommitPartition) -> ErrorCode:
+        error = partition_error(ctx, topic, partition)
+        if error.is_error:
+            return error
+        try:
+            validate(topic, ctx.topic_ids.get(topic, UNKNOWN_TOPIC_ID), partition.partition)
+        except ProtocolError as exc:
+            return exc.error
+        return Errors.NONE
+
+    errors = [[error_of(t.name, p) for p in t.partitions] for t in request.topics]
+    expire = now_ms + request.retention_time_ms if request.retention_time_ms > 0 else None
+    for topic, topic_errors in zip(request.topics, errors, strict=True):
+        for partition, error in zip(topic.partitions, topic_errors, strict=True):
+            if not error.is_error:
+                value = OffsetValue(offset=partition.offset, leader_epoch=partition.leader_epoch,
+                                    metadata=partition.metadata, commit_timestamp_ms=now_ms,
+                                    expire_timestamp_ms=expire)
+                ctx.append(new_offset_commit_record(group.group_id, topic.name, partition.partition, value))
+    ctx.respond(token, OffsetCommitResponse(topics=tuple(
+        TopicPartitionErrors(t.name, tuple(PartitionError(p.partition, error)
+                                           for p, error in zip(t.partitions, topic_errors, strict=True)))
+        for t, topic_errors in zip(request.topics, errors, strict=True))))
+
+
+def handle_consumer_offset_fetch(ctx: CoordinatorContext, group: ConsumerGroup, request: OffsetFetchRequest,
+                                 now_ms: int, token: Token) -> None:
+    """Fetch a consumer group's offsets: a fetch naming a member must be at the member's epoch exactly."""
+    validate_offset_fetch(group, member_id=request.member_id, member_epoch=request.member_epoch)
+    handle_offset_fetch(ctx, request, now_ms, token)
+
+
+def handle_consumer_offset_delete(ctx: CoordinatorContext, group: ConsumerGroup, request: OffsetDeleteRequest,
+                                  now_ms: int, token: Token) -> None:
+    """Delete a consumer group's offsets, except of topics a member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
+    offsets = ctx.hard.offsets(group.group_id)
+    subscribed = group.subscribed_topic_names
+    results = []
+    for topic in request.topics:
+        partition_errors = []
+        for partition in topic.partitions:
+            if topic.name in subscribed:
+                error = Errors.GROUP_SUBSCRIBED_TO_TOPIC
+            elif partition < 0:
+                error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                error = Errors.NONE
+                if (topic.name, partition) in offsets:
+                    ctx.append(new_offset_tombstone(group.group_id, topic.name, partition))
+            partition_errors.append(PartitionError(partition, error))
+        results.append(TopicPartitionErrors(topic.name, tuple(partition_errors)))
+    ctx.respond(token, OffsetDeleteResponse(error=Errors.NONE, topics=tuple(results)))
