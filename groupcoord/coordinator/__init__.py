@@ -6,7 +6,16 @@ from __future__ import annotations
 from groupcoord.coordinator.clock import Clock, ManualClock, SystemClock
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator, error_response
-from groupcoord.coordinator.effects import AssignmentMember, CompleteAssignment, Effect, NeedsAssignment
+from groupcoord.coordinator.effects import (
+    AssignmentMember,
+    CompleteAssignment,
+    CompleteTargetAssignment,
+    Effect,
+    NeedsAssignment,
+    NeedsTargetAssignment,
+    SubscribedTopic,
+    TargetMember,
+)
 from groupcoord.coordinator.hard_state import HardState, RecordInvariantError
 from groupcoord.coordinator.records import Record, RecordFormatError, decode_record, encode_record
 from groupcoord.coordinator.result import CoordinatorResult
@@ -15,6 +24,7 @@ __all__ = [
     "AssignmentMember",
     "Clock",
     "CompleteAssignment",
+    "CompleteTargetAssignment",
     "CoordinatorConfig",
     "CoordinatorResult",
     "Effect",
@@ -22,10 +32,13 @@ __all__ = [
     "HardState",
     "ManualClock",
     "NeedsAssignment",
+    "NeedsTargetAssignment",
     "Record",
     "RecordFormatError",
     "RecordInvariantError",
+    "SubscribedTopic",
     "SystemClock",
+    "TargetMember",
     "decode_record",
     "encode_record",
     "error_response",
