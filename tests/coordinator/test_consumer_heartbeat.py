@@ -29,7 +29,7 @@ from groupcoord.protocol import (
 )
 from tests.narrowing import present
 
-from .consumer_context import REBALANCE_MS, SESSION_MS, T, U, ConsumerGroupContext, parts
+from .consumer_context import REBALANCE_MS, SESSION_MS, ConsumerGroupContext, T, U, parts
 
 
 @pytest.fixture
