@@ -144,9 +144,11 @@ class ConsumerGroupContext:
         self.clock.advance(ms)
         self.absorb(self.coordinator.advance(self.now))
 
-    def reloaded(self) -> ConsumerGroupContext:
-        """A fresh coordinator that replayed this log, loaded at the current time, on the same log."""
-        fresh = ConsumerGroupContext(self.log, auto_assign=self.auto_assign, start_ms=self.now)
+    def reloaded(self, *, auto_assign: bool | None = None) -> ConsumerGroupContext:
+        """A fresh coordinator that replayed this log, loaded at the current time, on the same log; its shell
+        answers targets at once when ``auto_assign`` (by default, as this context's does)."""
+        fresh = ConsumerGroupContext(self.log, auto_assign=self.auto_assign if auto_assign is None else auto_assign,
+                                     start_ms=self.now)
         fresh.coordinator = GroupCoordinator(CONFIG)
         for record in self.log.load().records:
             fresh.coordinator.replay(decode_record(record))
