@@ -9,6 +9,14 @@ current code writes", so migrating an old root stays the same whatever later for
 - **2**: every topic log gains ``headers``, ``timestamp_type`` and ``compression`` (what Produce keeps of a record
   batch). The columns are added to the Delta schema (a metadata-only commit, protocol (1,2) kept); rows written before
   read them as null, which readers take as no headers, CreateTime and no compression.
+- **3**: the record log may hold consumer groups (KIP-848): five new record kinds, ``consumer_group_metadata`` (the
+  group epoch), ``consumer_group_member_metadata`` (a member's subscription and client), ``consumer_group_target_
+  assignment_member`` and ``consumer_group_target_assignment_metadata`` (the target assignment and its epoch), and
+  ``consumer_group_current_member_assignment`` (a member's epochs, state and owned partitions), each with its
+  tombstone (:mod:`groupcoord.coordinator.consumer_records`). They are rows of the record log's existing schema
+  (``kind``, ``key``, ``value``), so no table changes: the step is a no-op and a root of format 2 loads unchanged,
+  only its marker says 3. The bump keeps an older groupcoord, which refuses a newer format, from misreading a log
+  that holds these kinds.
 
 A step is idempotent: a process that died half-way, or two processes migrating one root at once, leave the same
 result. :func:`migrate_tables` runs the steps; the caller writes the new marker after it returns.
@@ -26,7 +34,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 
 log = logging.getLogger("groupcoord.state_format")
 
-STATE_FORMAT_VERSION = 2
+STATE_FORMAT_VERSION = 3
 """The format this groupcoord writes."""
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
@@ -73,8 +81,14 @@ def add_missing_columns(path: Path, columns: pa.Schema) -> bool:
     raise DeltaError(f"could not add columns to {path}: concurrent writers kept changing its schema")
 
 
+def _consumer_group_record_kinds(root: Path) -> None:
+    """Format 2 to 3: nothing to change. Format 3 only adds record kinds (consumer groups, KIP-848) to rows of the
+    record log's existing schema; see the module's history."""
+
+
 STEPS: dict[int, Callable[[Path], None]] = {
     2: _add_topic_log_columns,
+    3: _consumer_group_record_kinds,
 }
 """The step that brings a root from format ``n - 1`` to format ``n``."""
 

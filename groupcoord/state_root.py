@@ -2,7 +2,7 @@
 
 Layout::
 
-    <root>/_groupcoord/format.json   {"format": 2}
+    <root>/_groupcoord/format.json   {"format": 3}
     <root>/log/                      the coordinator's record log (Delta)
     <root>/lease/                    the election lease (Delta)
     <root>/catalog/                  the topic catalog (Delta)

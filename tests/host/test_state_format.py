@@ -1,7 +1,9 @@
 """Loading committed format-1 state roots, migrating them to the current format, and refusing a newer format.
 
 ``state_format1`` is the first release's record log alone; ``state_format1_full`` is every table release 0.1.0
-writes (record log, lease, catalog, topic logs, materialized offsets), written by that release's code.
+writes (record log, lease, catalog, topic logs, materialized offsets), written by that release's code. A root of
+format 2 is that fixture migrated by format 2's step alone; format 3 (consumer-group record kinds) must load it
+unchanged.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from groupcoord.protocol.requests import OffsetFetchRequest
 from groupcoord.protocol.responses import OffsetFetchResponse
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
-from groupcoord.state_format import FORMAT2_TOPIC_LOG_COLUMNS
+from groupcoord.state_format import FORMAT2_TOPIC_LOG_COLUMNS, STEPS
 from groupcoord.state_root import STATE_FORMAT_VERSION, StateRoot, StateRootError
 from groupcoord.storage.tables import open_if_exists
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
@@ -75,14 +77,14 @@ def test_committed_format1_root_loads_with_its_offsets(format1_root: Path) -> No
 def test_a_newer_format_is_refused_with_a_clear_message(format1_root: Path) -> None:
     marker = format1_root / "_groupcoord" / "format.json"
     marker.write_text(json.dumps({"format": STATE_FORMAT_VERSION + 1}))
-    with pytest.raises(StateRootError, match=r"has format 3, newer than this groupcoord supports \(2\)"):
+    with pytest.raises(StateRootError, match=r"has format 4, newer than this groupcoord supports \(3\)"):
         StateRoot.open(format1_root)
 
 
 def test_release_0_1_0_root_migrates_and_keeps_every_record(full_format1_root: Path) -> None:
     assert _marker_format(full_format1_root) == 1
     root = StateRoot.open(full_format1_root)
-    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 2
+    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 3
     for topic in ("orders", "clicks"):
         table = open_if_exists(root.topic_path(topic))
         assert table is not None
@@ -120,6 +122,30 @@ def test_migrating_twice_changes_nothing(full_format1_root: Path) -> None:
     assert after is not None and after.version() == before
     assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION
     assert set(FORMAT2_TOPIC_LOG_COLUMNS.names) <= set(after.schema().to_arrow().names)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` but the format marker, by relative path, with its bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != "format.json"}
+
+
+def test_a_format2_root_loads_unchanged_as_format3(full_format1_root: Path) -> None:
+    """Format 3 adds only record kinds (consumer groups) to the record log's rows: a format-2 root (release
+    0.1.0's, migrated by format 2's step) opens without a byte of any table changing, its marker then says 3,
+    and its record log replays as before."""
+    STEPS[2](full_format1_root)
+    (full_format1_root / "_groupcoord" / "format.json").write_text(json.dumps({"format": 2}))
+    before = _files(full_format1_root)
+    root = StateRoot.open(full_format1_root)
+    assert _marker_format(full_format1_root) == root.format_version == 3
+    assert _files(full_format1_root) == before
+    core = GroupCoordinator(CoordinatorConfig())
+    for record in DeltaRecordLog(root.log_path).load().records:
+        core.replay(decode_record(record))
+    assert {(g, t, p): v.offset for g, t, p, v in core.hard_state().offsets} == {
+        ("g1", "orders", 0): 2, ("g1", "orders", 1): 1, ("g2", "clicks", 0): 1}
+    assert core.hard_state().consumer_groups == ()
 
 
 @pytest.mark.integration
