@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 
 from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record
 from groupcoord.log.memory import InMemoryRecordLog
-from groupcoord.protocol import MemberIdentity
+from groupcoord.protocol import ConsumerGroupHeartbeatRequest, MemberIdentity
 from groupcoord.state.materializer import CommittedBatch, Materializer, MaterializerConfig, run_materializer
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TIMESTAMP
 from groupcoord.state.views import read_rows, read_view
@@ -277,3 +277,16 @@ def test_tables_stay_on_delta_protocol_1_2_with_utc_timestamps(
         assert delta.to_pyarrow_table().schema.names == table.schema.names
     assert read_rows(root, OFFSETS).schema.field("commit_time").type == TIMESTAMP
     assert TIMESTAMP.tz == "UTC"
+
+
+def test_consumer_group_records_are_skipped_until_the_tables_show_consumer_groups(
+        coordinator: LoggedCoordinator, root: StateRoot) -> None:
+    """A consumer group's (KIP-848) records reach the log but no state table yet; a classic group beside it
+    materializes as before."""
+    coordinator.ctx.send(ConsumerGroupHeartbeatRequest(
+        group_id="cg", member_id="m", member_epoch=0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",),
+        topic_partitions={}))
+    coordinator.stable_group("g", 1)
+    coordinator.materialize()
+    assert [r["group_id"] for r in read_view(root, GROUPS).to_pylist()] == ["g"]
+    assert {r["group_id"] for r in read_view(root, MEMBERS).to_pylist()} == {"g"}
