@@ -41,7 +41,7 @@ from groupcoord.coordinator.consumer_records import (
 from groupcoord.coordinator.context import CoordinatorContext, ParkedHeartbeat, consumer_rebalance_key
 from groupcoord.coordinator.records import new_group_tombstone
 from groupcoord.group.consumer_group import ConsumerGroup
-from groupcoord.group.consumer_member import ConsumerGroupMember
+from groupcoord.group.consumer_member import ConsumerGroupMember, MemberState
 from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
 from groupcoord.protocol.errors import Errors, ProtocolError
@@ -53,6 +53,10 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
                               token: Token) -> None:
     """Handle one ConsumerGroupHeartbeat; its answer may wait for the group's target assignment."""
     throw_if_invalid_heartbeat(request, supported_assignors=ctx.config.consumer_group_assignors)
+    if ctx.partition_counts is None:
+        # Without topic metadata every subscription would resolve to nothing and members would be told to revoke
+        # everything: a coordinator that just loaded waits for its first snapshot of the catalog.
+        raise ProtocolError(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator has no topic metadata yet.")
     group_id = request.group_id
     _maybe_convert_classic_group(ctx, group_id, request.member_epoch, now_ms)
     existing = ctx.hard.consumer_group(group_id)
@@ -69,6 +73,7 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
     if found.replaced is not None:
         _replace_static_member(ctx, view, found.replaced, found.member)
     member = found.member
+    throw_if_unknown_state(member, request)
     updated = member.updated_from_heartbeat(
         instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
         subscribed_topic_names=request.subscribed_topic_names, subscribed_topic_regex=request.subscribed_topic_regex,
@@ -90,6 +95,15 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
         park(ctx, heartbeat)
         return
     reconcile_and_respond(ctx, group, heartbeat, now_ms)
+
+
+def throw_if_unknown_state(member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest) -> None:
+    """FENCED_MEMBER_EPOCH for a member in a state a newer coordinator wrote unless it reports owning nothing,
+    checked before anything is written (reconciliation would refuse it after the member's records)."""
+    owned = request.topic_partitions
+    if member.state is MemberState.UNKNOWN and (owned is None or owned):
+        raise ProtocolError(Errors.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
+                                                        "The member must abandon all its partitions and rejoin.")
 
 
 def _leave(ctx: CoordinatorContext, group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest, now_ms: int,

@@ -89,6 +89,8 @@ def request_target(ctx: CoordinatorContext, group_id: str) -> None:
     group = ctx.hard.consumer_group(group_id)
     if group is None or group.group_epoch <= group.target_assignment_epoch:
         return
+    if ctx.partition_counts is None:
+        return  # no topic metadata yet (a coordinator that just loaded): asked again with the first snapshot
     if not group.members:
         for member_id in sorted(group.target_assignment):
             ctx.append(new_target_member_tombstone(group_id, member_id))

@@ -240,7 +240,10 @@ class GroupCoordinator:
         if topic_ids is not None:
             self._ctx.topic_ids = dict(topic_ids)
         admin.on_metadata_change(self._ctx, partition_counts, now_ms)
-        if previous_counts is not None:
+        if previous_counts is None:
+            for group_id in self._ctx.hard.consumer_group_ids():
+                request_target(self._ctx, group_id)  # a load's requests waited for the metadata
+        else:
             changed = {t for t in set(previous_counts) | set(partition_counts)
                        if previous_counts.get(t) != partition_counts.get(t)
                        or previous_ids.get(t) != self._ctx.topic_ids.get(t)}
@@ -305,7 +308,6 @@ class GroupCoordinator:
             if group.size > ctx.config.group_max_size:
                 maybe_prepare_rebalance(ctx, group, now_ms, "more members than group.max.size after load")
         ctx.parked_heartbeats.clear()
-        ctx.pending_targets.clear()
         for group_id in ctx.hard.consumer_group_ids():
             consumer_group = ctx.hard.consumer_group(group_id)
             assert consumer_group is not None

@@ -11,7 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator import GroupCoordinator, RecordInvariantError, decode_record, encode_record
+from groupcoord.coordinator import (
+    GroupCoordinator,
+    NeedsTargetAssignment,
+    RecordInvariantError,
+    decode_record,
+    encode_record,
+)
 from groupcoord.coordinator.consumer_records import (
     new_consumer_group_epoch_record,
     new_consumer_group_epoch_tombstone,
@@ -28,6 +34,7 @@ from groupcoord.coordinator.records import Record
 from groupcoord.group.consumer_member import ConsumerGroupMember, MemberState
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import (
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     Errors,
@@ -208,3 +215,22 @@ def test_replay_refuses_what_a_correct_coordinator_never_writes() -> None:
         coordinator.replay(new_current_assignment_record("g", _member("b", epoch=4)))
     with pytest.raises(RecordInvariantError, match="still has members"):
         coordinator.replay(new_consumer_group_epoch_tombstone("g"))
+
+
+def test_a_coordinator_loaded_before_its_first_metadata_waits_for_it() -> None:
+    """Without topic metadata a heartbeat is COORDINATOR_LOAD_IN_PROGRESS (its subscription would resolve to
+    nothing) and a group left Assigning is asked for its target only once the first snapshot came."""
+    ctx = ConsumerGroupContext(InMemoryRecordLog(), auto_assign=False)
+    ctx._tokens.__next__()
+    ctx.absorb(ctx.coordinator.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="a", member_epoch=0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",),
+        topic_partitions={}), ctx.now, 99))
+    fresh = GroupCoordinator()
+    for record in ctx.log.load().records:
+        fresh.replay(decode_record(record))
+    assert fresh.on_loaded(ctx.now).effects == ()
+    early = fresh.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="a", member_epoch=1, topic_partitions={}), ctx.now, 1).response_for(1)
+    assert isinstance(early, ConsumerGroupHeartbeatResponse) and early.error == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    (effect,) = fresh.on_metadata_change({"t": 4}, ctx.now, topic_ids={"t": T}).effects
+    assert isinstance(effect, NeedsTargetAssignment) and effect.group_epoch == 1
