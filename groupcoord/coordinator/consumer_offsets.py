@@ -1,5 +1,5 @@
-"""OffsetCommit, OffsetFetch and OffsetDelete of a consumer group (KIP-848): the member-epoch checks of
-:mod:`groupcoord.coordinator.consumer_epochs` in front of the offsets that classic groups keep too.
+"""OffsetCommit, OffsetFetch, OffsetDelete and offset expiry of a consumer group (KIP-848): the member-epoch checks
+of :mod:`groupcoord.coordinator.consumer_epochs` in front of the offsets that classic groups keep too.
 
 A commit names the member by id and its epoch in ``generation_id`` (Kafka's ``GenerationIdOrMemberEpoch``). The
 member's own epoch commits anything; a newer one is STALE_MEMBER_EPOCH for the whole commit; an older one commits
@@ -11,6 +11,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from groupcoord.coordinator.consumer_epochs import validate_offset_commit, validate_offset_fetch
+from groupcoord.coordinator.consumer_membership import delete_consumer_group
 from groupcoord.coordinator.context import CoordinatorContext
 from groupcoord.coordinator.offsets import handle_offset_fetch, partition_error
 from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record, new_offset_tombstone
@@ -97,3 +98,23 @@ def handle_consumer_offset_delete(ctx: CoordinatorContext, group: ConsumerGroup,
             partition_errors.append(PartitionError(partition, error))
         results.append(TopicPartitionErrors(topic.name, tuple(partition_errors)))
     ctx.respond(token, OffsetDeleteResponse(error=Errors.NONE, topics=tuple(results)))
+
+
+def expire_consumer_offsets(ctx: CoordinatorContext, now_ms: int) -> None:
+    """KIP-211 for consumer groups, as Kafka's modern groups do it: an offset of a topic no member subscribes to
+    expires ``offsets.retention`` after its commit (or at its explicit expiry); an empty group left without
+    offsets is deleted."""
+    retention = ctx.config.offsets_retention_ms
+    for group_id in ctx.hard.consumer_group_ids():
+        group = ctx.hard.consumer_group(group_id)
+        assert group is not None
+        subscribed = group.subscribed_topic_names
+        for (topic, partition), value in sorted(ctx.hard.offsets(group_id).items()):
+            if topic in subscribed:
+                continue
+            deadline = (value.expire_timestamp_ms if value.expire_timestamp_ms is not None
+                        else value.commit_timestamp_ms + retention)
+            if now_ms >= deadline:
+                ctx.append(new_offset_tombstone(group_id, topic, partition))
+        if not group.members and not ctx.hard.offsets(group_id):
+            delete_consumer_group(ctx, group, with_offsets=False)

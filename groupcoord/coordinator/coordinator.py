@@ -43,6 +43,7 @@ from groupcoord.coordinator.consumer_membership import (
     schedule_session_timeout,
 )
 from groupcoord.coordinator.consumer_offsets import (
+    expire_consumer_offsets,
     handle_consumer_offset_commit,
     handle_consumer_offset_delete,
     handle_consumer_offset_fetch,
@@ -257,6 +258,7 @@ class GroupCoordinator:
         """Drop expired offsets and the Empty groups left without offsets now (also runs on a timer)."""
         self._fire_timers(now_ms)
         offsets.expire_offsets(self._ctx, now_ms)
+        expire_consumer_offsets(self._ctx, now_ms)
         return self._ctx.drain()
 
     def next_deadline(self) -> int | None:
@@ -281,6 +283,7 @@ class GroupCoordinator:
 
     def _on_expiration_timer(self, now_ms: int) -> None:
         offsets.expire_offsets(self._ctx, now_ms)
+        expire_consumer_offsets(self._ctx, now_ms)
         interval = self._ctx.config.offsets_retention_check_interval_ms
         self._ctx.timers.schedule(OFFSETS_EXPIRATION_KEY, now_ms + interval, self._on_expiration_timer)
 

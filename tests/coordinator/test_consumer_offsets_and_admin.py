@@ -4,6 +4,8 @@ DeleteGroups."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from groupcoord.log.memory import InMemoryRecordLog
@@ -28,7 +30,7 @@ from groupcoord.protocol import (
 from groupcoord.protocol.errors import ErrorCode
 from tests.narrowing import expect
 
-from .consumer_context import ConsumerGroupContext, T, parts
+from .consumer_context import CONFIG, SESSION_MS, ConsumerGroupContext, T, parts
 
 
 @pytest.fixture
@@ -132,3 +134,19 @@ def test_delete_groups_deletes_an_empty_consumer_group_with_its_offsets(ctx: Con
     assert ctx.coordinator.consumer_group("g") is None
     assert ctx.coordinator.hard_state().offsets == () and ctx.coordinator.hard_state().consumer_groups == ()
     assert delete() == Errors.GROUP_ID_NOT_FOUND
+
+
+def test_offsets_of_unsubscribed_topics_expire_and_an_empty_group_without_offsets_goes() -> None:
+    """Kafka's rule for consumer groups: an offset of a topic a member subscribes to never expires; others expire
+    a retention after their commit; the empty group left without offsets is deleted."""
+    ctx = ConsumerGroupContext(InMemoryRecordLog(), config=dataclasses.replace(CONFIG, offsets_retention_ms=30_000))
+    ctx.join("a")
+    _commit(ctx, "a", 1, 0)
+    ctx.call(OffsetCommitRequest(group_id="g", generation_id=1, member_id="a",
+                                 topics=(OffsetCommitTopic("u", (OffsetCommitPartition(0, 3),)),)))
+    ctx.clock.advance(30_000)
+    ctx.absorb(ctx.coordinator.expire_offsets(ctx.now))
+    assert {(t, p) for _, t, p, _ in ctx.coordinator.hard_state().offsets} == {("t", 0)}
+    ctx.sleep(SESSION_MS)  # a's session runs out: the group is empty, nobody subscribes to t
+    ctx.absorb(ctx.coordinator.expire_offsets(ctx.now))
+    assert ctx.coordinator.hard_state().offsets == () and ctx.coordinator.consumer_group("g") is None
