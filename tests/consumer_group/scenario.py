@@ -1,7 +1,10 @@
-"""A stand-in for the ConsumerGroupHeartbeat handler that the wiring step will write, so that scenarios can run a
-group through several heartbeats with the real pieces: validation, the member lookup, leaving, a new target when
-the group epoch moves, and reconciliation. It follows the steps of Kafka's ``consumerGroupHeartbeat`` and
-``consumerGroupLeave``, without records: it changes the group directly.
+"""Scenarios of one consumer group driven through the core's real ConsumerGroupHeartbeat handler
+(:meth:`~groupcoord.coordinator.coordinator.GroupCoordinator.consumer_group_heartbeat`), whose shell answers every
+target assignment at once with :func:`range_target`. A heartbeat answered with an error raises it as
+:class:`~groupcoord.protocol.errors.ProtocolError` (with Kafka's message), so a test reads like the handler's own
+``throw_if_*`` checks.
+
+(Until the handler existed, this module was a stand-in that applied the same steps to the group directly.)
 
 The target assignment is a range assignment of one topic over the members sorted by id, so that each test knows
 its target: with topic ``t`` of 4 partitions, one member gets 0-3; members ``a`` and ``b`` get 0-1 and 2-3.
@@ -9,24 +12,21 @@ its target: with topic ``t`` of 4 partitions, one member gets 0-3; members ``a``
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
-from groupcoord.coordinator.consumer_epochs import (
-    LeaveKind,
-    heartbeat_member,
-    leave,
-    throw_if_invalid_heartbeat,
+from groupcoord.coordinator import (
+    CompleteTargetAssignment,
+    CoordinatorConfig,
+    GroupCoordinator,
+    NeedsTargetAssignment,
 )
-from groupcoord.coordinator.consumer_reconciliation import maybe_reconcile
 from groupcoord.group.consumer_group import ConsumerGroup
-from groupcoord.group.consumer_member import (
-    ConsumerGroupMember,
-    OwnedPartitions,
-    TopicPartitions,
-    has_assigned_partitions_changed,
-)
+from groupcoord.group.consumer_member import ConsumerGroupMember, OwnedPartitions, TopicPartitions
+from groupcoord.protocol import ConsumerGroupHeartbeatResponse
+from groupcoord.protocol.errors import ProtocolError
 from groupcoord.protocol.requests import ConsumerGroupHeartbeatRequest
 
 TOPIC = "t"
@@ -57,75 +57,53 @@ def range_target(member_ids: list[str]) -> dict[str, TopicPartitions]:
 
 
 class Scenario:
-    """One consumer group and the heartbeats its members send."""
+    """One consumer group and the heartbeats its members send, through the coordinator core."""
 
     def __init__(self, group_id: str = "g") -> None:
-        self.group = ConsumerGroup(group_id)
+        self.group_id = group_id
+        self.coordinator = GroupCoordinator(CoordinatorConfig(consumer_group_assignors=ASSIGNORS))
         self.topic_ids: Mapping[str, UUID] = {TOPIC: TOPIC_ID}
+        self._tokens = itertools.count(1)
+        self.coordinator.on_metadata_change({TOPIC: PARTITIONS}, 0, topic_ids=self.topic_ids)
+
+    @property
+    def group(self) -> ConsumerGroup:
+        """The group as the coordinator holds it (an empty one before the first join). Read-only."""
+        return self.coordinator.consumer_group(self.group_id) or ConsumerGroup(self.group_id)
 
     def join(self, member_id: str, *, instance_id: str | None = None) -> HeartbeatAnswer:
         """A member joins (epoch 0) subscribed to ``t``."""
         return self.heartbeat(ConsumerGroupHeartbeatRequest(
-            group_id=self.group.group_id, member_id=member_id, member_epoch=0, instance_id=instance_id,
+            group_id=self.group_id, member_id=member_id, member_epoch=0, instance_id=instance_id,
             rebalance_timeout_ms=30_000, subscribed_topic_names=(TOPIC,), topic_partitions={}))
 
     def beat(self, member_id: str, epoch: int, owned: OwnedPartitions | None,
              *, instance_id: str | None = None) -> HeartbeatAnswer:
         """A regular heartbeat at ``epoch`` reporting ``owned`` (``None``: not reported)."""
         return self.heartbeat(ConsumerGroupHeartbeatRequest(
-            group_id=self.group.group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+            group_id=self.group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
             topic_partitions=owned))
 
     def heartbeat(self, request: ConsumerGroupHeartbeatRequest) -> HeartbeatAnswer:
-        """Kafka's ``consumerGroupHeartbeat`` steps, applied to the group at once."""
-        throw_if_invalid_heartbeat(request, supported_assignors=ASSIGNORS)
-        group = self.group
-        if request.is_leave:
-            decision = leave(group, member_id=request.member_id, member_epoch=request.member_epoch,
-                             instance_id=request.instance_id)
-            if decision.kind is LeaveKind.TEMPORARY:
-                group.update_member(decision.member)
-            else:
-                group.remove_member(decision.member.member_id)
-                group.remove_target_assignment(decision.member.member_id)
-                self._bump_and_assign()
-            return HeartbeatAnswer(decision.response_member_id, decision.response_member_epoch, None)
-
-        found = heartbeat_member(group, member_id=request.member_id, member_epoch=request.member_epoch,
-                                 instance_id=request.instance_id, owned=request.topic_partitions)
-        if found.replaced is not None:
-            # Kafka's replaceMember: the new member id takes the old one's target; the group epoch stays.
-            target = group.target_assignment_of(found.replaced.member_id)
-            group.remove_member(found.replaced.member_id)
-            group.remove_target_assignment(found.replaced.member_id)
-            group.set_target_assignment(found.member.member_id, target)
-        member = found.member
-        updated = member.updated_from_heartbeat(
-            instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
-            subscribed_topic_names=request.subscribed_topic_names, server_assignor_name=request.server_assignor,
-            client_id=request.client_id, client_host=request.client_host)
-        subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-        group.update_member(updated)
-        if subscription_changed:
-            self._bump_and_assign()
-        reconciliation = maybe_reconcile(
-            updated, target_epoch=group.target_assignment_epoch,
-            target=group.target_assignment_of(updated.member_id), owned=request.topic_partitions,
-            current_partition_epoch=group.current_partition_epoch,
-            subscribed_topic_ids=[self.topic_ids[name] for name in updated.subscribed_topic_names])
-        final = reconciliation.member
-        group.update_member(final)
-        sends_assignment = request.is_full or has_assigned_partitions_changed(member, final)
-        return HeartbeatAnswer(final.member_id, final.member_epoch,
-                               final.assigned_partitions if sends_assignment else None)
-
-    def _bump_and_assign(self) -> None:
-        group = self.group
-        group.set_group_epoch(group.group_epoch + 1)
-        if group.members:
-            for member_id, partitions in range_target(list(group.members)).items():
-                group.set_target_assignment(member_id, partitions)
-        group.set_target_assignment_epoch(group.group_epoch)
+        """Send ``request``; answer every target request with :func:`range_target`; raise an error answer."""
+        token = next(self._tokens)
+        result = self.coordinator.consumer_group_heartbeat(request, 0, token)
+        effects = list(result.effects)
+        response = result.response_for(token)
+        while effects:
+            effect = effects.pop(0)
+            if isinstance(effect, NeedsTargetAssignment):
+                answer = CompleteTargetAssignment(
+                    group_id=effect.group_id, group_epoch=effect.group_epoch,
+                    assignment=range_target([m.member_id for m in effect.members]))
+                completed = self.coordinator.complete_target_assignment(answer, 0)
+                effects.extend(completed.effects)
+                response = response or completed.response_for(token)
+        assert isinstance(response, ConsumerGroupHeartbeatResponse), f"no answer to {request}"
+        if response.error.is_error:
+            raise ProtocolError(response.error, response.error_message or "")
+        assert response.member_id is not None
+        return HeartbeatAnswer(response.member_id, response.member_epoch, response.assignment)
 
     def member(self, member_id: str) -> ConsumerGroupMember:
         """The member ``member_id`` (it must exist)."""
