@@ -14,6 +14,7 @@ when the target is written, which gives the same answers.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from uuid import UUID
 
 from groupcoord.coordinator.consumer_reconciliation import (
@@ -48,6 +49,7 @@ from groupcoord.coordinator.records import new_offset_tombstone
 from groupcoord.group.consumer_group import ConsumerGroup
 from groupcoord.group.consumer_member import (
     ConsumerGroupMember,
+    MemberState,
     has_assigned_partitions_changed,
     topic_partitions,
 )
@@ -218,6 +220,39 @@ def cancel_member_timers(ctx: CoordinatorContext, group_id: str, member_id: str)
     """Stop the member's session and rebalance timers."""
     ctx.timers.cancel(consumer_session_key(group_id, member_id))
     ctx.timers.cancel(consumer_rebalance_key(group_id, member_id))
+
+
+# --- metadata and load ------------------------------------------------------------------------------------------
+
+def on_consumer_metadata_change(ctx: CoordinatorContext, previous_counts: Mapping[str, int] | None,
+                                previous_ids: Mapping[str, UUID]) -> None:
+    """After a new metadata snapshot (already in ``ctx``): a group subscribed to a topic whose partition count or
+    id changed moves to a new group epoch; the first snapshot asks for the targets a load left waiting."""
+    if previous_counts is None:
+        for group_id in ctx.hard.consumer_group_ids():
+            request_target(ctx, group_id)
+        return
+    counts = ctx.partition_counts or {}
+    changed = {t for t in set(previous_counts) | set(counts)
+               if previous_counts.get(t) != counts.get(t) or previous_ids.get(t) != ctx.topic_ids.get(t)}
+    for group_id in ctx.hard.consumer_group_ids():
+        group = ctx.hard.consumer_group(group_id)
+        if group is not None and changed & set(group.subscribed_topic_names):
+            bump_group_epoch(ctx, group_id, "the metadata of its topics changed")
+
+
+def load_consumer_groups(ctx: CoordinatorContext, now_ms: int) -> None:
+    """After a load: every member's session starts now, a member still revoking gets its rebalance timeout again,
+    and a group left Assigning asks for its target (once topic metadata is known)."""
+    ctx.parked_heartbeats.clear()
+    for group_id in ctx.hard.consumer_group_ids():
+        group = ctx.hard.consumer_group(group_id)
+        assert group is not None
+        for member in group.members.values():
+            schedule_session_timeout(ctx, group_id, member.member_id, now_ms)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                schedule_rebalance_timeout(ctx, group_id, member, now_ms)
+        request_target(ctx, group_id)
 
 
 # --- members leaving, groups going -------------------------------------------------------------------------------

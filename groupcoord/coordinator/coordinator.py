@@ -34,13 +34,11 @@ from groupcoord.coordinator import admin, offsets
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.consumer_heartbeat import handle_consumer_heartbeat
 from groupcoord.coordinator.consumer_membership import (
-    bump_group_epoch,
     complete_target,
     delete_consumer_group,
     heartbeat_error,
-    request_target,
-    schedule_rebalance_timeout,
-    schedule_session_timeout,
+    load_consumer_groups,
+    on_consumer_metadata_change,
 )
 from groupcoord.coordinator.consumer_offsets import (
     expire_consumer_offsets,
@@ -64,7 +62,6 @@ from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.coordinator.sync import complete_assignment, handle_sync
 from groupcoord.group.consumer_group import ConsumerGroup
-from groupcoord.group.consumer_member import MemberState
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
@@ -236,22 +233,11 @@ class GroupCoordinator:
         """New partition counts (and, when given, topic ids) for every topic: Stable classic groups subscribed to
         a changed topic rebalance; consumer groups subscribed to one move to a new group epoch."""
         self._fire_timers(now_ms)
-        previous_counts = self._ctx.partition_counts
-        previous_ids = dict(self._ctx.topic_ids)
+        previous_counts, previous_ids = self._ctx.partition_counts, dict(self._ctx.topic_ids)
         if topic_ids is not None:
             self._ctx.topic_ids = dict(topic_ids)
         admin.on_metadata_change(self._ctx, partition_counts, now_ms)
-        if previous_counts is None:
-            for group_id in self._ctx.hard.consumer_group_ids():
-                request_target(self._ctx, group_id)  # a load's requests waited for the metadata
-        else:
-            changed = {t for t in set(previous_counts) | set(partition_counts)
-                       if previous_counts.get(t) != partition_counts.get(t)
-                       or previous_ids.get(t) != self._ctx.topic_ids.get(t)}
-            for group_id in self._ctx.hard.consumer_group_ids():
-                group = self._ctx.hard.consumer_group(group_id)
-                if group is not None and changed & set(group.subscribed_topic_names):
-                    bump_group_epoch(self._ctx, group_id, "the metadata of its topics changed")
+        on_consumer_metadata_change(self._ctx, previous_counts, previous_ids)
         return self._ctx.drain()
 
     def expire_offsets(self, now_ms: int) -> CoordinatorResult:
@@ -310,15 +296,7 @@ class GroupCoordinator:
                 heartbeat(ctx, group, member, now_ms)
             if group.size > ctx.config.group_max_size:
                 maybe_prepare_rebalance(ctx, group, now_ms, "more members than group.max.size after load")
-        ctx.parked_heartbeats.clear()
-        for group_id in ctx.hard.consumer_group_ids():
-            consumer_group = ctx.hard.consumer_group(group_id)
-            assert consumer_group is not None
-            for consumer_member in consumer_group.members.values():
-                schedule_session_timeout(ctx, group_id, consumer_member.member_id, now_ms)
-                if consumer_member.state is MemberState.UNREVOKED_PARTITIONS:
-                    schedule_rebalance_timeout(ctx, group_id, consumer_member, now_ms)
-            request_target(ctx, group_id)
+        load_consumer_groups(ctx, now_ms)
         self._ensure_expiration_timer(now_ms)
         return ctx.drain()
 

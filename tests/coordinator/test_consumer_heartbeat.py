@@ -265,3 +265,15 @@ def test_a_classic_join_converts_an_empty_consumer_group_and_is_refused_by_one_w
     ctx.leave("a")
     ctx.call(join)
     assert ctx.coordinator.consumer_group("g") is None and present(ctx.coordinator.group("g")) is not None
+
+
+def test_a_topic_that_grows_moves_its_subscribers_to_a_new_epoch(ctx: ConsumerGroupContext) -> None:
+    """A new partition count of a subscribed topic bumps the group epoch and the next target has the new
+    partitions; a change to a topic nobody subscribes to changes nothing."""
+    ctx.join("a")
+    ctx.absorb(ctx.coordinator.on_metadata_change({"t": 4, "u": 3}, ctx.now, topic_ids={"t": T, "u": U}))
+    assert present(ctx.coordinator.consumer_group("g")).group_epoch == 1
+    ctx.absorb(ctx.coordinator.on_metadata_change({"t": 6, "u": 3}, ctx.now, topic_ids={"t": T, "u": U}))
+    assert present(ctx.coordinator.consumer_group("g")).group_epoch == 2
+    answer = ctx.beat("a", 1, parts(T, 0, 1, 2, 3))
+    assert (answer.member_epoch, answer.assignment) == (2, parts(T, *range(6)))
