@@ -3,7 +3,9 @@ of :mod:`groupcoord.coordinator.consumer_epochs` in front of the offsets that cl
 
 A commit names the member by id and its epoch in ``generation_id`` (Kafka's ``GenerationIdOrMemberEpoch``). The
 member's own epoch commits anything; a newer one is STALE_MEMBER_EPOCH for the whole commit; an older one commits
-only the partitions the member was assigned at or before it (KIP-1251), the others fail with STALE_MEMBER_EPOCH.
+only if every partition was assigned to the member at or before it (KIP-1251): one that was not fails the whole
+commit with STALE_MEMBER_EPOCH, as in Kafka 4.4, whose per-partition check throws out of the commit (a partition
+refused for its own reason, such as too large metadata, is not checked).
 """
 
 from __future__ import annotations
@@ -48,13 +50,9 @@ def handle_consumer_offset_commit(ctx: CoordinatorContext, group: ConsumerGroup,
 
     def error_of(topic: str, partition: OffsetCommitPartition) -> ErrorCode:
         error = partition_error(ctx, topic, partition)
-        if error.is_error:
-            return error
-        try:
+        if not error.is_error:
             validate(topic, ctx.topic_ids.get(topic, UNKNOWN_TOPIC_ID), partition.partition)
-        except ProtocolError as exc:
-            return exc.error
-        return Errors.NONE
+        return error
 
     errors = [[error_of(t.name, p) for p in t.partitions] for t in request.topics]
     expire = now_ms + request.retention_time_ms if request.retention_time_ms > 0 else None

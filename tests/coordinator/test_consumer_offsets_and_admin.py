@@ -55,10 +55,12 @@ def _commit(ctx: ConsumerGroupContext, member: str, epoch: int, *partitions: int
 
 
 def test_a_member_commits_at_its_epoch_and_an_older_epoch_only_what_it_held_then(ctx: ConsumerGroupContext) -> None:
-    """KIP-1251: at epoch 2 a commits anything; at epoch 1 only partitions assigned at or before 1 (its t-0, t-1),
-    not b's; a newer epoch is STALE_MEMBER_EPOCH; a stranger UNKNOWN_MEMBER_ID; OffsetCommit v8 UNSUPPORTED_VERSION."""
+    """KIP-1251: at epoch 2 a commits anything; at epoch 1 only partitions assigned at or before 1 (its t-0, t-1):
+    one of b's fails the whole commit, as Kafka 4.4's check throws out of it; a newer epoch is STALE_MEMBER_EPOCH;
+    a stranger UNKNOWN_MEMBER_ID; OffsetCommit v8 UNSUPPORTED_VERSION."""
     assert _commit(ctx, "a", 2, 0, 1) == [Errors.NONE, Errors.NONE]
-    assert _commit(ctx, "a", 1, 0, 2) == [Errors.NONE, Errors.STALE_MEMBER_EPOCH]
+    assert _commit(ctx, "a", 1, 0, 2) == [Errors.STALE_MEMBER_EPOCH, Errors.STALE_MEMBER_EPOCH]
+    assert _commit(ctx, "a", 1, 1) == [Errors.NONE]
     assert _commit(ctx, "b", 1, 2) == [Errors.STALE_MEMBER_EPOCH]
     assert _commit(ctx, "a", 3, 0) == [Errors.STALE_MEMBER_EPOCH]
     assert _commit(ctx, "x", 2, 0) == [Errors.UNKNOWN_MEMBER_ID]
