@@ -7,7 +7,7 @@ temporary leave (epoch -2), as Kafka 4.4's ``GroupMetadataManager.consumerGroupH
 2. a leave fences the member (or keeps a static member at epoch -2 with its assignment) and answers at once;
 3. otherwise find the member (:func:`~groupcoord.coordinator.consumer_epochs.heartbeat_member`: joining, known,
    or a static member's new incarnation that replaces the old one), write its metadata when it changed, and bump
-   the group epoch when it is new or its subscription changed;
+   the group epoch when it is new, its subscription changed, or the group's preferred server assignor changed;
 4. restart its session; if the group is Assigning, wait for the target (parked); else reconcile and answer
    (:func:`~groupcoord.coordinator.consumer_membership.reconcile_and_respond`).
 
@@ -80,11 +80,14 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
         server_assignor_name=request.server_assignor, client_id=request.client_id, client_host=request.client_host)
     subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
                             or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+    assignor_before = view.preferred_server_assignor()
     if found.is_new or updated != member:
         ctx.append(new_member_metadata_record(group_id, updated))
-    if subscription_changed or (found.is_new and found.replaced is None):
+    after = ctx.hard.consumer_group(group_id)
+    assignor_changed = after is not None and after.preferred_server_assignor() != assignor_before
+    if subscription_changed or assignor_changed or (found.is_new and found.replaced is None):
         bump_group_epoch(ctx, group_id, f"member {member_id} joined" if found.is_new
-                         else f"member {member_id} changed its subscription")
+                         else f"member {member_id} changed its subscription or server assignor")
     schedule_session_timeout(ctx, group_id, member_id, now_ms)
 
     group = ctx.hard.consumer_group(group_id)

@@ -277,3 +277,15 @@ def test_a_topic_that_grows_moves_its_subscribers_to_a_new_epoch(ctx: ConsumerGr
     assert present(ctx.coordinator.consumer_group("g")).group_epoch == 2
     answer = ctx.beat("a", 1, parts(T, 0, 1, 2, 3))
     assert (answer.member_epoch, answer.assignment) == (2, parts(T, *range(6)))
+
+
+def test_a_change_of_the_groups_preferred_server_assignor_bumps_the_epoch(ctx: ConsumerGroupContext) -> None:
+    """As Kafka 4.4's ``hasPreferredServerAssignorChanged``: the assignor most members ask for picks the target's
+    assignor; when it changes, the group moves to a new epoch and the next target uses it."""
+    ctx.join("a", assignor="uniform")
+    ctx.auto_assign = False
+    ctx.absorb(ctx.coordinator.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="a", member_epoch=1, server_assignor="range", topic_partitions={T: range(4)}),
+        ctx.now, 50))
+    (effect,) = ctx.pending
+    assert (effect.group_epoch, effect.assignor) == (2, "range")
