@@ -3,6 +3,8 @@ shell), reconciliation through the heartbeats, leaving, static members, and the 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from groupcoord.coordinator import CompleteTargetAssignment, NeedsTargetAssignment
@@ -29,7 +31,7 @@ from groupcoord.protocol import (
 )
 from tests.narrowing import present
 
-from .consumer_context import REBALANCE_MS, SESSION_MS, ConsumerGroupContext, T, U, parts
+from .consumer_context import CONFIG, REBALANCE_MS, SESSION_MS, ConsumerGroupContext, T, U, parts
 
 
 @pytest.fixture
@@ -289,3 +291,15 @@ def test_a_change_of_the_groups_preferred_server_assignor_bumps_the_epoch(ctx: C
         ctx.now, 50))
     (effect,) = ctx.pending
     assert (effect.group_epoch, effect.assignor) == (2, "range")
+
+
+def test_a_v0_join_without_member_id_is_given_one_and_a_full_group_refuses_newcomers() -> None:
+    """ConsumerGroupHeartbeat v0 lets the coordinator make the member id (KIP-1082 moved that to the client at
+    v1); a newcomer to a group at ``group.consumer.max.size`` is GROUP_MAX_SIZE_REACHED, a known member is not."""
+    ctx = ConsumerGroupContext(InMemoryRecordLog(), config=dataclasses.replace(CONFIG, consumer_group_max_size=1))
+    joined = ctx.heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id="g", member_epoch=0, api_version=0, client_id="c", rebalance_timeout_ms=REBALANCE_MS,
+        subscribed_topic_names=("t",), topic_partitions={}))
+    assert (joined.error, joined.member_id, joined.member_epoch) == (Errors.NONE, "c-1", 1)
+    assert ctx.join("b").error == Errors.GROUP_MAX_SIZE_REACHED
+    assert ctx.beat("c-1", 1, parts(T, 0, 1, 2, 3)).error == Errors.NONE
