@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from groupcoord.assignment.targets import target_answer, target_group
 from groupcoord.assignment.weights import PartitionKey, read_partition_weights, weight_of
 from groupcoord.assignors.engine import DRIVER_PARTITIONS
-from groupcoord.coordinator.effects import CompleteAssignment, NeedsAssignment, newest_per_group
+from groupcoord.coordinator.effects import (
+    CompleteAssignment,
+    CompleteTargetAssignment,
+    E,
+    NeedsAssignment,
+    NeedsTargetAssignment,
+    newest_per_group,
+)
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
 from groupcoord.state_root import StateRoot
@@ -55,6 +64,17 @@ def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | Callable[[
     if warm_up:
         runner.start_warm_up()
     return runner
+
+
+def driver_assignment_runner(root: StateRoot) -> SparkAssignmentRunner:
+    """A runner that never starts Spark (``serve --no-spark``): every group on the assignors' Python engine; an
+    assignor without one (``weighted``) fails its groups with UNKNOWN_SERVER_ERROR, saying so in the log."""
+    return SparkAssignmentRunner(TopicCatalog(root).partition_counts, session=_no_spark,
+                                 weights_path=root.partition_weights_path, driver_partitions=sys.maxsize)
+
+
+def _no_spark() -> SparkSession:
+    raise RuntimeError("this assignment needs Spark, and this coordinator runs without it (serve --no-spark)")
 
 
 class SparkAssignmentRunner:
@@ -133,46 +153,71 @@ class SparkAssignmentRunner:
     def assign(self, batch: Sequence[NeedsAssignment]) -> list[CompleteAssignment]:
         """Blocking form of :meth:`__call__`: per assignor name used in ``batch``, the engine the assignors pick
         (only the newest generation of each group is assigned; older ones could not complete anyway)."""
-        from groupcoord.assignors import ASSIGNOR_NAMES, WEIGHING_ASSIGNORS
-        from groupcoord.assignors.engine import assign_groups, choose_engine, group_facts
-
-        answers: list[CompleteAssignment] = []
-        buckets: dict[str, list[NeedsAssignment]] = defaultdict(list)
-        for effect in newest_per_group(batch):
-            if effect.assignor in ASSIGNOR_NAMES:
-                buckets[effect.assignor].append(effect)
-            else:
-                log.warning("group %s asks for unknown server-side assignor %r", effect.group_id, effect.assignor)
-                answers.append(_error(effect))
-        if not buckets:
+        effects, answers = _known_assignors(newest_per_group(batch))
+        if not effects:
             return answers
         counts = dict(self._partition_counts())
-        weighed = [e.group_id for name, effects in buckets.items() if name in WEIGHING_ASSIGNORS for e in effects]
-        weights = read_partition_weights(self._weights_path, set(weighed)) if self._weights_path and weighed else {}
-        on_spark: list[tuple[str, list[NeedsAssignment], list[Group], Engine]] = []
-        for name, effects in buckets.items():
-            groups = [self._group(effect, counts, weights) for effect in effects]
+        weights = self._weights(effects)
+        rows = self._assign_groups([(e.assignor, self._group(e, counts, weights)) for e in effects])
+        return [*answers, *_answers(effects, rows)]
+
+    async def targets(self, batch: Sequence[NeedsTargetAssignment]) -> list[CompleteTargetAssignment]:
+        """Consumer groups' target assignments (KIP-848) for every group of ``batch``, off the event loop: the
+        host's ``target_assignment_runner``."""
+        return await asyncio.to_thread(self.assign_targets, batch)
+
+    def assign_targets(self, batch: Sequence[NeedsTargetAssignment]) -> list[CompleteTargetAssignment]:
+        """Blocking form of :meth:`targets`: the same assignors and engines as :meth:`assign`, each group's
+        partitions by topic id per member."""
+        effects, answers = _known_assignors(newest_per_group(batch))
+        if not effects:
+            return answers
+        weights = self._weights(effects)
+        rows = self._assign_groups([(e.assignor, target_group(e, weights, self._racks)) for e in effects])
+        return [*answers, *(target_answer(e, rows.get(e.group_id, ())) for e in effects)]
+
+    def _weights(self, effects: Sequence[NeedsAssignment] | Sequence[NeedsTargetAssignment]) -> dict[
+            PartitionKey, float]:
+        """The measured weights of the groups whose assignor weighs partitions (none read when no group does)."""
+        from groupcoord.assignors import WEIGHING_ASSIGNORS
+
+        weighed = {e.group_id for e in effects if e.assignor in WEIGHING_ASSIGNORS}
+        return read_partition_weights(self._weights_path, weighed) if self._weights_path and weighed else {}
+
+    def _assign_groups(self, calls: Sequence[tuple[str, Group]]) -> dict[str, list[Row]]:
+        """Every group's output rows (``group_id, member_id, topic, partition``), by group id: the groups of one
+        assignor in one call, on the engine the assignors pick for it (Spark's only under the runner's lock)."""
+        from groupcoord.assignors.engine import assign_groups, choose_engine, group_facts
+
+        buckets: dict[str, list[Group]] = defaultdict(list)
+        for name, group in calls:
+            buckets[name].append(group)
+        rows: list[Row] = []
+        on_spark: list[tuple[str, list[Group], Engine]] = []
+        for name, groups in buckets.items():
             engine = choose_engine(group_facts(name, groups), driver_partitions=self._driver_partitions)
             if engine != "python":
-                on_spark.append((name, effects, groups, engine))
+                on_spark.append((name, groups, engine))
                 continue
             started = time.perf_counter()
-            answers.extend(_answers(effects, assign_groups(name, groups, engine)))
+            rows.extend(assign_groups(name, groups, engine))
             log.info("assigned group(s) with server-%s on the driver in %.3f s", name, time.perf_counter() - started)
-        if not on_spark:
-            return answers
-        self._busy += 1
-        try:
-            with self._lock:
-                session = self._ensure_session()
-                for name, effects, groups, engine in on_spark:
-                    started = time.perf_counter()
-                    answers.extend(_answers(effects, assign_groups(name, groups, engine, session=session)))
-                    log.info("assigned %d group(s) with server-%s in %.3f s", len(effects), name,
-                             time.perf_counter() - started)
-        finally:
-            self._busy -= 1
-        return answers
+        if on_spark:
+            self._busy += 1
+            try:
+                with self._lock:
+                    session = self._ensure_session()
+                    for name, groups, engine in on_spark:
+                        started = time.perf_counter()
+                        rows.extend(assign_groups(name, groups, engine, session=session))
+                        log.info("assigned %d group(s) with server-%s in %.3f s", len(groups), name,
+                                 time.perf_counter() - started)
+            finally:
+                self._busy -= 1
+        by_group: dict[str, list[Row]] = defaultdict(list)
+        for row in rows:
+            by_group[row[0]].append(row)
+        return by_group
 
     def _group(self, effect: NeedsAssignment, counts: Mapping[str, int],
                weights: Mapping[PartitionKey, float]) -> Group:
@@ -198,16 +243,16 @@ class SparkAssignmentRunner:
         return Group(tuple(members), tuple(partitions), tuple(claims), effect.group_id)
 
 
-def _answers(effects: Sequence[NeedsAssignment], rows: Sequence[Row]) -> list[CompleteAssignment]:
-    """Output rows (``group_id, member_id, topic, partition``) as each group's encoded Assignments per member."""
-    by_member: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for group_id, member_id, topic, partition in rows:
-        by_member[(group_id, member_id)][topic].append(partition)
+def _answers(effects: Sequence[NeedsAssignment], rows: Mapping[str, Sequence[Row]]) -> list[CompleteAssignment]:
+    """Each group's output rows (``group_id, member_id, topic, partition``) as encoded Assignments per member."""
     answers = []
     for effect in effects:
+        by_member: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for _, member_id, topic, partition in rows.get(effect.group_id, ()):
+            by_member[member_id][topic].append(partition)
         assignments = {}
         for member in effect.members:
-            topics = by_member.get((effect.group_id, member.member_id), {})
+            topics = by_member.get(member.member_id, {})
             assignment = Assignment(
                 partitions=tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(topics.items()))
             )
@@ -217,6 +262,15 @@ def _answers(effects: Sequence[NeedsAssignment], rows: Sequence[Row]) -> list[Co
     return answers
 
 
-def _error(effect: NeedsAssignment) -> CompleteAssignment:
-    return CompleteAssignment(group_id=effect.group_id, generation_id=effect.generation_id,
-                              error=Errors.INCONSISTENT_GROUP_PROTOCOL)
+def _known_assignors(effects: Sequence[E]) -> tuple[list[E], list[Any]]:
+    """``effects`` whose assignor exists, and the failed answers (INCONSISTENT_GROUP_PROTOCOL) of the others."""
+    from groupcoord.assignors import ASSIGNOR_NAMES
+
+    known, answers = [], []
+    for effect in effects:
+        if effect.assignor in ASSIGNOR_NAMES:
+            known.append(effect)
+        else:
+            log.warning("group %s asks for unknown server-side assignor %r", effect.group_id, effect.assignor)
+            answers.append(effect.failed(Errors.INCONSISTENT_GROUP_PROTOCOL))
+    return known, answers

@@ -29,13 +29,14 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
     parser.add_argument("--advertised-listener", metavar="HOST:PORT",
                         help="address clients are told to use (default: the bound address)")
     parser.add_argument("--no-spark", action="store_true",
-                        help="never start Spark: refuse server-side (server-*) protocols")
+                        help="never start Spark: refuse server-side (server-*) protocols; consumer groups "
+                             "(group.protocol=consumer) are assigned by the assignors' Python engine")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Open (or create) the state root, then serve until signalled."""
-    from groupcoord.assignment.runner import spark_assignment_runner
+    from groupcoord.assignment.runner import driver_assignment_runner, spark_assignment_runner
     from groupcoord.host import CoordinatorHost, HostConfig
     from groupcoord.spark.session import active_or_local_session
     from groupcoord.state_root import StateRoot, StateRootError
@@ -54,12 +55,14 @@ def run(args: argparse.Namespace) -> int:
 
     runner = None if args.no_spark else spark_assignment_runner(root, spark=active_or_local_session,
                                                                 warm_up=config["assignor.warmup"])
+    targets = (runner or driver_assignment_runner(root)).targets
 
     def ready(address: Any) -> None:
         sys.stdout.write(READY_LINE.format(host=address.host, port=address.port) + "\n")
         sys.stdout.flush()
 
-    coordinator = CoordinatorHost(root, host_config, assignment_runner=runner, on_ready=ready)
+    coordinator = CoordinatorHost(root, host_config, assignment_runner=runner, target_assignment_runner=targets,
+                                  on_ready=ready)
     asyncio.run(_serve(coordinator))
     return 0
 

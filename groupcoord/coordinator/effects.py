@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 from uuid import UUID
 
 from groupcoord.protocol.consumer_protocol import TopicPartitions
@@ -37,6 +38,15 @@ class NeedsAssignment:
     protocol_name: str
     assignor: str
     members: tuple[AssignmentMember, ...]
+
+    @property
+    def epoch(self) -> int:
+        """The generation to assign (what :func:`newest_per_group` compares)."""
+        return self.generation_id
+
+    def failed(self, error: ErrorCode) -> CompleteAssignment:
+        """The answer that fails this assignment with ``error``."""
+        return CompleteAssignment(group_id=self.group_id, generation_id=self.generation_id, error=error)
 
     @property
     def subscriptions(self) -> dict[str, tuple[str, ...] | None]:
@@ -83,6 +93,15 @@ class NeedsTargetAssignment:
     members: tuple[TargetMember, ...]
     topics: tuple[SubscribedTopic, ...]
 
+    @property
+    def epoch(self) -> int:
+        """The group epoch to assign (what :func:`newest_per_group` compares)."""
+        return self.group_epoch
+
+    def failed(self, error: ErrorCode) -> CompleteTargetAssignment:
+        """The answer that fails this target assignment with ``error`` (the group keeps its old target)."""
+        return CompleteTargetAssignment(group_id=self.group_id, group_epoch=self.group_epoch, error=error)
+
 
 @dataclass(frozen=True, kw_only=True)
 class CompleteTargetAssignment:
@@ -98,18 +117,20 @@ class CompleteTargetAssignment:
 Effect = NeedsAssignment | NeedsTargetAssignment
 """Any effect the coordinator emits."""
 
+E = TypeVar("E", NeedsAssignment, NeedsTargetAssignment)
 
-def newest_per_group(batch: Sequence[NeedsAssignment]) -> list[NeedsAssignment]:
-    """The newest generation's effect of each group in ``batch``, in first-seen group order.
+
+def newest_per_group(batch: Sequence[E]) -> list[E]:
+    """The newest generation's (or group epoch's) effect of each group in ``batch``, in first-seen group order.
 
     Effects pile up while an assignment runs (a join during a slow first assignment starts the next generation), so
     one batch can hold several generations of one group. Only the newest can still complete: the core drops an
     answer for a stale generation, and assigning both in one batched call would give the group's members twice.
     """
-    newest: dict[str, NeedsAssignment] = {}
+    newest: dict[str, E] = {}
     for effect in batch:
         seen = newest.get(effect.group_id)
-        if seen is None or effect.generation_id >= seen.generation_id:
+        if seen is None or effect.epoch >= seen.epoch:
             newest[effect.group_id] = effect
     return list(newest.values())
 
@@ -123,3 +144,7 @@ class CompleteAssignment:
     generation_id: int
     assignments: Mapping[str, bytes] | None = None
     error: ErrorCode = Errors.NONE
+
+
+EffectAnswer = CompleteAssignment | CompleteTargetAssignment
+"""The shell's answer to an effect."""

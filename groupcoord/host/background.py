@@ -11,12 +11,15 @@
 
 Interface (others build on it; keep it stable):
 
-- ``BackgroundCoordinator(root, config, *, assignment_runner=None, listen=None, holder_id=None)``:
+- ``BackgroundCoordinator(root, config, *, assignment_runner=None, target_assignment_runner=None, listen=None,
+  holder_id=None)``:
   ``root`` is a :class:`~groupcoord.state_root.StateRoot` (a path is opened, and created if missing); ``config``
   the resolved :class:`~groupcoord.config.Config`. ``server-*`` groups are assigned by ``assignment_runner``
   (a Spark driver passes :func:`groupcoord.assignment.runner.spark_assignment_runner`; the host never imports
   Spark). Without one, ``server-*`` protocols are refused with INCONSISTENT_GROUP_PROTOCOL, like
-  ``serve --no-spark``. ``listen`` (``HOST:PORT``, port 0 for a free one) overrides ``config["listen"]``.
+  ``serve --no-spark``. Consumer groups (KIP-848) are assigned by ``target_assignment_runner`` (the same runner's
+  ``targets``); without one ConsumerGroupHeartbeat is not served. ``listen`` (``HOST:PORT``, port 0 for a free
+  one) overrides ``config["listen"]``.
 - ``start(timeout_s=30.0) -> str``: waits until this process holds the lease and serves; returns ``"HOST:PORT"``
   (the advertised address). Raises :class:`CoordinatorStartError` (after stopping again) when the lease cannot be
   taken in time (another live holder) or the host fails while starting.
@@ -43,7 +46,7 @@ from types import TracebackType
 
 from groupcoord.config import Config
 from groupcoord.host.coordinator_host import CoordinatorHost, HostConfig, run_until_stopped
-from groupcoord.runtime import AssignmentRunner
+from groupcoord.runtime import AssignmentRunner, TargetAssignmentRunner
 from groupcoord.server.api import BrokerAddress
 from groupcoord.state_root import StateRoot
 
@@ -66,6 +69,7 @@ class BackgroundCoordinator:
         config: Config,
         *,
         assignment_runner: AssignmentRunner | None = None,
+        target_assignment_runner: TargetAssignmentRunner | None = None,
         listen: str | None = None,
         holder_id: str | None = None,
     ) -> None:
@@ -74,6 +78,7 @@ class BackgroundCoordinator:
             config = config.with_values(listen=listen)
         self.host_config = HostConfig.from_config(config, holder_id=holder_id)
         self.host = CoordinatorHost(self.root, self.host_config, assignment_runner=assignment_runner,
+                                    target_assignment_runner=target_assignment_runner,
                                     on_ready=self._on_ready, on_standby=self._on_standby)
         self._ready = threading.Event()
         self._standing_by = threading.Event()

@@ -29,12 +29,19 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupcoord.config import Config
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
+from groupcoord.coordinator.effects import (
+    CompleteAssignment,
+    Effect,
+    EffectAnswer,
+    NeedsAssignment,
+    NeedsTargetAssignment,
+)
 from groupcoord.coordinator.records import decode_record
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.batcher import BatcherConfig, CommitBatcher
@@ -43,7 +50,14 @@ from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import HeldLease, LeaseLostError, LeaseTable, utc_now
 from groupcoord.log.maintenance import maintain_record_log
 from groupcoord.protocol.errors import Errors
-from groupcoord.runtime import AssignmentQueue, AssignmentRunner, CoordinatorService, DurableWriter, wall_clock_ms
+from groupcoord.runtime import (
+    AssignmentQueue,
+    AssignmentRunner,
+    CoordinatorService,
+    DurableWriter,
+    TargetAssignmentRunner,
+    wall_clock_ms,
+)
 from groupcoord.runtime.guards import CrashPointLog, WriteGuard
 from groupcoord.server.api import BrokerAddress
 from groupcoord.server.dispatcher import build_dispatcher
@@ -128,7 +142,9 @@ class CoordinatorHost:
     ``on_ready(bound_address)`` is called each time this process starts serving; ``on_standby(holder)`` when it
     finds the lease held by someone else. ``assignment_runner`` computes ``server-*`` assignments; without one the core
     refuses such protocols at JoinGroup with INCONSISTENT_GROUP_PROTOCOL (and a group already selected on one, loaded
-    from the log, gets the same error at SyncGroup).
+    from the log, gets the same error at SyncGroup). ``target_assignment_runner`` computes consumer groups' target
+    assignments (KIP-848); without one ConsumerGroupHeartbeat is not served (clients are told the API is
+    unsupported).
     """
 
     def __init__(
@@ -137,12 +153,14 @@ class CoordinatorHost:
         config: HostConfig,
         *,
         assignment_runner: AssignmentRunner | None = None,
+        target_assignment_runner: TargetAssignmentRunner | None = None,
         on_ready: Callable[[BrokerAddress], None] | None = None,
         on_standby: Callable[[str], None] | None = None,
     ) -> None:
         self.root = root
         self.config = config
         self.assignment_runner = assignment_runner
+        self.target_assignment_runner = target_assignment_runner
         self.on_ready = on_ready
         self.on_standby = on_standby
         self.lease_table = LeaseTable(root.lease_path, config=config.lease)
@@ -299,15 +317,16 @@ class _Term:
         self.writer = DurableWriter(batcher, self.materializer, epoch=self.lease.epoch,
                                     snapshot_interval=self.config.log.snapshot_interval,
                                     snapshot_records=core.snapshot_records, records_since_snapshot=loaded.tail_records)
-        self.assignments = AssignmentQueue(
-            self.host.assignment_runner,
-            complete=lambda answer: self.service.apply(core.complete_assignment(answer, wall_clock_ms())),
-            stopped=lambda: self.service.unavailable is not None,
+        self.assignments = (
+            AssignmentQueue(self.host.assignment_runner, kind=NeedsAssignment, complete=self._complete,
+                            stopped=self._stopped_serving),
+            AssignmentQueue(self.host.target_assignment_runner, kind=NeedsTargetAssignment,
+                            complete=self._complete, stopped=self._stopped_serving),
         )
         self.service = CoordinatorService(
             WriteGuard(core, lambda: self.writer.healthy),
             persist=self.writer.persist,
-            on_effects=self.assignments.on_effects,
+            on_effects=self._on_effects,
             on_fenced=self.deposed.set,
         )
         topics = EmbeddedTopics(self.host.root)
@@ -315,7 +334,8 @@ class _Term:
         self.appender = TopicAppender(self.host.root, config=self.config.topics)
         endpoint = Endpoint(
             build_dispatcher(topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
-                             producer_ids=ProducerIdAllocator(self.lease.epoch)),
+                             producer_ids=ProducerIdAllocator(self.lease.epoch),
+                             consumer_groups=self.host.target_assignment_runner is not None),
             config=self.config.endpoint,
         )
         self.host.coordinator, self.host.endpoint = core, endpoint
@@ -350,13 +370,28 @@ class _Term:
         finally:
             await self.step_down()
 
+    def _stopped_serving(self) -> bool:
+        return self.service.unavailable is not None
+
+    def _on_effects(self, effects: Sequence[Effect]) -> None:
+        for queue in self.assignments:
+            queue.on_effects(effects)
+
+    def _complete(self, answer: EffectAnswer) -> None:
+        """Hand a runner's answer to the core, on the loop."""
+        if isinstance(answer, CompleteAssignment):
+            self.service.apply(self.core.complete_assignment(answer, wall_clock_ms()))
+        else:
+            self.service.apply(self.core.complete_target_assignment(answer, wall_clock_ms()))
+
     async def step_down(self) -> None:
         """Stop answering, stop the endpoint, drain (if still the holder) and release the lease."""
         deposed = self.deposed.is_set()
         self.host.serving.clear()
         gc.unfreeze()  # this term's state may be collected again once it is gone
         await self.service.stop(Errors.NOT_COORDINATOR)
-        self.assignments.cancel()
+        for queue in self.assignments:
+            queue.cancel()
         for task in self.tasks:
             task.cancel()
         for task in self.tasks:
@@ -412,7 +447,8 @@ class _Term:
                 log.warning("cannot read the topic catalog: %s", exc)
                 change = None
             if change is not None and self.service.unavailable is None:
-                self.service.apply(self.core.on_metadata_change(change.partition_counts, wall_clock_ms()))
+                self.service.apply(self.core.on_metadata_change(change.partition_counts, wall_clock_ms(),
+                                                                topic_ids=change.topic_ids))
             await asyncio.sleep(self.config.metadata_refresh_ms / 1000)
 
     async def maintain_forever(self) -> None:

@@ -125,6 +125,7 @@ class Errors:
     GROUP_SUBSCRIBED_TO_TOPIC = ErrorCode(
         86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
         "The group still consumes this topic, so its offsets cannot be deleted.")
+    UNKNOWN_TOPIC_ID = ErrorCode(100, "UNKNOWN_TOPIC_ID", True, "No topic with this id in the catalog.")
     FENCED_MEMBER_EPOCH = ErrorCode(
         110, "FENCED_MEMBER_EPOCH", False,
         "The heartbeat's member epoch is not one the coordinator accepts; the member drops its partitions and "

@@ -54,6 +54,13 @@ from kafka.protocol.metadata import (
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 from groupcoord.server.heartbeat_decode import FLEXIBLE_FROM, read_heartbeat_body, skip_empty_tag_section
+from groupcoord.server.schema_apis import (
+    SCHEMA_API_KEYS,
+    CodecError,
+    SchemaResponse,
+    SchemaResponseClass,
+    decode_schema_body,
+)
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange, supported_range
 
 # (request class, response class) per served API.
@@ -160,6 +167,8 @@ def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SU
     advertised = supported_range(api_key, ranges)
     if advertised is None or api_version not in advertised:
         raise UnsupportedApi(RequestHeaderInfo(api_key, api_version, correlation_id, None))
+    if api_key in SCHEMA_API_KEYS:
+        return _decode_schema_request(payload, api_key, api_version, correlation_id)
     if api_key == _HEARTBEAT and fast_paths:
         fast = _decode_heartbeat(payload, api_version, correlation_id)
         if fast is not None:
@@ -178,6 +187,15 @@ def decode_request(payload: bytes, *, ranges: Mapping[ApiKey, VersionRange] = SU
     if null_field is not None:
         raise MalformedRequest(header, f"null {null_field} (the field is not nullable at this version)")
     return DecodedRequest(header, body)
+
+
+def _decode_schema_request(payload: bytes, api_key: int, api_version: int, correlation_id: int) -> DecodedRequest:
+    """A request of an API served through Kafka's schemas: its body is the schema codec's dict."""
+    try:
+        client_id, body = decode_schema_body(payload)
+    except CodecError as exc:
+        raise MalformedRequest(RequestHeaderInfo(api_key, api_version, correlation_id, None), str(exc)) from None
+    return DecodedRequest(RequestHeaderInfo(api_key, api_version, correlation_id, client_id), body)
 
 
 def _decode_heartbeat(payload: bytes, api_version: int, correlation_id: int) -> DecodedRequest | None:
@@ -296,7 +314,10 @@ def _first_null_field(checks: tuple[_NullCheck, ...], value: Any, path: str = ""
 
 
 def response_class(api_key: ApiKey) -> Any:
-    """kafka-python's response class for ``api_key``."""
+    """kafka-python's response class for ``api_key`` (a :class:`SchemaResponseClass` for an API served through
+    Kafka's schemas)."""
+    if api_key in SCHEMA_API_KEYS:
+        return SchemaResponseClass(api_key)
     return SCHEMAS[api_key][1]
 
 
@@ -307,6 +328,8 @@ def encode_response(response: Any, *, correlation_id: int) -> bytes:
     header v0 on its own. Heartbeat, a third of all traffic at scale, is packed directly (same bytes, a tenth of
     the cost).
     """
+    if isinstance(response, SchemaResponse):
+        return response.frame(correlation_id)
     if type(response) is HeartbeatResponse and not response.tags and not response.unknown_tags:
         return _encode_heartbeat(response.version, correlation_id, response.throttle_time_ms, response.error_code)
     response.with_header(correlation_id=correlation_id)

@@ -8,6 +8,7 @@ from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.runtime.service import CoordinatorService
 from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
+from groupcoord.server.adapters.consumer_groups import ConsumerGroupHeartbeatMapping
 from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
 from groupcoord.server.adapters.fetch import FetchAdapter
 from groupcoord.server.adapters.find_coordinator import FindCoordinatorAdapter
@@ -51,11 +52,13 @@ def build_dispatcher(
     producer_ids: ProducerIdAllocator | None = None,
     extra: Mapping[ApiKey, ApiHandler] | None = None,
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
+    consumer_groups: bool = False,
 ) -> Dispatcher:
     """A dispatcher for ApiVersions, Metadata, FindCoordinator; every group and offset API when a coordinator
     ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; Produce and InitProducerId when a
-    ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0 allocator); plus the adapters
-    in ``extra``.
+    ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0 allocator);
+    ConsumerGroupHeartbeat (KIP-848) with a ``service`` whose shell computes target assignments
+    (``consumer_groups``); plus the adapters in ``extra``.
 
     With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
     there, as a Kafka broker checks its metadata; without, every topic is taken as it comes.
@@ -72,6 +75,8 @@ def build_dispatcher(
     if service is not None:
         for key, mapping in CORE_MAPPINGS.items():
             handlers[key] = CoreAdapter(service, mapping())
+        if consumer_groups:
+            handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = CoreAdapter(service, ConsumerGroupHeartbeatMapping())
         if topics is not None:
             known = KnownTopics(topics)
             handlers[ApiKey.OFFSET_COMMIT] = KnownPartitionsAdapter(service, OffsetCommitMapping(known), known)

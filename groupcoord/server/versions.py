@@ -14,6 +14,9 @@ what kafka-python 3.x and librdkafka negotiate:
 - Produce goes from v3 (the first with record batches v2, and the least the Java producer 4.x speaks) to v10: v11
   would make kafka-python infer a 3.8 broker, v13 names topics by id. InitProducerId stops at v4: v5 and up belong
   to transactions version 2 (KIP-890), which needs a transaction coordinator.
+- ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) go to v1, as Kafka 4.4's: librdkafka asks for
+  ConsumerGroupHeartbeat v1 exactly. kafka-python has no classes for them; they are decoded and encoded with Kafka's
+  own message schemas (:mod:`groupcoord.server.schema_apis`), and kafka-python's broker-version inference ignores them.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
 }
 
 

@@ -231,7 +231,8 @@ def _ensure_coordinator(spark: SparkSession, config: Config,
     conf = spark.sparkContext.getConf()
     listen = None if conf.contains(full_name("listen")) else f"{driver_host(spark)}:0"
     runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
-    coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, listen=listen)
+    coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, target_assignment_runner=runner.targets,
+                                        listen=listen)
     try:
         address = coordinator.start(COORDINATOR_START_TIMEOUT_S)
     except CoordinatorStartError:

@@ -100,7 +100,8 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
         config = resolve_config(spark_conf=conf)
         listen = None if full_name("listen") in conf else f"{driver_host(spark)}:0"
         runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
-        coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, listen=listen)
+        coordinator = BackgroundCoordinator(root, config, assignment_runner=runner,
+                                            target_assignment_runner=runner.targets, listen=listen)
         address = coordinator.start_or_stand_by(COORDINATOR_START_TIMEOUT_S)
         if address is None:
             log.info("standing by for the coordinator of %s (another process holds its lease)", root.path)

@@ -131,11 +131,20 @@ class TopicCatalog:
 
     def versioned_partition_counts(self) -> tuple[int, dict[str, int]]:
         """The catalog version and the partition counts at exactly that version."""
+        version, topics = self.versioned_topics()
+        return version, {name: info.partitions for name, info in topics.items()}
+
+    def versioned_topics(self) -> tuple[int, dict[str, TopicInfo]]:
+        """The catalog version and every topic at exactly that version, by name."""
         with self._lock:
             table = self._refreshed()
             if table is None:
                 return -1, {}
-            return table.version(), {name: info.partitions for name, info in self._rows_at(table).items()}
+            return table.version(), self._rows_at(table)
+
+    def topic_ids(self) -> dict[str, uuid.UUID]:
+        """Every topic's id (a random UUID given at its creation, kept for its life), by name."""
+        return {name: uuid.UUID(info.topic_id) for name, info in self._snapshot().items()}
 
     # --- writes -------------------------------------------------------------------------------------------------------
 

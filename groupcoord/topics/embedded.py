@@ -7,6 +7,7 @@ Produce appends through the topics' group commit instead (:mod:`groupcoord.topic
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Mapping
 
 from groupcoord.state_root import StateRoot
@@ -26,6 +27,10 @@ class EmbeddedTopics:
     def partition_counts(self) -> Mapping[str, int]:
         """Every topic of the catalog and its partition count."""
         return self._catalog.partition_counts()
+
+    def topic_ids(self) -> Mapping[str, uuid.UUID]:
+        """Every topic of the catalog and its id."""
+        return self._catalog.topic_ids()
 
     def offsets(self, topic: str) -> Mapping[int, PartitionOffsets]:
         """Start and end offsets of every partition of ``topic``."""

@@ -7,6 +7,7 @@ metadata-change entry point runs only on a real change.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from groupcoord.topics.catalog import TopicCatalog
@@ -14,10 +15,11 @@ from groupcoord.topics.catalog import TopicCatalog
 
 @dataclass(frozen=True)
 class CatalogChange:
-    """The catalog at a new version: every topic's partition count, and what differs from the last poll."""
+    """The catalog at a new version: every topic's partition count and id, and what differs from the last poll."""
 
     version: int
     partition_counts: dict[str, int]
+    topic_ids: dict[str, uuid.UUID]
     added: frozenset[str]
     grown: frozenset[str]
 
@@ -37,12 +39,14 @@ class CatalogWatcher:
 
     def poll(self) -> CatalogChange | None:
         """The change since the previous poll (the first poll always reports), or ``None`` if nothing changed."""
-        version, counts = self._catalog.versioned_partition_counts()
+        version, topics = self._catalog.versioned_topics()
         if version == self._version:
             return None
+        counts = {name: info.partitions for name, info in topics.items()}
         change = CatalogChange(
             version=version,
             partition_counts=counts,
+            topic_ids={name: uuid.UUID(info.topic_id) for name, info in topics.items()},
             added=frozenset(name for name in counts if name not in self._counts),
             grown=frozenset(name for name, n in counts.items() if name in self._counts and n > self._counts[name]),
         )

@@ -1,8 +1,13 @@
-"""Metadata: the catalog's topics, with this endpoint as the only broker (node 0) leading every partition."""
+"""Metadata: the catalog's topics, with this endpoint as the only broker (node 0) leading every partition.
+
+From v10 each topic carries its id (the catalog's UUID, kept for the topic's life): the consumer group protocol
+(KIP-848) names topics by id, and clients map them back through Metadata.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,14 +25,19 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
-def requested_topics(body: Any, api_version: int) -> list[str] | None:
-    """The topic names a Metadata request asks for; ``None`` means every topic.
+TopicKey = str | uuid.UUID
+"""A requested topic: by name, or (v10+, a null name) by id."""
 
-    In v0 an empty list means every topic; from v1 on only a null list does.
+
+def requested_topics(body: Any, api_version: int) -> list[TopicKey] | None:
+    """The topics a Metadata request asks for, by name or by id; ``None`` means every topic.
+
+    In v0 an empty list means every topic; from v1 on only a null list does. From v10 an entry may name its topic
+    by id instead (the consumer group protocol's clients look up the ids of their assignment so).
     """
     if body.topics is None or (api_version == 0 and not body.topics):
         return None
-    return [topic.name for topic in body.topics]
+    return [topic.name if topic.name is not None or api_version < 10 else topic.topic_id for topic in body.topics]
 
 
 class MetadataAdapter:
@@ -38,15 +48,21 @@ class MetadataAdapter:
 
     async def handle(self, ctx: RequestContext) -> Any:
         """Describe the broker and the requested topics."""
-        counts = await asyncio.to_thread(self._topics.partition_counts)
-        names = requested_topics(ctx.body, ctx.api_version)
-        wanted = sorted(counts) if names is None else names
-        return self._response(ctx, [self._topic(ctx, name, counts) for name in wanted])
+        counts, ids = await asyncio.to_thread(lambda: (self._topics.partition_counts(), self._topics.topic_ids()))
+        keys = requested_topics(ctx.body, ctx.api_version)
+        names = {topic_id: name for name, topic_id in ids.items()}
+        wanted = sorted(counts) if keys is None else keys
+        return self._response(ctx, [
+            self._topic(ctx, key, counts, ids) if isinstance(key, str)
+            else self._topic(ctx, names[key], counts, ids) if key in names
+            else _error_topic(None, Errors.UNKNOWN_TOPIC_ID, key)
+            for key in wanted])
 
     def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
         """Every requested topic with ``error`` (an all-topics request lists none)."""
-        names = requested_topics(ctx.body, ctx.api_version) or []
-        return self._response(ctx, [_error_topic(name, error) for name in names])
+        keys = requested_topics(ctx.body, ctx.api_version) or []
+        return self._response(ctx, [
+            _error_topic(key, error) if isinstance(key, str) else _error_topic(None, error, key) for key in keys])
 
     def _response(self, ctx: RequestContext, topics: list[Any]) -> Any:
         broker = MetadataResponse.MetadataResponseBroker(
@@ -61,7 +77,7 @@ class MetadataAdapter:
         )
 
     @staticmethod
-    def _topic(ctx: RequestContext, name: str, counts: Mapping[str, int]) -> Any:
+    def _topic(ctx: RequestContext, name: str, counts: Mapping[str, int], ids: Mapping[str, uuid.UUID]) -> Any:
         count = counts.get(name)
         if count is None:
             return _error_topic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION)
@@ -81,15 +97,17 @@ class MetadataAdapter:
         return _Topic(
             error_code=Errors.NONE.code,
             name=name,
+            topic_id=ids.get(name),
             is_internal=False,
             partitions=partitions,
         )
 
 
-def _error_topic(name: str, error: ErrorCode) -> Any:
+def _error_topic(name: str | None, error: ErrorCode, topic_id: uuid.UUID | None = None) -> Any:
     return _Topic(
         error_code=error.code,
         name=name,
+        topic_id=topic_id,
         is_internal=False,
         partitions=[],
     )
