@@ -61,6 +61,11 @@ log = logging.getLogger("groupcoord.coordinator.consumer")
 
 # --- topics ----------------------------------------------------------------------------------------------------
 
+def server_assignor(ctx: CoordinatorContext, group: ConsumerGroup) -> str:
+    """The server assignor of ``group``: the one most members ask for, else the first configured."""
+    return group.preferred_server_assignor() or ctx.config.consumer_group_assignors[0]
+
+
 def subscribed_topic_ids(ctx: CoordinatorContext, member: ConsumerGroupMember) -> list[UUID]:
     """The ids of the topics ``member`` subscribes to by name that the coordinator knows (unknown ones are
     skipped, as Kafka skips topics missing from its metadata image)."""
@@ -108,8 +113,8 @@ def request_target(ctx: CoordinatorContext, group_id: str) -> None:
                      subscribed_topic_ids=tuple(subscribed_topic_ids(ctx, m)),
                      current_target=group.target_assignment_of(m.member_id))
         for _, m in sorted(group.members.items()))
-    assignor = group.preferred_server_assignor() or ctx.config.consumer_group_assignors[0]
-    ctx.emit(NeedsTargetAssignment(group_id=group_id, group_epoch=group.group_epoch, assignor=assignor,
+    ctx.emit(NeedsTargetAssignment(group_id=group_id, group_epoch=group.group_epoch,
+                                   assignor=server_assignor(ctx, group),
                                    members=members, topics=_subscribed_topics(ctx, group)))
 
 

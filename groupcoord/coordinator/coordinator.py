@@ -32,6 +32,7 @@ from uuid import UUID
 
 from groupcoord.coordinator import admin, offsets
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.consumer_describe import handle_consumer_describe
 from groupcoord.coordinator.consumer_heartbeat import handle_consumer_heartbeat
 from groupcoord.coordinator.consumer_membership import (
     complete_target,
@@ -67,6 +68,7 @@ from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
 from groupcoord.protocol.requests import (
+    ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -81,9 +83,11 @@ from groupcoord.protocol.requests import (
     SyncGroupRequest,
 )
 from groupcoord.protocol.responses import (
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
     DeletedGroup,
     DeleteGroupsResponse,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsResponse,
     GroupResponse,
@@ -112,6 +116,7 @@ _HANDLERS: Mapping[type, Handler] = {
     ListGroupsRequest: admin.handle_list,
     DeleteGroupsRequest: admin.handle_delete,
     ConsumerGroupHeartbeatRequest: handle_consumer_heartbeat,
+    ConsumerGroupDescribeRequest: handle_consumer_describe,
 }
 
 ConsumerHandler = Callable[[CoordinatorContext, ConsumerGroup, Any, int, Token], None]
@@ -148,6 +153,9 @@ def error_response(request: GroupRequest, error: ErrorCode) -> GroupResponse:
         return ListGroupsResponse(error=error)
     if isinstance(request, ConsumerGroupHeartbeatRequest):
         return ConsumerGroupHeartbeatResponse(error=error)
+    if isinstance(request, ConsumerGroupDescribeRequest):
+        return ConsumerGroupDescribeResponse(groups=tuple(
+            DescribedConsumerGroup(error=error, group_id=g) for g in request.groups))
     return DeleteGroupsResponse(results=tuple(DeletedGroup(g, error) for g in request.groups))
 
 

@@ -7,6 +7,7 @@ from groupcoord.protocol.errors import ERRORS_BY_CODE, ErrorCode, Errors, Protoc
 from groupcoord.protocol.requests import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
+    ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -27,9 +28,12 @@ from groupcoord.protocol.requests import (
     SyncGroupRequest,
 )
 from groupcoord.protocol.responses import (
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
     DeletedGroup,
     DeleteGroupsResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
     DescribedGroup,
     DescribedMember,
     DescribeGroupsResponse,
@@ -55,6 +59,8 @@ __all__ = [
     "ERRORS_BY_CODE",
     "NO_GENERATION",
     "UNKNOWN_MEMBER_ID",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
     "DeleteGroupsRequest",
@@ -62,6 +68,8 @@ __all__ = [
     "DeletedGroup",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribedConsumerGroup",
+    "DescribedConsumerMember",
     "DescribedGroup",
     "DescribedMember",
     "ErrorCode",

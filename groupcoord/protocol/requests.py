@@ -195,6 +195,13 @@ class DescribeGroupsRequest:
     groups: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class ConsumerGroupDescribeRequest:
+    """ConsumerGroupDescribe (API key 69): each consumer group (KIP-848) with its epochs, members and assignments."""
+
+    groups: tuple[str, ...]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ListGroupsRequest:
     """ListGroups. ``states_filter`` (KIP-518) keeps groups in one of the named states; empty keeps all."""
@@ -251,6 +258,6 @@ class ConsumerGroupHeartbeatRequest:
 GroupRequest = (
     JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
     | OffsetFetchRequest | OffsetDeleteRequest | DescribeGroupsRequest | ListGroupsRequest | DeleteGroupsRequest
-    | ConsumerGroupHeartbeatRequest
+    | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest
 )
 """Any request the coordinator handles."""

@@ -207,9 +207,48 @@ class ConsumerGroupHeartbeatResponse:
     assignment: Mapping[UUID, frozenset[int]] | None = field(default=None, hash=False)
 
 
+@dataclass(frozen=True, kw_only=True)
+class DescribedConsumerMember:
+    """One member of a consumer group in ConsumerGroupDescribe: its partitions now (``assignment``) and in the
+    group's target, by topic id."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: Mapping[UUID, frozenset[int]] = field(default_factory=dict, hash=False)
+    target_assignment: Mapping[UUID, frozenset[int]] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribedConsumerGroup:
+    """One group in ConsumerGroupDescribe; ``topic_names`` names the topic ids of its members' assignments."""
+
+    error: ErrorCode
+    group_id: str
+    error_message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()
+    topic_names: Mapping[UUID, str] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupDescribeResponse:
+    """ConsumerGroupDescribe (API key 69) result, one entry per requested group."""
+
+    groups: tuple[DescribedConsumerGroup, ...]
+
+
 GroupResponse = (
     JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
     | OffsetFetchResponse | OffsetDeleteResponse | DescribeGroupsResponse | ListGroupsResponse | DeleteGroupsResponse
-    | ConsumerGroupHeartbeatResponse
+    | ConsumerGroupHeartbeatResponse | ConsumerGroupDescribeResponse
 )
 """Any response the coordinator produces."""

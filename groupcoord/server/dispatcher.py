@@ -8,7 +8,7 @@ from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.runtime.service import CoordinatorService
 from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
-from groupcoord.server.adapters.consumer_groups import ConsumerGroupHeartbeatMapping
+from groupcoord.server.adapters.consumer_groups import ConsumerGroupDescribeMapping, ConsumerGroupHeartbeatMapping
 from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
 from groupcoord.server.adapters.fetch import FetchAdapter
 from groupcoord.server.adapters.find_coordinator import FindCoordinatorAdapter
@@ -36,6 +36,7 @@ CORE_MAPPINGS: Mapping[ApiKey, Callable[[], CoreMapping]] = {
     ApiKey.DESCRIBE_GROUPS: DescribeGroupsMapping,
     ApiKey.LIST_GROUPS: ListGroupsMapping,
     ApiKey.DELETE_GROUPS: DeleteGroupsMapping,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: ConsumerGroupDescribeMapping,
 }
 
 
