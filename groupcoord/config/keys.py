@@ -33,6 +33,17 @@ REGISTRY.define("group.initial.rebalance.delay.ms", int, 3000,
                 "How long the first rebalance of an empty group waits for more members to join.",
                 minimum=0, maximum=INT32_MAX)
 REGISTRY.define("group.max.size", int, INT32_MAX, "Most members a group may have.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("group.consumer.session.timeout.ms", int, 45000,
+                "Session timeout of consumer-protocol members (KIP-848; group.protocol=consumer): a member whose "
+                "heartbeats stop this long is removed.", minimum=1, maximum=INT32_MAX)
+REGISTRY.define("group.consumer.heartbeat.interval.ms", int, 5000,
+                "How often consumer-protocol members (KIP-848) heartbeat; their new assignments reach them then.",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("group.consumer.max.size", int, INT32_MAX, "Most members a consumer group (KIP-848) may have.",
+                minimum=1, maximum=INT32_MAX)
+REGISTRY.define("group.consumer.assignors", str, "uniform,range",
+                "Comma-separated server assignors consumer groups (KIP-848) may ask for (group.remote.assignor); "
+                "the first is the default. Any of range, roundrobin, sticky, cooperative-sticky, uniform, weighted.")
 REGISTRY.define("offsets.retention.minutes", int, 10080,
                 "How long committed offsets of an empty group (or of an unsubscribed topic) are kept.", minimum=1)
 REGISTRY.define("offsets.retention.check.interval.ms", int, 600000,

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 
 from groupcoord.config.binding import KeyedConfig, from_key, minutes_to_ms
 
+
+def assignor_names(value: str) -> tuple[str, ...]:
+    """``group.consumer.assignors``'s comma-separated names as a tuple (blanks dropped)."""
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 """How long a brand-new member's JoinGroup may stay parked before it is dropped (Kafka's constant)."""
 
@@ -19,7 +25,7 @@ class CoordinatorConfig(KeyedConfig):
 
     The ``consumer_group_*`` settings are Kafka's ``group.consumer.*`` broker settings of consumer groups (KIP-848),
     with Kafka's defaults: session timeout, heartbeat interval, maximum size and the server assignors (the first is
-    the default, ``uniform`` as in Kafka). They have no ``spark.groupcoord.*`` key yet (the wiring step adds them).
+    the default, ``uniform`` as in Kafka), from the ``group.consumer.*`` keys.
     """
 
     min_session_timeout_ms: int = field(default=6000, metadata=from_key("group.min.session.timeout.ms"))
@@ -33,12 +39,19 @@ class CoordinatorConfig(KeyedConfig):
     offset_metadata_max_bytes: int = field(default=4096, metadata=from_key("offset.metadata.max.bytes"))
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
     server_side_assignment: bool = True
-    consumer_group_session_timeout_ms: int = 45_000
-    consumer_group_heartbeat_interval_ms: int = 5_000
-    consumer_group_max_size: int = 2**31 - 1
-    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_group_session_timeout_ms: int = field(default=45_000,
+                                                   metadata=from_key("group.consumer.session.timeout.ms"))
+    consumer_group_heartbeat_interval_ms: int = field(default=5_000,
+                                                      metadata=from_key("group.consumer.heartbeat.interval.ms"))
+    consumer_group_max_size: int = field(default=2**31 - 1, metadata=from_key("group.consumer.max.size"))
+    consumer_group_assignors: tuple[str, ...] = field(
+        default=("uniform", "range"), metadata=from_key("group.consumer.assignors", convert=assignor_names))
 
     def __post_init__(self) -> None:
+        if not self.consumer_group_assignors:
+            raise ValueError("group.consumer.assignors must name at least one assignor")
+        if self.consumer_group_heartbeat_interval_ms >= self.consumer_group_session_timeout_ms:
+            raise ValueError("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
             raise ValueError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if self.group_max_size < 1 or self.offsets_retention_ms <= 0:

@@ -69,7 +69,7 @@ from groupcoord.topics.appender import TopicAppender
 from groupcoord.topics.embedded import EmbeddedTopics
 from groupcoord.topics.maintenance import maintain_topic_logs
 from groupcoord.topics.producer_state import ProducerIdAllocator
-from groupcoord.topics.watch import CatalogWatcher
+from groupcoord.topics.watch import CatalogChange, CatalogWatcher
 
 log = logging.getLogger("groupcoord.host")
 
@@ -339,9 +339,13 @@ class _Term:
             config=self.config.endpoint,
         )
         self.host.coordinator, self.host.endpoint = core, endpoint
+        # The first catalog snapshot comes before serving: consumer groups cannot answer heartbeats without one.
+        self.catalog_watcher = CatalogWatcher(TopicCatalog(self.host.root))
+        first_catalog = await self._poll_catalog()
         try:
             await endpoint.start()
             self.service.apply(core.on_loaded(wall_clock_ms()))
+            self._apply_catalog(first_catalog)
             await self.service.start()
             log.info(
                 "serving as %s with lease epoch %d: loaded %d records (log version %d) in %.2f s",
@@ -439,17 +443,21 @@ class _Term:
             self.loop.call_soon_threadsafe(self.deposed.set)
 
     async def watch_catalog(self) -> None:
-        watcher = CatalogWatcher(TopicCatalog(self.host.root))
         while True:
-            try:
-                change = await asyncio.to_thread(watcher.poll)
-            except Exception as exc:
-                log.warning("cannot read the topic catalog: %s", exc)
-                change = None
-            if change is not None and self.service.unavailable is None:
-                self.service.apply(self.core.on_metadata_change(change.partition_counts, wall_clock_ms(),
-                                                                topic_ids=change.topic_ids))
             await asyncio.sleep(self.config.metadata_refresh_ms / 1000)
+            self._apply_catalog(await self._poll_catalog())
+
+    async def _poll_catalog(self) -> CatalogChange | None:
+        try:
+            return await asyncio.to_thread(self.catalog_watcher.poll)
+        except Exception as exc:
+            log.warning("cannot read the topic catalog: %s", exc)
+            return None
+
+    def _apply_catalog(self, change: CatalogChange | None) -> None:
+        if change is not None and self.service.unavailable is None:
+            self.service.apply(self.core.on_metadata_change(change.partition_counts, wall_clock_ms(),
+                                                            topic_ids=change.topic_ids))
 
     async def maintain_forever(self) -> None:
         """Keep every table the holder writes small: the record log (only its final swap holds the commit slot),
