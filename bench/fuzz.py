@@ -44,6 +44,7 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from groupcoord.protocol.schemas import encode_request
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey
 
 FULL_INPUTS = 1_000_000
@@ -135,10 +136,24 @@ def seed_frames() -> list[bytes]:
     for key, advertised in SUPPORTED_VERSIONS.items():
         for version in sorted({advertised.min_version, advertised.max_version}):
             correlation_id += 1
+            if key in SCHEMA_BODIES:
+                payload = encode_request(key, version, correlation_id, "fuzz", SCHEMA_BODIES[key])
+                frames.append(struct.pack(">i", len(payload)) + payload)
+                continue
             request = _seed_request(key, version)
             request.with_header(correlation_id=correlation_id, client_id="fuzz")
             frames.append(bytes(request.encode(header=True, framed=True)))
     return frames
+
+
+SCHEMA_BODIES: dict[ApiKey, dict[str, Any]] = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: {
+        "GroupId": "g848", "MemberId": "fuzz-member-0000000000", "MemberEpoch": 0, "RebalanceTimeoutMs": 30_000,
+        "SubscribedTopicNames": ["t1"], "TopicPartitions": []},
+    ApiKey.CONSUMER_GROUP_DESCRIBE: {"GroupIds": ["g848", "g"], "IncludeAuthorizedOperations": False},
+}
+"""Seed bodies of the APIs served through Kafka's schemas (kafka-python has no classes for them), valid at every
+advertised version."""
 
 
 class Mutator:

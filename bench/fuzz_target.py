@@ -28,8 +28,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from groupcoord.assignment.runner import driver_only_runner
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
+from groupcoord.coordinator.effects import NeedsTargetAssignment
 from groupcoord.log.memory import InMemoryRecordLog
+from groupcoord.protocol.schemas import decode_response as decode_schema_response
+from groupcoord.runtime.assignments import AssignmentQueue
 from groupcoord.runtime.service import CoordinatorService
 from groupcoord.runtime.writer import log_persister
 from groupcoord.server.adapters.api_versions import unsupported_version_response
@@ -44,6 +48,8 @@ from groupcoord.server.codec import (
 )
 from groupcoord.server.dispatcher import build_dispatcher, served_ranges
 from groupcoord.server.framing import read_frame
+from groupcoord.server.schema_apis import SchemaResponse
+from groupcoord.server.topics import StaticTopics
 from groupcoord.server.versions import ApiKey
 from groupcoord.topics.appender import AppendResult
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
@@ -94,21 +100,18 @@ class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
-class MemoryTopics:
-    """A small topic log in memory: a ``TopicSource``, ``TopicReader`` and ``TopicWriter`` without Delta I/O.
+class MemoryTopics(StaticTopics):
+    """A small topic log in memory: a ``TopicSource`` (its names, counts and ids those of :class:`StaticTopics`),
+    ``TopicReader`` and ``TopicWriter`` without Delta I/O.
 
     Appends are acknowledged at once (the wire checks of Produce still run) and are not readable afterwards, so
     every input sees the same records.
     """
 
     def __init__(self, partition_counts: Mapping[str, int], records_per_partition: int) -> None:
-        self._counts = dict(partition_counts)
+        super().__init__(partition_counts)
         self._records = records_per_partition
         self._timestamp = datetime(2024, 1, 1, tzinfo=UTC)
-
-    def partition_counts(self) -> Mapping[str, int]:
-        """Every topic and its partition count."""
-        return dict(self._counts)
 
     def offsets(self, topic: str) -> Mapping[int, PartitionOffsets]:
         """Every partition holds offsets 0 .. records_per_partition - 1."""
@@ -137,13 +140,14 @@ class MemoryTopics:
 
 
 def error_codes(response: Any) -> list[int]:
-    """Every ``error_code`` anywhere in a kafka-python response object (or its ``to_dict()`` form)."""
+    """Every ``error_code`` anywhere in a kafka-python response object (or its ``to_dict()`` form), or every
+    ``ErrorCode`` in a :class:`SchemaResponse`."""
     found: list[int] = []
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
-                if key == "error_code" and isinstance(value, int):
+                if key in ("error_code", "ErrorCode") and isinstance(value, int):
                     found.append(value)
                 else:
                     walk(value)
@@ -151,7 +155,10 @@ def error_codes(response: Any) -> list[int]:
             for item in node:
                 walk(item)
 
-    walk(response if isinstance(response, dict) else response.to_dict())
+    if isinstance(response, SchemaResponse):
+        walk(dict(response.body))
+    else:
+        walk(response if isinstance(response, dict) else response.to_dict())
     return found
 
 
@@ -165,10 +172,19 @@ class FuzzTarget:
         self.log = InMemoryRecordLog()
         self.now_ms = 1_700_000_000_000
         self.core = GroupCoordinator(CoordinatorConfig(initial_rebalance_delay_ms=0))
-        self.service = CoordinatorService(self.core, persist=log_persister(self.log), clock=lambda: self.now_ms)
         topics = MemoryTopics(TOPICS, RECORDS_PER_PARTITION)
+        # Consumer groups' targets by the assignors' Python engine, inline (the loop's executor runs threads inline).
+        runner = driver_only_runner(topics.partition_counts)
+        self.targets = AssignmentQueue(runner.targets, kind=NeedsTargetAssignment, stopped=lambda: False,
+                                       complete=lambda answer: self.service.apply(
+                                           self.core.complete(answer, self.now_ms)))
+        self.service = CoordinatorService(self.core, persist=log_persister(self.log), clock=lambda: self.now_ms,
+                                          on_effects=self.targets.on_effects)
+        self.service.apply(self.core.on_metadata_change(topics.partition_counts(), self.now_ms,
+                                                        topic_ids=topics.topic_ids()))
+        self.loop.run_until_complete(_settle())  # the topic snapshot's release, before any input is counted
         self.dispatcher = build_dispatcher(topics=topics, service=self.service, topic_reader=topics,
-                                           topic_writer=topics)
+                                           topic_writer=topics, consumer_groups=True)
         self.ranges = served_ranges(self.dispatcher)
         self.broker = BrokerAddress("127.0.0.1", 9092)
         self.inputs = 0
@@ -271,12 +287,18 @@ class FuzzTarget:
         if size != len(frame) - 4:
             raise FuzzFailure(f"the {where} response frame announces {size} bytes, carries {len(frame) - 4}", data)
         try:
-            decoded = response_class(api_key).decode(io.BytesIO(frame[4:]), version=response.version, header=True)
+            if isinstance(response, SchemaResponse):
+                header, _ = decode_schema_response(api_key, response.version, frame[4:])
+                answered_id = header["CorrelationId"]
+            else:
+                decoded = response_class(api_key).decode(io.BytesIO(frame[4:]), version=response.version,
+                                                         header=True)
+                answered_id = decoded.header.correlation_id
         except Exception as exc:
             raise FuzzFailure(f"the {where} response does not decode back: {exc!r}", data) from exc
-        if decoded.header.correlation_id != correlation_id:
-            raise FuzzFailure(f"the {where} response carries correlation id {decoded.header.correlation_id}, "
-                              f"not {correlation_id}", data)
+        if answered_id != correlation_id:
+            raise FuzzFailure(f"the {where} response carries correlation id {answered_id}, not {correlation_id}",
+                              data)
         return response
 
 

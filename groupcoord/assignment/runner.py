@@ -67,10 +67,16 @@ def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | Callable[[
 
 
 def driver_assignment_runner(root: StateRoot) -> SparkAssignmentRunner:
-    """A runner that never starts Spark (``serve --no-spark``): every group on the assignors' Python engine; an
-    assignor without one (``weighted``) fails its groups with UNKNOWN_SERVER_ERROR, saying so in the log."""
-    return SparkAssignmentRunner(TopicCatalog(root).partition_counts, session=_no_spark,
-                                 weights_path=root.partition_weights_path, driver_partitions=sys.maxsize)
+    """A runner over ``root``'s catalog and partition weights that never starts Spark (``serve --no-spark``)."""
+    return driver_only_runner(TopicCatalog(root).partition_counts, weights_path=root.partition_weights_path)
+
+
+def driver_only_runner(partition_counts: Callable[[], Mapping[str, int]], *,
+                       weights_path: Path | None = None) -> SparkAssignmentRunner:
+    """A runner that never starts Spark: every group on the assignors' Python engine; an assignor without one
+    (``weighted``) fails its groups with UNKNOWN_SERVER_ERROR, saying so in the log."""
+    return SparkAssignmentRunner(partition_counts, session=_no_spark, weights_path=weights_path,
+                                 driver_partitions=sys.maxsize)
 
 
 def _no_spark() -> SparkSession:

@@ -53,7 +53,7 @@ from groupcoord.coordinator.context import (
     MemberIdFactory,
     random_member_id,
 )
-from groupcoord.coordinator.effects import CompleteAssignment, CompleteTargetAssignment
+from groupcoord.coordinator.effects import CompleteAssignment, CompleteTargetAssignment, EffectAnswer
 from groupcoord.coordinator.hard_state import HardState
 from groupcoord.coordinator.heartbeat import handle_heartbeat
 from groupcoord.coordinator.join import handle_join
@@ -229,6 +229,12 @@ class GroupCoordinator:
         """Fire every timer due at ``now_ms`` (session expiry, join and sync deadlines, offset expiry)."""
         self._fire_timers(now_ms)
         return self._ctx.drain()
+
+    def complete(self, answer: EffectAnswer, now_ms: int) -> CoordinatorResult:
+        """The shell's answer to any effect: :meth:`complete_assignment` or :meth:`complete_target_assignment`."""
+        if isinstance(answer, CompleteAssignment):
+            return self.complete_assignment(answer, now_ms)
+        return self.complete_target_assignment(answer, now_ms)
 
     def complete_assignment(self, answer: CompleteAssignment, now_ms: int) -> CoordinatorResult:
         """The shell's answer to a ``NeedsAssignment`` effect; a stale generation's answer is dropped."""

@@ -36,7 +36,6 @@ from typing import Any
 from groupcoord.config import Config
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.coordinator.effects import (
-    CompleteAssignment,
     Effect,
     EffectAnswer,
     NeedsAssignment,
@@ -383,10 +382,7 @@ class _Term:
 
     def _complete(self, answer: EffectAnswer) -> None:
         """Hand a runner's answer to the core, on the loop."""
-        if isinstance(answer, CompleteAssignment):
-            self.service.apply(self.core.complete_assignment(answer, wall_clock_ms()))
-        else:
-            self.service.apply(self.core.complete_target_assignment(answer, wall_clock_ms()))
+        self.service.apply(self.core.complete(answer, wall_clock_ms()))
 
     async def step_down(self) -> None:
         """Stop answering, stop the endpoint, drain (if still the holder) and release the lease."""

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from groupcoord.protocol import (
+    ConsumerGroupDescribeResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -52,7 +53,7 @@ def _state(ctx: CoordinatorTestContext) -> Any:
 
 def _error(response: GroupResponse) -> ErrorCode:
     """The one error a response carries: per group, per partition, per member, or top-level."""
-    if isinstance(response, DescribeGroupsResponse):
+    if isinstance(response, DescribeGroupsResponse | ConsumerGroupDescribeResponse):
         return response.groups[0].error
     if isinstance(response, DeleteGroupsResponse):
         return response.results[0].error

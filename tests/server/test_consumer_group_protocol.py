@@ -150,7 +150,8 @@ def test_a_member_joins_gets_every_partition_by_topic_id_and_metadata_names_it(c
     assert member["MemberId"] == member_id and member["MemberType"] == 1
     assert member["TargetAssignment"]["TopicPartitions"] == [
         {"TopicId": topic_id, "TopicName": TOPIC, "Partitions": list(range(PARTITIONS))}]
-    assert (missing["ErrorCode"], missing["ErrorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, "Group missing not found.")
+    assert (missing["ErrorCode"], missing["ErrorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code, "Group missing not found.")
 
     left = client.heartbeat(member_id, -1)
     assert (left["ErrorCode"], left["MemberEpoch"]) == (0, -1)
