@@ -29,11 +29,14 @@ def kafka_state(state: Any) -> str:
 class ConfluentMember(PolledMember):
     """A librdkafka ``Consumer`` subscribed to the topic, polled every 100 ms."""
 
-    def __init__(self, bootstrap: str, group: str, name: str, instance_id: str | None) -> None:
+    def __init__(self, bootstrap: str, group: str, name: str, instance_id: str | None, *,
+                 group_protocol: str = "classic") -> None:
         super().__init__(name)
         settings: dict[str, Any] = {
             "bootstrap.servers": bootstrap, "group.id": group, "client.id": name, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS}
+            "auto.offset.reset": "earliest", "group.protocol": group_protocol}
+        if group_protocol == "classic":  # the consumer protocol's timings are the coordinator's (KIP-848)
+            settings.update({"session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS})
         if instance_id is not None:
             settings["group.instance.id"] = instance_id
         self.consumer = confluent_kafka.Consumer(settings)
@@ -74,14 +77,15 @@ class ConfluentClient:
     first: librdkafka raises the fatal error "Static consumer fenced by other consumer with same group.instance.id"
     and refuses any later commit itself."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, *, group_protocol: str = "classic") -> None:
         self.bootstrap = bootstrap
+        self.group_protocol = group_protocol
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "clients-admin"})
         self.members: list[ConfluentMember] = []
 
     def join(self, group: str, name: str, *, instance_id: str | None = None) -> ConfluentMember:
         """A new consumer."""
-        member = ConfluentMember(self.bootstrap, group, name, instance_id)
+        member = ConfluentMember(self.bootstrap, group, name, instance_id, group_protocol=self.group_protocol)
         self.members.append(member)
         return member
 

@@ -1,7 +1,8 @@
 """The target of the client suite, and each client.
 
 The target is ``groupcoord serve --no-spark`` over a state root holding the scenarios' topic with records (the
-group settings of the parity suite: Kafka's defaults, no initial rebalance delay). With
+group settings of the parity suite: Kafka's defaults, no initial rebalance delay; consumer groups heartbeat every
+second). With
 ``GROUPCOORD_CLIENTS_ORACLE=kafka`` it is a Kafka 4.4.0 dev broker with the same topic and records instead, to check
 what the scenarios expect against Kafka's own coordinator.
 """
@@ -40,6 +41,13 @@ KAFKAJS_LACKS = {STATIC: "the consumer has no group.instance.id option (kafkajs 
 """What kafkajs does not offer (see :data:`tests.clients.scenarios.CAPABILITIES`)."""
 
 
+CONSUMER_HEARTBEAT_MS = "1000"
+"""The heartbeat interval of consumer groups (KIP-848) on both targets (Kafka's default is 5 s): every hand-over of
+``group.protocol=consumer`` members takes a few heartbeats. The broker also needs its floor lowered to allow it."""
+SERVE_SETTINGS = {**GROUP_SETTINGS, "group.consumer.heartbeat.interval.ms": CONSUMER_HEARTBEAT_MS}
+BROKER_SETTINGS = {**SERVE_SETTINGS, "group.consumer.min.heartbeat.interval.ms": CONSUMER_HEARTBEAT_MS}
+
+
 def _records() -> list[tuple[int, bytes]]:
     return [(p, f"record-{p}-{i}".encode()) for p in range(PARTITIONS) for i in range(RECORDS_PER_PARTITION)]
 
@@ -50,7 +58,7 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     partition."""
     workdir = tmp_path_factory.mktemp("clients")
     if os.environ.get(ORACLE_ENV) == "kafka":
-        with KafkaBroker.start(workdir / "kafka", properties=GROUP_SETTINGS, jvm_options=TEST_JVM_OPTIONS) as broker:
+        with KafkaBroker.start(workdir / "kafka", properties=BROKER_SETTINGS, jvm_options=TEST_JVM_OPTIONS) as broker:
             broker.create_topic(TOPIC, PARTITIONS)
             broker.produce(TOPIC, [Record(value, partition=p) for p, value in _records()])
             yield broker.bootstrap
@@ -60,7 +68,7 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     catalog = TopicCatalog(state_root)
     catalog.create(TOPIC, PARTITIONS)
     TopicLog(state_root, TOPIC, catalog=catalog).produce(ProducerRecord(value, partition=p) for p, value in _records())
-    settings = [arg for key, value in GROUP_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
+    settings = [arg for key, value in SERVE_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
     process = ServeProcess(root, *settings, log_path=workdir / "serve.log")
     try:
         address = process.wait_ready()
@@ -80,10 +88,12 @@ def node_client(bootstrap: str, log_path: Path) -> LineClient:
     return LineClient(LineProcess(command, log_path=log_path, cwd=NODE_DIR), lacks=KAFKAJS_LACKS)
 
 
-def java_client(bootstrap: str, log_path: Path) -> LineClient:
-    """Kafka's Java consumer and admin client (``tests/clients/java/GroupClient.java``, compiled at first use)."""
+def java_client(bootstrap: str, log_path: Path, *, group_protocol: str = "classic") -> LineClient:
+    """Kafka's Java consumer and admin client (``tests/clients/java/GroupClient.java``, compiled at first use), its
+    consumers on ``group_protocol`` (``classic``, or ``consumer``: KIP-848)."""
     command = java_command(JAVA_SOURCE, JAVA_BUILD, bootstrap, TOPIC, str(PARTITIONS), str(SESSION_MS),
-                           str(HEARTBEAT_MS), jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=WARN"))
+                           str(HEARTBEAT_MS), group_protocol,
+                           jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=WARN"))
     return LineClient(LineProcess(command, log_path=log_path), lacks={}, fenced_error=JAVA_FENCED)
 
 

@@ -40,7 +40,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * Kafka's Java consumer and admin client, driven over JSON lines (see tests/clients/line_client.py).
  *
- * <p>Arguments: bootstrap servers, topic, partition count, session timeout ms, heartbeat interval ms. Each request
+ * <p>Arguments: bootstrap servers, topic, partition count, session timeout ms, heartbeat interval ms, and optionally
+ * the group protocol ("classic", the default, or "consumer": KIP-848, whose timings are the coordinator's). Each request
  * on stdin is one JSON object with "id" and "op"; each answer on stdout carries the same "id" and a "result" (or an
  * "error" when the call itself failed). Consumers poll on threads of their own; calls on a consumer run on its
  * thread, as the consumer requires. The clients' own logging goes to stderr.
@@ -54,6 +55,7 @@ public final class GroupClient {
     private final int partitions;
     private final int sessionMs;
     private final int heartbeatMs;
+    private final String groupProtocol;
     private final Admin admin;
     private final Map<String, Member> members = new LinkedHashMap<>();
 
@@ -63,6 +65,7 @@ public final class GroupClient {
         partitions = Integer.parseInt(args[2]);
         sessionMs = Integer.parseInt(args[3]);
         heartbeatMs = Integer.parseInt(args[4]);
+        groupProtocol = args.length > 5 ? args[5] : "classic";
         Properties settings = new Properties();
         settings.put("bootstrap.servers", bootstrap);
         settings.put("client.id", "clients-admin");
@@ -249,8 +252,11 @@ public final class GroupClient {
             }
             settings.put("enable.auto.commit", "false");
             settings.put("auto.offset.reset", "earliest");
-            settings.put("session.timeout.ms", Integer.toString(sessionMs));
-            settings.put("heartbeat.interval.ms", Integer.toString(heartbeatMs));
+            settings.put("group.protocol", groupProtocol);
+            if (groupProtocol.equals("classic")) {
+                settings.put("session.timeout.ms", Integer.toString(sessionMs));
+                settings.put("heartbeat.interval.ms", Integer.toString(heartbeatMs));
+            }
             settings.put("key.deserializer", ByteArrayDeserializer.class.getName());
             settings.put("value.deserializer", ByteArrayDeserializer.class.getName());
             consumer = new KafkaConsumer<>(settings);
