@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import struct
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -137,7 +138,7 @@ def seed_frames() -> list[bytes]:
         for version in sorted({advertised.min_version, advertised.max_version}):
             correlation_id += 1
             if key in SCHEMA_BODIES:
-                payload = encode_request(key, version, correlation_id, "fuzz", SCHEMA_BODIES[key])
+                payload = encode_request(key, version, correlation_id, "fuzz", _schema_body(key, version))
                 frames.append(struct.pack(">i", len(payload)) + payload)
                 continue
             request = _seed_request(key, version)
@@ -151,9 +152,25 @@ SCHEMA_BODIES: dict[ApiKey, dict[str, Any]] = {
         "GroupId": "g848", "MemberId": "fuzz-member-0000000000", "MemberEpoch": 0, "RebalanceTimeoutMs": 30_000,
         "SubscribedTopicNames": ["t1"], "TopicPartitions": []},
     ApiKey.CONSUMER_GROUP_DESCRIBE: {"GroupIds": ["g848", "g"], "IncludeAuthorizedOperations": False},
+    ApiKey.CREATE_TOPICS: {"Topics": [
+        {"Name": "fuzz-new", "NumPartitions": 2, "ReplicationFactor": 1, "Assignments": [], "Configs": []},
+        {"Name": "t1", "NumPartitions": -1, "ReplicationFactor": -1, "Assignments": [],
+         "Configs": [{"Name": "cleanup.policy", "Value": "delete"}]}], "timeoutMs": 1000, "validateOnly": True},
+    ApiKey.CREATE_PARTITIONS: {"Topics": [{"Name": "events", "Count": 4, "Assignments": None}], "TimeoutMs": 1000,
+                               "ValidateOnly": True},
+    ApiKey.DESCRIBE_CONFIGS: {"Resources": [{"ResourceType": 2, "ResourceName": "t1", "ConfigurationKeys": None}],
+                              "IncludeSynonyms": False, "IncludeDocumentation": False},
+    ApiKey.DELETE_TOPICS: {"TopicNames": ["t1"], "TimeoutMs": 1000},
 }
 """Seed bodies of the APIs served through Kafka's schemas (kafka-python has no classes for them), valid at every
-advertised version."""
+advertised version but where :func:`_schema_body` changes them."""
+
+
+def _schema_body(key: ApiKey, version: int) -> dict[str, Any]:
+    """The seed body of ``key`` at ``version`` (DeleteTopics v6 names topics in structs, with an id or a name)."""
+    if key == ApiKey.DELETE_TOPICS and version >= 6:
+        return {"Topics": [{"Name": "t1", "TopicId": uuid.UUID(int=0)}], "TimeoutMs": 1000}
+    return SCHEMA_BODIES[key]
 
 
 class Mutator:

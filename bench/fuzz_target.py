@@ -52,7 +52,14 @@ from groupcoord.server.schema_apis import SchemaResponse
 from groupcoord.server.topics import StaticTopics
 from groupcoord.server.versions import ApiKey
 from groupcoord.topics.appender import AppendResult
-from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from groupcoord.topics.catalog import TopicInfo, check_partition_count
+from groupcoord.topics.errors import (
+    InvalidPartitionsError,
+    OffsetOutOfRangeError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from groupcoord.topics.names import validate_topic_name
 from groupcoord.topics.producer_state import ProducerBatch
 from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord, TopicRecord
 
@@ -112,6 +119,32 @@ class MemoryTopics(StaticTopics):
         super().__init__(partition_counts)
         self._records = records_per_partition
         self._timestamp = datetime(2024, 1, 1, tzinfo=UTC)
+
+    # --- the topic admin APIs' catalog calls, in memory (the catalog's checks) ----------------------------------
+
+    def describe(self, name: str) -> TopicInfo:
+        """The topic, or UnknownTopicOrPartitionError."""
+        if name not in self._counts:
+            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        return TopicInfo(name, str(self.topic_ids()[name]), self._counts[name], None, self._timestamp,
+                         self._timestamp)
+
+    def create(self, name: str, partitions: int) -> TopicInfo:
+        """Add a topic (its partitions hold the same records as the others')."""
+        validate_topic_name(name)
+        check_partition_count(partitions)
+        if name in self._counts:
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+        self._counts[name] = partitions
+        return self.describe(name)
+
+    def alter(self, name: str, partitions: int) -> TopicInfo:
+        """Grow a topic."""
+        check_partition_count(partitions)
+        if partitions <= self.describe(name).partitions:
+            raise InvalidPartitionsError(f"Topic '{name}' cannot shrink or keep its partition count.")
+        self._counts[name] = partitions
+        return self.describe(name)
 
     def offsets(self, topic: str) -> Mapping[int, PartitionOffsets]:
         """Every partition holds offsets 0 .. records_per_partition - 1."""
@@ -184,7 +217,7 @@ class FuzzTarget:
                                                         topic_ids=topics.topic_ids()))
         self.loop.run_until_complete(_settle())  # the topic snapshot's release, before any input is counted
         self.dispatcher = build_dispatcher(topics=topics, service=self.service, topic_reader=topics,
-                                           topic_writer=topics, consumer_groups=True)
+                                           topic_writer=topics, consumer_groups=True, topic_admin=topics)
         self.ranges = served_ranges(self.dispatcher)
         self.broker = BrokerAddress("127.0.0.1", 9092)
         self.inputs = 0

@@ -334,7 +334,8 @@ class _Term:
         endpoint = Endpoint(
             build_dispatcher(topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
                              producer_ids=ProducerIdAllocator(self.lease.epoch),
-                             consumer_groups=self.host.target_assignment_runner is not None),
+                             consumer_groups=self.host.target_assignment_runner is not None,
+                             topic_admin=TopicCatalog(self.host.root, config=self.config.topics)),
             config=self.config.endpoint,
         )
         self.host.coordinator, self.host.endpoint = core, endpoint

@@ -105,6 +105,11 @@ class Errors:
     INVALID_PARTITIONS = ErrorCode(
         37, "INVALID_PARTITIONS", False,
         "The partition count is not allowed (below 1, or not above the current count).")
+    INVALID_REPLICATION_FACTOR = ErrorCode(
+        38, "INVALID_REPLICATION_FACTOR", False, "The replication factor cannot be reached: there is one broker.")
+    INVALID_REPLICA_ASSIGNMENT = ErrorCode(
+        39, "INVALID_REPLICA_ASSIGNMENT", False, "A replica assignment names a broker other than this one (0).")
+    INVALID_CONFIG = ErrorCode(40, "INVALID_CONFIG", False, "A topic config groupcoord does not keep at that value.")
     INVALID_REQUEST = ErrorCode(
         42, "INVALID_REQUEST", False,
         "The request is malformed or not valid for this endpoint.")
@@ -125,6 +130,8 @@ class Errors:
     GROUP_SUBSCRIBED_TO_TOPIC = ErrorCode(
         86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
         "The group still consumes this topic, so its offsets cannot be deleted.")
+    TOPIC_DELETION_DISABLED = ErrorCode(
+        73, "TOPIC_DELETION_DISABLED", False, "Topics are kept for good (as with Kafka's delete.topic.enable=false).")
     UNKNOWN_TOPIC_ID = ErrorCode(100, "UNKNOWN_TOPIC_ID", True, "No topic with this id in the catalog.")
     FENCED_MEMBER_EPOCH = ErrorCode(
         110, "FENCED_MEMBER_EPOCH", False,

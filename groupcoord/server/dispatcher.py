@@ -18,6 +18,13 @@ from groupcoord.server.adapters.list_offsets import ListOffsetsAdapter
 from groupcoord.server.adapters.metadata import MetadataAdapter
 from groupcoord.server.adapters.offsets import OffsetCommitMapping, OffsetDeleteMapping, OffsetFetchMapping
 from groupcoord.server.adapters.produce import InitProducerIdAdapter, ProduceAdapter
+from groupcoord.server.adapters.topic_admin import (
+    CreatePartitionsAdapter,
+    CreateTopicsAdapter,
+    DeleteTopicsAdapter,
+    DescribeConfigsAdapter,
+    TopicCatalogWriter,
+)
 from groupcoord.server.api import ApiHandler, Dispatcher
 from groupcoord.server.topic_data import TopicReader, TopicWriter
 from groupcoord.server.topics import StaticTopics, TopicSource
@@ -54,12 +61,14 @@ def build_dispatcher(
     extra: Mapping[ApiKey, ApiHandler] | None = None,
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
     consumer_groups: bool = False,
+    topic_admin: TopicCatalogWriter | None = None,
 ) -> Dispatcher:
     """A dispatcher for ApiVersions, Metadata, FindCoordinator; every group and offset API when a coordinator
     ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; Produce and InitProducerId when a
     ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0 allocator);
     ConsumerGroupHeartbeat (KIP-848) with a ``service`` whose shell computes target assignments
-    (``consumer_groups``); plus the adapters in ``extra``.
+    (``consumer_groups``); CreateTopics, CreatePartitions, DescribeConfigs and DeleteTopics on a ``topic_admin``
+    catalog; plus the adapters in ``extra``.
 
     With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
     there, as a Kafka broker checks its metadata; without, every topic is taken as it comes.
@@ -88,6 +97,11 @@ def build_dispatcher(
     if topic_writer is not None:
         handlers[ApiKey.PRODUCE] = ProduceAdapter(topic_writer)
         handlers[ApiKey.INIT_PRODUCER_ID] = InitProducerIdAdapter(producer_ids or ProducerIdAllocator(0))
+    if topic_admin is not None:
+        handlers[ApiKey.CREATE_TOPICS] = CreateTopicsAdapter(topic_admin)
+        handlers[ApiKey.CREATE_PARTITIONS] = CreatePartitionsAdapter(topic_admin)
+        handlers[ApiKey.DESCRIBE_CONFIGS] = DescribeConfigsAdapter(topic_admin)
+        handlers[ApiKey.DELETE_TOPICS] = DeleteTopicsAdapter()
     handlers.update(extra or {})
     served = {key: ranges[key] for key in (*handlers, ApiKey.API_VERSIONS)}
     handlers[ApiKey.API_VERSIONS] = ApiVersionsAdapter(served)

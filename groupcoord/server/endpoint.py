@@ -199,7 +199,8 @@ class Endpoint:
         except UnsupportedApi as exc:
             if exc.header.api_key != ApiKey.API_VERSIONS:
                 raise
-            log.info("ApiVersions v%d is not supported: answering v0 UNSUPPORTED_VERSION", exc.header.api_version)
+            # Every Java client connection asks at v5 first and retries at v4: normal, so not worth an INFO line.
+            log.debug("ApiVersions v%d is not supported: answering v0 UNSUPPORTED_VERSION", exc.header.api_version)
             response = unsupported_version_response(self._ranges)
             return encode_response(response, correlation_id=exc.header.correlation_id)
         handler = self._dispatcher[request.api_key]

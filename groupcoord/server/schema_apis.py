@@ -1,6 +1,7 @@
 """APIs served through Kafka's own message schemas (:mod:`groupcoord.protocol.schemas`) instead of kafka-python.
 
-kafka-python 3.x has no classes for the APIs of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe). For them
+kafka-python 3.x has no classes for the APIs of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe), and the
+APIs added since serve from the schemas too (the topic admin APIs), at Kafka's full version ranges. For them
 a request body is the schema codec's dict, keyed by the schemas' field names (``body["GroupId"]``), and an adapter
 answers with a :class:`SchemaResponse` holding such a dict. The server codec (:mod:`groupcoord.server.codec`) picks
 this path by API key, so the endpoint and the adapters' interface stay the same for both kinds of API.
@@ -17,8 +18,9 @@ from groupcoord.protocol.schemas import CodecError
 from groupcoord.protocol.schemas import decode_request as decode_schema_request
 from groupcoord.protocol.schemas import encode_response as encode_schema_response
 
-SCHEMA_API_KEYS: frozenset[int] = frozenset({68, 69})
-"""ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69): the API keys served through Kafka's schemas."""
+SCHEMA_API_KEYS: frozenset[int] = frozenset({19, 20, 32, 37, 68, 69})
+"""The API keys served through Kafka's schemas: CreateTopics (19), DeleteTopics (20), DescribeConfigs (32),
+CreatePartitions (37), ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69)."""
 
 _SIZE = struct.Struct(">i")
 

@@ -4,12 +4,12 @@ Every range stays inside what kafka-python's schema classes can decode (requests
 what kafka-python 3.x and librdkafka negotiate:
 
 - JoinGroup goes up to v9 (KIP-814 ``SkipAssignment``), so kafka-python infers a broker of 3.2 or newer and keeps
-  static membership on. Nothing advertised here implies a newer broker than that to kafka-python's inference.
+  static membership on. ListOffsets v11 makes it infer 4.2: kafka-python 3.0.12 turns nothing on past 3.0.
 - OffsetCommit and OffsetFetch stop at v9: v10 identifies topics by id, which this endpoint does not assign.
   DeleteGroups stops at v2, the last version kafka-python's schemas know. Every other group API is advertised at
   Kafka 4.4.0's full range (JoinGroup v0-v3 join without KIP-394's MEMBER_ID_REQUIRED round trip, as in Kafka).
-- Fetch stops at v12 and ListOffsets at v7 for the same reason (Fetch v13+ names topics by id), and because
-  higher ListOffsets versions would make kafka-python infer a 4.x broker.
+- Fetch stops at v12 for the same reason (v13+ names topics by id). ListOffsets goes to v11 (``kafka-get-offsets
+  --time -4`` asks for v8 at least): the tiered-storage timestamps answer as a broker without tiered storage.
 - Metadata stops at v12: v13 only adds a top-level error code for KRaft brokers.
 - Produce goes from v3 (the first with record batches v2, and the least the Java producer 4.x speaks) to v10: v11
   would make kafka-python infer a 3.8 broker, v13 names topics by id. InitProducerId stops at v4: v5 and up belong
@@ -17,6 +17,8 @@ what kafka-python 3.x and librdkafka negotiate:
 - ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) go to v1, as Kafka 4.4's: librdkafka asks for
   ConsumerGroupHeartbeat v1 exactly. kafka-python has no classes for them; they are decoded and encoded with Kafka's
   own message schemas (:mod:`groupcoord.server.schema_apis`), and kafka-python's broker-version inference ignores them.
+- CreateTopics, DeleteTopics, DescribeConfigs and CreatePartitions (what ``kafka-topics`` uses) at Kafka 4.4's full
+  ranges, through Kafka's schemas too.
 """
 
 from __future__ import annotations
@@ -43,7 +45,11 @@ class ApiKey(IntEnum):
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
     API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
     CONSUMER_GROUP_HEARTBEAT = 68
@@ -64,7 +70,7 @@ class VersionRange:
 SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.PRODUCE: VersionRange(3, 10),
     ApiKey.FETCH: VersionRange(4, 12),
-    ApiKey.LIST_OFFSETS: VersionRange(1, 7),
+    ApiKey.LIST_OFFSETS: VersionRange(1, 11),
     ApiKey.METADATA: VersionRange(0, 12),
     ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
     ApiKey.OFFSET_FETCH: VersionRange(1, 9),
@@ -77,6 +83,10 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.API_VERSIONS: VersionRange(0, 4),
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
+    ApiKey.CREATE_TOPICS: VersionRange(2, 7),
+    ApiKey.DELETE_TOPICS: VersionRange(1, 6),
+    ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
+    ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),

@@ -175,8 +175,8 @@ class CoordinatorStack:
 def coordinator_stack(
     tmp_path: Path, start_endpoint: Callable[..., RunningEndpoint]
 ) -> Iterator[Callable[..., CoordinatorStack]]:
-    """Start a full stack (the APIs ``serve`` answers, Produce included); ``topics`` maps topic names to partition
-    counts created in the catalog."""
+    """Start a full stack (the APIs ``serve`` answers, Produce and the topic admin APIs included, consumer groups'
+    heartbeats not); ``topics`` maps topic names to partition counts created in the catalog."""
     services: list[tuple[RunningEndpoint, CoordinatorService]] = []
     appenders: list[TopicAppender] = []
 
@@ -191,7 +191,7 @@ def coordinator_stack(
         service = CoordinatorService(GroupCoordinator(config), persist=log_persister(log), tick_ms=20)
         appenders.append(TopicAppender(root, catalog=catalog))
         running = start_endpoint(build_dispatcher(topics=embedded, service=service, topic_reader=embedded,
-                                                  topic_writer=appenders[-1]))
+                                                  topic_writer=appenders[-1], topic_admin=catalog))
         running.call(service.start())
         services.append((running, service))
         return CoordinatorStack(running, service, log, root)

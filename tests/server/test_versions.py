@@ -40,8 +40,11 @@ def test_policy_caps_from_the_issue() -> None:
     assert SUPPORTED_VERSIONS[ApiKey.OFFSET_FETCH].max_version >= 8  # batched groups
 
 
-def test_kafka_python_infers_a_broker_of_3_2_so_static_membership_stays_on() -> None:
+def test_kafka_python_infers_a_broker_of_4_2_so_static_membership_stays_on() -> None:
+    """ListOffsets v11 is what makes it 4.2; without it (JoinGroup v9) 3.2: static membership needs 2.3."""
     ranges = {int(key): (r.min_version, r.max_version) for key, r in SUPPORTED_VERSIONS.items()}
+    assert infer_broker_version_from_api_versions(ranges) == (4, 2)
+    ranges[int(ApiKey.LIST_OFFSETS)] = (1, 7)
     assert infer_broker_version_from_api_versions(ranges) == (3, 2)
 
 

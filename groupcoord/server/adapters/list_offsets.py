@@ -1,4 +1,9 @@
-"""ListOffsets v1-v7 over the embedded topic log: earliest, latest, max-timestamp and by-timestamp lookups."""
+"""ListOffsets v1-v11 over the embedded topic log: earliest, latest, max-timestamp and by-timestamp lookups.
+
+The special timestamps of tiered storage (v8+) answer as a Kafka broker without it does: the earliest local offset
+(-4) is the earliest offset, and the latest tiered (-5) and earliest pending upload (-6) offsets are -1 (nothing is
+tiered).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,9 @@ from groupcoord.topics.topic_log import PartitionOffsets
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 _NONE = -1
 _SCAN_CHUNK = 5000
 
@@ -74,8 +82,10 @@ class ListOffsetsAdapter:
         """``(error code, timestamp, offset)`` for one partition."""
         if timestamp == LATEST:
             return Errors.NONE.code, _NONE, bounds.end
-        if timestamp == EARLIEST:
+        if timestamp in (EARLIEST, EARLIEST_LOCAL):
             return Errors.NONE.code, _NONE, bounds.start
+        if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+            return Errors.NONE.code, _NONE, _NONE
         best: tuple[int, int] | None = None  # (timestamp, offset)
         offset = bounds.start
         while offset < bounds.end:
