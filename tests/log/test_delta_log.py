@@ -54,9 +54,11 @@ def test_a_checkpoint_is_written_every_checkpoint_interval_commits(tmp_path: Pat
     log = DeltaRecordLog(tmp_path / "log", checkpoint_interval=5)
     _fill(log, 12)
     log.close()  # checkpoints are written in the background: wait for them
-    assert log.checkpoints_written == (4, 9)
+    # Version 4's checkpoint is skipped when the checkpointer only runs once 9 is committed (a loaded machine): the
+    # newest due checkpoint supersedes an older one that is still waiting.
+    assert log.checkpoints_written in ((4, 9), (9,))
     checkpoints = sorted(p.name for p in (tmp_path / "log" / "_delta_log").glob("*.checkpoint.parquet"))
-    assert checkpoints == [f"{4:020d}.checkpoint.parquet", f"{9:020d}.checkpoint.parquet"]
+    assert checkpoints == [f"{v:020d}.checkpoint.parquet" for v in log.checkpoints_written]
     assert DeltaRecordLog(tmp_path / "log").load().version == 11
 
 
