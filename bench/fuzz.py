@@ -161,6 +161,8 @@ SCHEMA_BODIES: dict[ApiKey, dict[str, Any]] = {
     ApiKey.DESCRIBE_CONFIGS: {"Resources": [{"ResourceType": 2, "ResourceName": "t1", "ConfigurationKeys": None}],
                               "IncludeSynonyms": False, "IncludeDocumentation": False},
     ApiKey.DELETE_TOPICS: {"TopicNames": ["t1"], "TimeoutMs": 1000},
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"Topics": [{"Name": "t1"}, {"Name": "nope"}], "ResponsePartitionLimit": 2,
+                                       "Cursor": None},
 }
 """Seed bodies of the APIs served through Kafka's schemas (kafka-python has no classes for them), valid at every
 advertised version but where :func:`_schema_body` changes them."""

@@ -10,6 +10,7 @@ from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroups
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
 from groupcoord.server.adapters.consumer_groups import ConsumerGroupDescribeMapping, ConsumerGroupHeartbeatMapping
 from groupcoord.server.adapters.core import CoreAdapter, CoreMapping
+from groupcoord.server.adapters.describe_topic_partitions import DescribeTopicPartitionsAdapter
 from groupcoord.server.adapters.fetch import FetchAdapter
 from groupcoord.server.adapters.find_coordinator import FindCoordinatorAdapter
 from groupcoord.server.adapters.groups import HeartbeatMapping, JoinGroupMapping, LeaveGroupMapping, SyncGroupMapping
@@ -63,9 +64,10 @@ def build_dispatcher(
     consumer_groups: bool = False,
     topic_admin: TopicCatalogWriter | None = None,
 ) -> Dispatcher:
-    """A dispatcher for ApiVersions, Metadata, FindCoordinator; every group and offset API when a coordinator
-    ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; Produce and InitProducerId when a
-    ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0 allocator);
+    """A dispatcher for ApiVersions, Metadata, DescribeTopicPartitions, FindCoordinator; every group and offset API
+    when a coordinator ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; Produce and
+    InitProducerId when a ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0
+    allocator);
     ConsumerGroupHeartbeat (KIP-848) with a ``service`` whose shell computes target assignments
     (``consumer_groups``); CreateTopics, CreatePartitions, DescribeConfigs and DeleteTopics on a ``topic_admin``
     catalog; plus the adapters in ``extra``.
@@ -77,8 +79,10 @@ def build_dispatcher(
     with the service's availability (COORDINATOR_NOT_AVAILABLE-style errors while it does not serve).
     """
     availability = service.availability if service is not None else _serving
+    source = topics if topics is not None else StaticTopics()
     handlers: dict[ApiKey, ApiHandler] = {
-        ApiKey.METADATA: MetadataAdapter(topics if topics is not None else StaticTopics()),
+        ApiKey.METADATA: MetadataAdapter(source),
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: DescribeTopicPartitionsAdapter(source),
         ApiKey.FIND_COORDINATOR: FindCoordinatorAdapter(availability=availability,
                                                         transactions=topic_writer is not None),
     }

@@ -17,8 +17,8 @@ what kafka-python 3.x and librdkafka negotiate:
 - ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) go to v1, as Kafka 4.4's: librdkafka asks for
   ConsumerGroupHeartbeat v1 exactly. kafka-python has no classes for them; they are decoded and encoded with Kafka's
   own message schemas (:mod:`groupcoord.server.schema_apis`), and kafka-python's broker-version inference ignores them.
-- CreateTopics, DeleteTopics, DescribeConfigs and CreatePartitions (what ``kafka-topics`` uses) at Kafka 4.4's full
-  ranges, through Kafka's schemas too.
+- CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions and DescribeTopicPartitions (what ``kafka-topics``
+  uses) at Kafka 4.4's full ranges, through Kafka's schemas too.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),
 }
 
 
