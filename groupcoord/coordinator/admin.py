@@ -3,7 +3,8 @@
 Consumer groups (KIP-848) show as Kafka 4.4 shows them: DescribeGroups answers GROUP_ID_NOT_FOUND ("Group g is not a
 classic group."; ConsumerGroupDescribe describes them); ListGroups lists them with group type ``consumer``, protocol
 type ``consumer`` and their state (Empty, Assigning, Reconciling, Stable), and its type filter is the group type;
-DeleteGroups deletes an empty one with its offsets.
+DeleteGroups deletes an empty one with its offsets. An empty group id is a group that does not exist to DescribeGroups
+and DeleteGroups, as in Kafka 4.4 (ConsumerGroupDescribe answers it INVALID_GROUP_ID).
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ _S = GroupState
 def describe_group(ctx: CoordinatorContext, group_id: str) -> DescribedGroup:
     """One group as DescribeGroups shows it: protocol and member metadata only while Stable; each member's last
     assignment in every state (cleared when a rebalance restarts the sync phase), as in Kafka."""
-    if not group_id:
-        return DescribedGroup(error=Errors.INVALID_GROUP_ID, group_id=group_id, state=_S.DEAD.value)
     if ctx.hard.consumer_group(group_id) is not None:
         return DescribedGroup(error=Errors.GROUP_ID_NOT_FOUND, group_id=group_id, state=_S.DEAD.value,
                               error_message=f"Group {group_id} is not a classic group.")
@@ -93,11 +92,9 @@ def handle_delete(ctx: CoordinatorContext, request: DeleteGroupsRequest, now_ms:
     """Delete each Empty group and its offsets; NON_EMPTY_GROUP for groups with members."""
     results = []
     for group_id in request.groups:
-        group = ctx.groups.get(group_id) if group_id else None
-        consumer_group = ctx.hard.consumer_group(group_id) if group_id else None
-        if not group_id:
-            error = Errors.INVALID_GROUP_ID
-        elif consumer_group is not None:
+        group = ctx.groups.get(group_id)
+        consumer_group = ctx.hard.consumer_group(group_id)
+        if consumer_group is not None:
             error = Errors.NON_EMPTY_GROUP if consumer_group.members else Errors.NONE
             if not error.is_error:
                 delete_consumer_group(ctx, consumer_group, with_offsets=True)

@@ -155,10 +155,11 @@ CASES: dict[str, tuple[Build, ErrorCode]] = {
                                     Errors.GROUP_ID_NOT_FOUND),
     "offset-delete-subscribed-topic": (lambda m, g: OffsetDeleteRequest(group_id="g", topics=(
         OffsetFetchTopic("t", (0,)),)), Errors.GROUP_SUBSCRIBED_TO_TOPIC),
-    "describe-empty-group-id": (lambda m, g: DescribeGroupsRequest(groups=("",)), Errors.INVALID_GROUP_ID),
+    # Kafka 4.4 describes and deletes an empty group id as a group that does not exist (checked against the broker)
+    "describe-empty-group-id": (lambda m, g: DescribeGroupsRequest(groups=("",)), Errors.GROUP_ID_NOT_FOUND),
     "describe-unknown-group": (lambda m, g: DescribeGroupsRequest(groups=("h",)), Errors.GROUP_ID_NOT_FOUND),
     "list-unknown-state": (lambda m, g: ListGroupsRequest(states_filter=("Sleeping",)), Errors.INVALID_REQUEST),
-    "delete-empty-group-id": (lambda m, g: DeleteGroupsRequest(groups=("",)), Errors.INVALID_GROUP_ID),
+    "delete-empty-group-id": (lambda m, g: DeleteGroupsRequest(groups=("",)), Errors.GROUP_ID_NOT_FOUND),
     "delete-unknown-group": (lambda m, g: DeleteGroupsRequest(groups=("h",)), Errors.GROUP_ID_NOT_FOUND),
     "delete-non-empty-group": (lambda m, g: DeleteGroupsRequest(groups=("g",)), Errors.NON_EMPTY_GROUP),
 }

@@ -56,6 +56,7 @@ def join_rebalance_and_leave(target: Target, group: str, version: int) -> Observ
         a.fetch("a fetches", group, versions.fetch, {TOPIC: [0, 1]})
         a.leave("a leaves")
         a.describe("empty", group, versions.describe)
+        a.describe("the empty group id", "", versions.describe)
         a.heartbeat("a heartbeats after leaving")
     finally:
         a.close()

@@ -191,8 +191,8 @@ def delete_groups(target: Target, group: str, version: int) -> Observation:
         member.commit_offsets("commit", one(0, 1))
         member.delete_groups("delete the group with a member", [group], version)
         member.leave("a leaves")
-        member.delete_groups("delete the empty group, and one that does not exist", [group, f"{group}-none"],
-                             version)
+        member.delete_groups("delete the empty group, one that does not exist, and the empty group id",
+                             [group, f"{group}-none", ""], version)
         member.fetch("no offsets after the delete", group, 8, {TOPIC: [0]})
         member.delete_groups("delete it again", [group], version)
     finally:
