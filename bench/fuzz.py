@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer import (
     FetchRequest,
     HeartbeatRequest,
@@ -107,7 +107,6 @@ def _seed_request(key: ApiKey, version: int) -> Any:
         ApiKey.DESCRIBE_GROUPS: lambda: DescribeGroupsRequest(version=version, groups=["g", "h"],
                                                       include_authorized_operations=False),
         ApiKey.LIST_GROUPS: lambda: ListGroupsRequest(version=version, states_filter=["Stable"]),
-        ApiKey.DELETE_GROUPS: lambda: DeleteGroupsRequest(version=version, groups_names=["h"]),
         ApiKey.LIST_OFFSETS: lambda: ListOffsetsRequest(version=version, replica_id=-1, isolation_level=0, topics=[
             ListOffsetsRequest.ListOffsetsTopic(name="t1", partitions=[
                 list_partition(partition_index=0, current_leader_epoch=-1, timestamp=-1)])]),
@@ -161,6 +160,7 @@ SCHEMA_BODIES: dict[ApiKey, dict[str, Any]] = {
     ApiKey.DESCRIBE_CONFIGS: {"Resources": [{"ResourceType": 2, "ResourceName": "t1", "ConfigurationKeys": None}],
                               "IncludeSynonyms": False, "IncludeDocumentation": False},
     ApiKey.DELETE_TOPICS: {"TopicNames": ["t1"], "TimeoutMs": 1000},
+    ApiKey.DELETE_GROUPS: {"GroupsNames": ["h", ""]},
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"Topics": [{"Name": "t1"}, {"Name": "nope"}], "ResponsePartitionLimit": 2,
                                        "Cursor": None},
 }

@@ -18,9 +18,10 @@ from groupcoord.protocol.schemas import CodecError
 from groupcoord.protocol.schemas import decode_request as decode_schema_request
 from groupcoord.protocol.schemas import encode_response as encode_schema_response
 
-SCHEMA_API_KEYS: frozenset[int] = frozenset({19, 20, 32, 37, 68, 69, 75})
+SCHEMA_API_KEYS: frozenset[int] = frozenset({19, 20, 32, 37, 42, 68, 69, 75})
 """The API keys served through Kafka's schemas: CreateTopics (19), DeleteTopics (20), DescribeConfigs (32),
-CreatePartitions (37), ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69) and DescribeTopicPartitions (75)."""
+CreatePartitions (37), DeleteGroups (42: v3 is past kafka-python's schemas), ConsumerGroupHeartbeat (68),
+ConsumerGroupDescribe (69) and DescribeTopicPartitions (75)."""
 
 _SIZE = struct.Struct(">i")
 

@@ -5,9 +5,10 @@ what kafka-python 3.x and librdkafka negotiate:
 
 - JoinGroup goes up to v9 (KIP-814 ``SkipAssignment``), so kafka-python infers a broker of 3.2 or newer and keeps
   static membership on. ListOffsets v11 makes it infer 4.2: kafka-python 3.0.12 turns nothing on past 3.0.
-- OffsetCommit and OffsetFetch stop at v9: v10 identifies topics by id, which this endpoint does not assign.
-  DeleteGroups stops at v2, the last version kafka-python's schemas know. Every other group API is advertised at
-  Kafka 4.4.0's full range (JoinGroup v0-v3 join without KIP-394's MEMBER_ID_REQUIRED round trip, as in Kafka).
+- OffsetCommit and OffsetFetch stop at v9: v10 identifies topics by id, and their adapters still read kafka-python's
+  classes, whose schemas stop at v9. DeleteGroups goes to v3 through Kafka's own schemas (kafka-python's stop at v2).
+  Every other group API is advertised at Kafka 4.4.0's full range (JoinGroup v0-v3 join without KIP-394's
+  MEMBER_ID_REQUIRED round trip, as in Kafka).
 - Fetch stops at v12 for the same reason (v13+ names topics by id). ListOffsets goes to v11 (``kafka-get-offsets
   --time -4`` asks for v8 at least): the tiered-storage timestamps answer as a broker without tiered storage.
 - Metadata stops at v12: v13 only adds a top-level error code for KRaft brokers.
@@ -88,7 +89,7 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.DELETE_TOPICS: VersionRange(1, 6),
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
-    ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+    ApiKey.DELETE_GROUPS: VersionRange(0, 3),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),

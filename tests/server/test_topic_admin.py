@@ -1,6 +1,7 @@
 """Kafka's own command-line tools against ``serve`` and against Kafka 4.4.0: ``kafka-topics`` (TopicCommand) creates,
 describes, grows, lists and (on Kafka only) deletes topics, and ``kafka-get-offsets`` (GetOffsetShell) reads their
-offsets, the tiered-storage timestamps (ListOffsets v8+) included.
+offsets, the tiered-storage timestamps (ListOffsets v8+) included. And DeleteGroups v3, which kafka-python cannot
+send, answered the same by both.
 
 The tools run in one JVM (``tests/server/java/KafkaTools.java``) for both targets: the coordinator of a state root
 (the host ``serve`` runs) and the session's broker. What differs is what docs/compatibility.md keeps: groupcoord
@@ -12,17 +13,22 @@ catalog's own message here.
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 
 from groupcoord.devbroker import TEST_JVM_OPTIONS, KafkaBroker
 from groupcoord.devbroker.java_build import java_command
 from groupcoord.host.background import BackgroundCoordinator
+from groupcoord.protocol.errors import Errors
+from groupcoord.protocol.schemas import decode_response, encode_request
 from groupcoord.state_root import StateRoot
 from tests.cli.conftest import fast_config
 
@@ -32,6 +38,7 @@ SOURCE = Path(__file__).resolve().parent / "java" / "KafkaTools.java"
 LOG4J = SOURCE.with_name("kafka-tools-log4j2.properties")
 BUILD = Path(__file__).resolve().parents[2] / "var" / "server-java"
 TOOL_TIMEOUT_S = 60.0
+DELETE_GROUPS = 42
 
 
 class KafkaTools:
@@ -153,3 +160,40 @@ def test_what_groupcoord_refuses_and_kafka_does(tools: KafkaTools, target: str, 
     assert deleted["status"] == 1 and "TopicDeletionDisabledException: Topic deletion is disabled." in \
         deleted["err"], deleted
     assert topic in _topics(tools, target, "--list")["out"].split()
+
+
+def test_delete_groups_v3_answers_as_kafka(tools: KafkaTools, target: str, request: Any) -> None:
+    """DeleteGroups v3 (past kafka-python's schemas: encoded with Kafka's): a group with a member, an emptied group,
+    an unknown one and the empty group id, each with Kafka 4.4's code and its null message."""
+    busy, emptied = (f"{name}-{request.node.callspec.id}" for name in ("busy", "emptied"))
+    topic = f"groups-{request.node.callspec.id}"
+    assert _topics(tools, target, "--create", "--topic", topic, "--partitions", "1")["status"] == 0
+    members = [KafkaConsumer(topic, bootstrap_servers=target, group_id=group) for group in (busy, emptied)]
+    try:
+        for member in members:
+            deadline = time.monotonic() + 60
+            while not member.assignment():
+                assert time.monotonic() < deadline, "the member did not join in time"
+                member.poll(100)
+        members[1].close()
+        host, port = target.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as connection:
+            payload = encode_request(DELETE_GROUPS, 3, 1, "t", {"GroupsNames": [busy, emptied, "nope", ""]})
+            connection.sendall(struct.pack(">i", len(payload)) + payload)
+            size = struct.unpack(">i", _read(connection, 4))[0]
+            _, body = decode_response(DELETE_GROUPS, 3, _read(connection, size))
+    finally:
+        members[0].close()
+    results = sorted((r["GroupId"], r["ErrorCode"], r["ErrorMessage"]) for r in body["Results"])
+    assert results == sorted([(busy, Errors.NON_EMPTY_GROUP.code, None), (emptied, 0, None),
+                              ("nope", Errors.GROUP_ID_NOT_FOUND.code, None),
+                              ("", Errors.GROUP_ID_NOT_FOUND.code, None)])
+
+
+def _read(connection: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        assert chunk, "the connection closed"
+        data += chunk
+    return data
