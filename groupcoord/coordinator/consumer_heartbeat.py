@@ -38,6 +38,7 @@ from groupcoord.coordinator.consumer_records import (
     new_member_metadata_record,
     new_target_member_record,
 )
+from groupcoord.coordinator.consumer_topics import compiled_regex
 from groupcoord.coordinator.context import CoordinatorContext, ParkedHeartbeat, consumer_rebalance_key
 from groupcoord.coordinator.records import new_group_tombstone
 from groupcoord.group.consumer_group import ConsumerGroup
@@ -74,6 +75,9 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
         _replace_static_member(ctx, view, found.replaced, found.member)
     member = found.member
     throw_if_unknown_state(member, request)
+    regex = request.subscribed_topic_regex
+    if regex and regex != member.subscribed_topic_regex:
+        compiled_regex(regex)  # INVALID_REGULAR_EXPRESSION before anything is written, as in Kafka
     updated = member.updated_from_heartbeat(
         instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
         subscribed_topic_names=request.subscribed_topic_names, subscribed_topic_regex=request.subscribed_topic_regex,

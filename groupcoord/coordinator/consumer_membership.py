@@ -33,6 +33,7 @@ from groupcoord.coordinator.consumer_records import (
     new_target_member_record,
     new_target_member_tombstone,
 )
+from groupcoord.coordinator.consumer_topics import group_topics, member_topics
 from groupcoord.coordinator.context import (
     CoordinatorContext,
     ParkedHeartbeat,
@@ -67,14 +68,14 @@ def server_assignor(ctx: CoordinatorContext, group: ConsumerGroup) -> str:
 
 
 def subscribed_topic_ids(ctx: CoordinatorContext, member: ConsumerGroupMember) -> list[UUID]:
-    """The ids of the topics ``member`` subscribes to by name that the coordinator knows (unknown ones are
-    skipped, as Kafka skips topics missing from its metadata image)."""
-    return [ctx.topic_ids[name] for name in sorted(member.subscribed_topic_names) if name in ctx.topic_ids]
+    """The ids of the topics ``member`` subscribes to (by name or by regex) that the coordinator knows (unknown
+    names are skipped, as Kafka skips topics missing from its metadata image)."""
+    return [ctx.topic_ids[name] for name in sorted(member_topics(ctx, member)) if name in ctx.topic_ids]
 
 
 def _subscribed_topics(ctx: CoordinatorContext, group: ConsumerGroup) -> tuple[SubscribedTopic, ...]:
     counts = ctx.partition_counts or {}
-    names = sorted({n for m in group.members.values() for n in m.subscribed_topic_names})
+    names = sorted(group_topics(ctx, group))
     return tuple(SubscribedTopic(topic_id=ctx.topic_ids[n], name=n, partitions=counts[n])
                  for n in names if n in ctx.topic_ids and n in counts)
 
@@ -109,7 +110,7 @@ def request_target(ctx: CoordinatorContext, group_id: str) -> None:
     ctx.pending_targets[group_id] = group.group_epoch
     members = tuple(
         TargetMember(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
-                     subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
+                     subscribed_topic_names=tuple(sorted(member_topics(ctx, m))),
                      subscribed_topic_ids=tuple(subscribed_topic_ids(ctx, m)),
                      current_target=group.target_assignment_of(m.member_id))
         for _, m in sorted(group.members.items()))
@@ -242,7 +243,8 @@ def on_consumer_metadata_change(ctx: CoordinatorContext, previous_counts: Mappin
                if previous_counts.get(t) != counts.get(t) or previous_ids.get(t) != ctx.topic_ids.get(t)}
     for group_id in ctx.hard.consumer_group_ids():
         group = ctx.hard.consumer_group(group_id)
-        if group is not None and changed & set(group.subscribed_topic_names):
+        # A topic a regex matched before the change (now gone) or matches after it (new) counts too.
+        if group is not None and changed & (group_topics(ctx, group) | group_topics(ctx, group, previous_ids)):
             bump_group_epoch(ctx, group_id, "the metadata of its topics changed")
 
 

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from groupcoord.coordinator.consumer_epochs import validate_offset_commit, validate_offset_fetch
 from groupcoord.coordinator.consumer_membership import delete_consumer_group
+from groupcoord.coordinator.consumer_topics import group_topics
 from groupcoord.coordinator.context import CoordinatorContext
 from groupcoord.coordinator.offsets import handle_offset_fetch, partition_error
 from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record, new_offset_tombstone
@@ -80,7 +81,7 @@ def handle_consumer_offset_delete(ctx: CoordinatorContext, group: ConsumerGroup,
                                   now_ms: int, token: Token) -> None:
     """Delete a consumer group's offsets, except of topics a member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
     offsets = ctx.hard.offsets(group.group_id)
-    subscribed = group.subscribed_topic_names
+    subscribed = group_topics(ctx, group)
     results = []
     for topic in request.topics:
         partition_errors = []
@@ -106,7 +107,7 @@ def expire_consumer_offsets(ctx: CoordinatorContext, now_ms: int) -> None:
     for group_id in ctx.hard.consumer_group_ids():
         group = ctx.hard.consumer_group(group_id)
         assert group is not None
-        subscribed = group.subscribed_topic_names
+        subscribed = group_topics(ctx, group)
         for (topic, partition), value in sorted(ctx.hard.offsets(group_id).items()):
             if topic in subscribed:
                 continue
