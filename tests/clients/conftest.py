@@ -45,7 +45,10 @@ CONSUMER_HEARTBEAT_MS = "1000"
 """The heartbeat interval of consumer groups (KIP-848) on both targets (Kafka's default is 5 s): every hand-over of
 ``group.protocol=consumer`` members takes a few heartbeats. The broker also needs its floor lowered to allow it."""
 SERVE_SETTINGS = {**GROUP_SETTINGS, "group.consumer.heartbeat.interval.ms": CONSUMER_HEARTBEAT_MS}
-BROKER_SETTINGS = {**SERVE_SETTINGS, "group.consumer.min.heartbeat.interval.ms": CONSUMER_HEARTBEAT_MS}
+BROKER_SETTINGS = {**SERVE_SETTINGS, "group.consumer.min.heartbeat.interval.ms": CONSUMER_HEARTBEAT_MS,
+                   "group.consumer.regex.refresh.interval.ms": "10000"}
+"""The broker's settings: its floor of the heartbeat interval lowered to allow it, and its regex refresh at its
+least (10 s; 10 min by default), so that a new topic matches within a scenario's wait."""
 
 
 def _records() -> list[tuple[int, bytes]]:

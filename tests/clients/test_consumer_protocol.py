@@ -15,13 +15,16 @@ import re
 import time
 from collections.abc import Callable, Iterator
 
+import confluent_kafka
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.clients.confluent_client import ConfluentClient
 from tests.clients.conftest import java_client
 from tests.clients.line_client import LineClient
 from tests.clients.scenarios import (
     SETTLE_S,
+    TIMEOUT_S,
     Client,
     commits_and_admin,
     join_split_and_hand_over,
@@ -95,3 +98,34 @@ def test_consumer_protocol(bootstrap: str, request: pytest.FixtureRequest, clien
     finally:
         client.close()
 
+
+
+def test_a_regex_subscription_takes_a_new_matching_topic(bootstrap: str, request: pytest.FixtureRequest) -> None:
+    """librdkafka subscribes to ``^<prefix>-.*`` (a regex, resolved by the coordinator in RE2 syntax); a topic created
+    later that matches joins the member's assignment, one that does not stays out."""
+    prefix = "regex-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-30:]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    _create(admin, f"{prefix}-a", f"other-{prefix}")
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": prefix,
+                                         "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([f"^{re.escape(prefix)}-.*"])
+        owned = lambda: sorted((tp.topic, tp.partition) for tp in consumer.assignment())  # noqa: E731
+        _poll_until(consumer, lambda: owned() == [(f"{prefix}-a", 0), (f"{prefix}-a", 1)], "the first topic")
+        _create(admin, f"{prefix}-b")
+        _poll_until(consumer, lambda: len(owned()) == 4, "the new matching topic")
+        assert {topic for topic, _ in owned()} == {f"{prefix}-a", f"{prefix}-b"}
+    finally:
+        consumer.close()
+
+
+def _create(admin: AdminClient, *topics: str) -> None:
+    for future in admin.create_topics([NewTopic(t, num_partitions=2, replication_factor=1) for t in topics]).values():
+        future.result(timeout=TIMEOUT_S)
+
+
+def _poll_until(consumer: confluent_kafka.Consumer, done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {consumer.assignment()}"
+        consumer.poll(0.1)
