@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 
 import confluent_kafka
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from tests.clients.confluent_client import ConfluentClient
 from tests.clients.conftest import java_client
@@ -110,13 +111,16 @@ def test_a_regex_subscription_takes_a_new_matching_topic(bootstrap: str, request
                                          "group.protocol": "consumer", "auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([f"^{re.escape(prefix)}-.*"])
-        owned = lambda: sorted((tp.topic, tp.partition) for tp in consumer.assignment())  # noqa: E731
-        _poll_until(consumer, lambda: owned() == [(f"{prefix}-a", 0), (f"{prefix}-a", 1)], "the first topic")
+        _poll_until(consumer, lambda: _owned(consumer) == [(f"{prefix}-a", 0), (f"{prefix}-a", 1)], "the first topic")
         _create(admin, f"{prefix}-b")
-        _poll_until(consumer, lambda: len(owned()) == 4, "the new matching topic")
-        assert {topic for topic, _ in owned()} == {f"{prefix}-a", f"{prefix}-b"}
+        _poll_until(consumer, lambda: len(_owned(consumer)) == 4, "the new matching topic")
+        assert {topic for topic, _ in _owned(consumer)} == {f"{prefix}-a", f"{prefix}-b"}
     finally:
         consumer.close()
+
+
+def _owned(consumer: confluent_kafka.Consumer) -> list[tuple[str, int]]:
+    return sorted((tp.topic, tp.partition) for tp in consumer.assignment())
 
 
 def _create(admin: AdminClient, *topics: str) -> None:
