@@ -6,7 +6,7 @@ Kafka's coordinator reads a member's ``SubscribedTopicRegex`` with RE2/J; groupc
 INVALID_REGULAR_EXPRESSION with Kafka's message. The topics a regex matches are those of the coordinator's latest
 metadata snapshot: a topic created later joins the subscription at the next snapshot (Kafka refreshes a group's
 regexes at most every ``group.consumer.regex.refresh.interval.ms``, persisting what they resolved to; groupcoord
-resolves them from the snapshot, which the log replays to the same answer).
+resolves them from each snapshot, and a reloaded coordinator from its first one).
 """
 
 from __future__ import annotations
