@@ -52,12 +52,14 @@ def test_two_queries_share_a_topic_and_a_table_and_one_hands_over(spark: SparkSe
     # the sink creates the table directory a moment before its first commit: reading it then fails ("No files in log
     # segment"), so wait for a table, not for a directory
     wait_until(lambda: DeltaTable.is_deltatable(str(table)) and sink_rows(table).num_rows >= 300, QUERY_WAIT_S,
-               "q1's first batches")
+               "q1's first batches", query=first)
     second = start_query(spark, source, "pair", topic, table, tmp_path / "ckpt2", available_now=False,
                          maxOffsetsPerTrigger="300")
     produced = 1200
     deadline = time.monotonic() + 120
     while not any(p["numInputRows"] for p in second.recentProgress):
+        # A query Spark failed with "Python worker failed to connect back" (a loaded machine) starts again here.
+        second.check_alive()
         assert time.monotonic() < deadline, "q2 read nothing in 120 s while records kept arriving"
         source.append(topic, 60, partitions=6)
         produced += 60
@@ -66,7 +68,7 @@ def test_two_queries_share_a_topic_and_a_table_and_one_hands_over(spark: SparkSe
     source.append(topic, 600, partitions=6)
     produced += 600
     wait_until(lambda: sink_rows(table).num_rows >= produced, QUERY_WAIT_S,
-               "q2 to take over q1's partitions and finish")
+               "q2 to take over q1's partitions and finish", query=second)
     second.stop()
     assert first.exception() is None and second.exception() is None
     assert_exactly_once(spark, source, "pair", topic, table)
