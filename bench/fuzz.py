@@ -27,9 +27,7 @@ from kafka.protocol.consumer import (
     JoinGroupRequest,
     LeaveGroupRequest,
     ListOffsetsRequest,
-    OffsetCommitRequest,
     OffsetDeleteRequest,
-    OffsetFetchRequest,
     SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
@@ -61,7 +59,6 @@ def _seed_request(key: ApiKey, version: int) -> Any:
     subscription = encode_subscription(Subscription(topics=("t1", "events"), owned_partitions=(
         TopicPartitions("t1", (0, 1)),), generation_id=3, rack_id="r1"))
     assignment = encode_assignment(Assignment(partitions=(TopicPartitions("t1", (0, 1, 2)),)))
-    commit_partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
     fetch_partition = FetchRequest.FetchTopic.FetchPartition
     list_partition = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
     produce_data = ProduceRequest.TopicProduceData
@@ -90,17 +87,6 @@ def _seed_request(key: ApiKey, version: int) -> Any:
                                            group_instance_id="i-1"),
         ApiKey.LEAVE_GROUP: lambda: LeaveGroupRequest(version=version, group_id="g", member_id="m-1", members=[
             LeaveGroupRequest.MemberIdentity(member_id="m-1", group_instance_id="i-1", reason="fuzz")]),
-        ApiKey.OFFSET_COMMIT: lambda: OffsetCommitRequest(
-            version=version, group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-            retention_time_ms=-1, topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name="t1", partitions=[
-                commit_partition(partition_index=p, committed_offset=10 + p, committed_leader_epoch=-1,
-                                 commit_timestamp=-1, committed_metadata="m") for p in range(3)])]),
-        ApiKey.OFFSET_FETCH: lambda: OffsetFetchRequest(
-            version=version, group_id="g", require_stable=False,
-            topics=[OffsetFetchRequest.OffsetFetchRequestTopic(name="t1", partition_indexes=[0, 1, 2])],
-            groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id="g", topics=[
-                OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics(name="t1",
-                                                                                     partition_indexes=[0, 1])])]),
         ApiKey.OFFSET_DELETE: lambda: OffsetDeleteRequest(version=version, group_id="g", topics=[
             OffsetDeleteRequest.OffsetDeleteRequestTopic(name="t1", partitions=[
                 OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(partition_index=0)])]),
@@ -146,7 +132,13 @@ def seed_frames() -> list[bytes]:
     return frames
 
 
+FUZZ_TOPIC_ID = uuid.UUID("6b1f1a9e-0000-4000-8000-00000000f022")
+"""A topic id the seeds of v10 name (unknown to the fuzz target, so UNKNOWN_TOPIC_ID is part of what is fuzzed)."""
+
 SCHEMA_BODIES: dict[ApiKey, dict[str, Any]] = {
+    ApiKey.OFFSET_COMMIT: {"GroupId": "g", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None,
+                           "RetentionTimeMs": -1},
+    ApiKey.OFFSET_FETCH: {},
     ApiKey.CONSUMER_GROUP_HEARTBEAT: {
         "GroupId": "g848", "MemberId": "fuzz-member-0000000000", "MemberEpoch": 0, "RebalanceTimeoutMs": 30_000,
         "SubscribedTopicNames": ["t1"], "TopicPartitions": []},
@@ -169,9 +161,20 @@ advertised version but where :func:`_schema_body` changes them."""
 
 
 def _schema_body(key: ApiKey, version: int) -> dict[str, Any]:
-    """The seed body of ``key`` at ``version`` (DeleteTopics v6 names topics in structs, with an id or a name)."""
+    """The seed body of ``key`` at ``version`` (DeleteTopics v6 names topics in structs, with an id or a name;
+    OffsetCommit v10 and OffsetFetch v10 name topics by id, OffsetFetch v8+ holds groups)."""
     if key == ApiKey.DELETE_TOPICS and version >= 6:
         return {"Topics": [{"Name": "t1", "TopicId": uuid.UUID(int=0)}], "TimeoutMs": 1000}
+    topic = {"TopicId": FUZZ_TOPIC_ID} if version >= 10 else {"Name": "t1"}
+    if key == ApiKey.OFFSET_COMMIT:
+        return {**SCHEMA_BODIES[key], "Topics": [{**topic, "Partitions": [
+            {"PartitionIndex": p, "CommittedOffset": 10 + p, "CommittedLeaderEpoch": -1, "CommittedMetadata": "m"}
+            for p in range(3)]}]}
+    if key == ApiKey.OFFSET_FETCH and version >= 8:
+        return {"Groups": [{"GroupId": "g", "MemberId": None, "MemberEpoch": -1, "Topics": [
+            {**topic, "PartitionIndexes": [0, 1]}]}], "RequireStable": False}
+    if key == ApiKey.OFFSET_FETCH:
+        return {"GroupId": "g", "Topics": [{"Name": "t1", "PartitionIndexes": [0, 1, 2]}], "RequireStable": False}
     return SCHEMA_BODIES[key]
 
 

@@ -31,7 +31,7 @@ JOIN_GROUP_MEMBER_EPOCH = 0
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 """From this ConsumerGroupHeartbeat version the client generates its member id (KIP-1082), so it is never empty."""
 
-LATEST_OFFSET_COMMIT_VERSION = 9
+LATEST_OFFSET_COMMIT_VERSION = 10
 """The newest OffsetCommit version groupcoord speaks; the default of :attr:`OffsetCommitRequest.api_version`."""
 
 

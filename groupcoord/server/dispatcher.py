@@ -17,7 +17,9 @@ from groupcoord.server.adapters.groups import HeartbeatMapping, JoinGroupMapping
 from groupcoord.server.adapters.known_partitions import KnownPartitionsAdapter, KnownTopics
 from groupcoord.server.adapters.list_offsets import ListOffsetsAdapter
 from groupcoord.server.adapters.metadata import MetadataAdapter
-from groupcoord.server.adapters.offsets import OffsetCommitMapping, OffsetDeleteMapping, OffsetFetchMapping
+from groupcoord.server.adapters.offset_commit import OffsetCommitMapping
+from groupcoord.server.adapters.offset_delete import OffsetDeleteMapping
+from groupcoord.server.adapters.offset_fetch import OffsetFetchAdapter
 from groupcoord.server.adapters.produce import InitProducerIdAdapter, ProduceAdapter
 from groupcoord.server.adapters.topic_admin import (
     CreatePartitionsAdapter,
@@ -38,9 +40,6 @@ CORE_MAPPINGS: Mapping[ApiKey, Callable[[], CoreMapping]] = {
     ApiKey.SYNC_GROUP: SyncGroupMapping,
     ApiKey.HEARTBEAT: HeartbeatMapping,
     ApiKey.LEAVE_GROUP: LeaveGroupMapping,
-    ApiKey.OFFSET_COMMIT: OffsetCommitMapping,
-    ApiKey.OFFSET_FETCH: OffsetFetchMapping,
-    ApiKey.OFFSET_DELETE: OffsetDeleteMapping,
     ApiKey.DESCRIBE_GROUPS: DescribeGroupsMapping,
     ApiKey.LIST_GROUPS: ListGroupsMapping,
     ApiKey.DELETE_GROUPS: DeleteGroupsMapping,
@@ -73,7 +72,8 @@ def build_dispatcher(
     catalog; plus the adapters in ``extra``.
 
     With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
-    there, as a Kafka broker checks its metadata; without, every topic is taken as it comes.
+    there, as a Kafka broker checks its metadata; without, every topic named by name is taken as it comes. Topics
+    named by id (OffsetCommit and OffsetFetch v10) are looked up in ``topics`` (none without).
 
     ApiVersions advertises exactly the APIs the dispatcher serves, at their ``ranges``. FindCoordinator answers
     with the service's availability (COORDINATOR_NOT_AVAILABLE-style errors while it does not serve).
@@ -89,11 +89,14 @@ def build_dispatcher(
     if service is not None:
         for key, mapping in CORE_MAPPINGS.items():
             handlers[key] = CoreAdapter(service, mapping())
+        known = KnownTopics(source)
+        handlers[ApiKey.OFFSET_COMMIT] = KnownPartitionsAdapter(
+            service, OffsetCommitMapping(known, screen_names=topics is not None), known)
+        handlers[ApiKey.OFFSET_FETCH] = OffsetFetchAdapter(service, known)
+        handlers[ApiKey.OFFSET_DELETE] = CoreAdapter(service, OffsetDeleteMapping())
         if consumer_groups:
             handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = CoreAdapter(service, ConsumerGroupHeartbeatMapping())
         if topics is not None:
-            known = KnownTopics(topics)
-            handlers[ApiKey.OFFSET_COMMIT] = KnownPartitionsAdapter(service, OffsetCommitMapping(known), known)
             handlers[ApiKey.OFFSET_DELETE] = KnownPartitionsAdapter(service, OffsetDeleteMapping(known), known)
     if topic_reader is not None:
         handlers[ApiKey.LIST_OFFSETS] = ListOffsetsAdapter(topic_reader)

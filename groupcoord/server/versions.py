@@ -5,8 +5,8 @@ what kafka-python 3.x and librdkafka negotiate:
 
 - JoinGroup goes up to v9 (KIP-814 ``SkipAssignment``), so kafka-python infers a broker of 3.2 or newer and keeps
   static membership on. ListOffsets v11 makes it infer 4.2: kafka-python 3.0.12 turns nothing on past 3.0.
-- OffsetCommit and OffsetFetch stop at v9: v10 identifies topics by id, and their adapters still read kafka-python's
-  classes, whose schemas stop at v9. DeleteGroups goes to v3 through Kafka's own schemas (kafka-python's stop at v2).
+- OffsetCommit and OffsetFetch go to v10 (topics by id) and DeleteGroups to v3 through Kafka's own schemas
+  (kafka-python's stop at v9 and v2).
   Every other group API is advertised at Kafka 4.4.0's full range (JoinGroup v0-v3 join without KIP-394's
   MEMBER_ID_REQUIRED round trip, as in Kafka).
 - Fetch stops at v12 for the same reason (v13+ names topics by id). ListOffsets goes to v11 (``kafka-get-offsets
@@ -74,8 +74,8 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.FETCH: VersionRange(4, 12),
     ApiKey.LIST_OFFSETS: VersionRange(1, 11),
     ApiKey.METADATA: VersionRange(0, 12),
-    ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
-    ApiKey.OFFSET_FETCH: VersionRange(1, 9),
+    ApiKey.OFFSET_COMMIT: VersionRange(2, 10),
+    ApiKey.OFFSET_FETCH: VersionRange(1, 10),
     ApiKey.FIND_COORDINATOR: VersionRange(0, 6),
     ApiKey.JOIN_GROUP: VersionRange(0, 9),
     ApiKey.HEARTBEAT: VersionRange(0, 4),

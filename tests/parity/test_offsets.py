@@ -5,6 +5,7 @@ Each scenario runs on Kafka 4.4.0's coordinator, then on ``groupcoord serve``; t
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -25,9 +26,11 @@ from tests.parity.wire import (
 pytestmark = [pytest.mark.kafka, pytest.mark.integration]
 
 COMMIT_VERSIONS = range(2, 10)
-"""OffsetCommit versions both sides serve (Kafka 4.4.0: 2-10; groupcoord: 2-9)."""
+"""OffsetCommit versions in kafka-python's schemas, which both sides serve (v10: :func:`commits_by_topic_id`)."""
 FETCH_VERSIONS = range(1, 10)
-"""OffsetFetch versions both sides serve (Kafka 4.4.0: 1-10; groupcoord: 1-9)."""
+"""OffsetFetch versions in kafka-python's schemas, which both sides serve (v10: :func:`commits_by_topic_id`)."""
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
 METADATA_MAX_BYTES = 4096
 """``offset.metadata.max.bytes``: Kafka's default, and groupcoord's."""
 
@@ -59,6 +62,49 @@ def test_simple_commit_at_each_commit_version(targets: tuple[Target, Target], re
 def test_offset_fetch_at_each_version(targets: tuple[Target, Target], request: pytest.FixtureRequest,
                                       version: int) -> None:
     assert_parity(targets, simple_commit, group_name(request.node.name), 8, version)
+
+
+def _commit_body(group: str, topics: list[tuple[uuid.UUID, list[int]]]) -> dict[str, Any]:
+    return {"GroupId": group, "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None,
+            "Topics": [{"TopicId": topic_id, "Partitions": [
+                {"PartitionIndex": p, "CommittedOffset": 100 + p, "CommittedLeaderEpoch": -1,
+                 "CommittedMetadata": None if p else "m"} for p in partitions]} for topic_id, partitions in topics]}
+
+
+def _fetch_body(group: str, topics: list[tuple[uuid.UUID, list[int]]] | None) -> dict[str, Any]:
+    wanted = None if topics is None else [{"TopicId": t, "PartitionIndexes": parts} for t, parts in topics]
+    return {"Groups": [{"GroupId": group, "MemberId": None, "MemberEpoch": -1, "Topics": wanted}],
+            "RequireStable": False}
+
+
+def commits_by_topic_id(target: Target, group: str) -> Observation:
+    """OffsetCommit and OffsetFetch v10, which name topics by id: a known topic, a partition past its end, an id that
+    names no topic (UNKNOWN_TOPIC_ID), the zero id; then fetches by id, of every offset, and of a group that does not
+    exist. Each side's own ids are named by topic before the answers are compared."""
+    observation = Observation()
+    wire = Wire(target, observation)
+    try:
+        ids = wire.topic_ids()
+        topic_id = next(topic_id for topic_id, name in ids.items() if name == TOPIC)
+        other_id = next(topic_id for topic_id, name in ids.items() if name == OTHER_TOPIC)
+        nowhere = uuid.uuid4()
+        wire.schema_call("commit by id", OFFSET_COMMIT, 10, _commit_body(
+            group, [(topic_id, [0, 2, 9]), (nowhere, [0]), (other_id, [1])]), ids)
+        wire.schema_call("commit to the zero id only", OFFSET_COMMIT, 10, _commit_body(
+            group, [(uuid.UUID(int=0), [0])]), ids)
+        wire.schema_call("fetch by id", OFFSET_FETCH, 10, _fetch_body(
+            group, [(topic_id, [0, 1, 2]), (nowhere, [0, 1])]), ids)
+        wire.schema_call("fetch every offset", OFFSET_FETCH, 10, _fetch_body(group, None), ids, hash_ordered=True)
+        wire.schema_call("fetch from a group that does not exist", OFFSET_FETCH, 10, _fetch_body(
+            f"{group}-none", [(other_id, [0]), (nowhere, [3])]), ids)
+        wire.fetch("the same offsets at v9, by name", group, 9, {TOPIC: [0, 2], OTHER_TOPIC: [1]})
+    finally:
+        wire.close()
+    return observation
+
+
+def test_commits_and_fetches_by_topic_id(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, commits_by_topic_id, group_name(request.node.name))
 
 
 EDGE_COMMITS: dict[str, tuple[str, int, int, str | None]] = {

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest
 
-from tests.parity.observe import Observation, assert_parity, differs
+from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import Target, group_name
 from tests.parity.wire import RawMember, rebalance, versions_for
 
@@ -167,8 +167,5 @@ def advertised_versions(target: Target) -> Observation:
     return observation
 
 
-@differs("advertised versions: Kafka 4.4.0 serves OffsetCommit 2-10 and OffsetFetch 1-10; groupcoord OffsetCommit "
-         "2-9 and OffsetFetch 1-9 (their adapters still read kafka-python's classes, whose schemas stop there; the "
-         "topic ids v10 needs are in Metadata now)")
 def test_advertised_versions(targets: tuple[Target, Target]) -> None:
     assert_parity(targets, advertised_versions)

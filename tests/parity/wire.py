@@ -8,7 +8,9 @@ steps of a real client; :class:`Wire` sends the requests that need no membership
 
 from __future__ import annotations
 
+import struct
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +27,8 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from groupcoord.protocol.schemas import decode_response as decode_schema_response
+from groupcoord.protocol.schemas import encode_request as encode_schema_request
 from tests.parity.observe import Observation
 from tests.parity.targets import TOPIC, Target
 from tests.server.conftest import RawClient, decode_response
@@ -184,9 +188,53 @@ class Wire:
         """OffsetFetch of ``topics`` (None: all)."""
         return self.call(label, offset_fetch(group, version, topics))
 
+    def schema_request(self, api_key: int, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Send ``body`` encoded with Kafka's own message schemas (for versions past kafka-python's) and return the
+        decoded answer, unrecorded."""
+        self.client._correlation_id += 1
+        payload = encode_schema_request(api_key, version, self.client._correlation_id, "parity", body)
+        self.client.send_raw(struct.pack(">i", len(payload)) + payload)
+        frame = self.client.read_frame()
+        assert frame is not None, f"{self.target.name} closed the connection"
+        return decode_schema_response(api_key, version, frame)[1]
+
+    def topic_ids(self) -> dict[uuid.UUID, str]:
+        """The target's topic ids (Metadata v12), by id: each side gives its topics ids of its own."""
+        response = self.schema_request(3, 12, {"Topics": None, "AllowAutoTopicCreation": False,
+                                               "IncludeTopicAuthorizedOperations": False})
+        return {topic["TopicId"]: topic["Name"] for topic in response["Topics"]}
+
+    def schema_call(self, label: str, api_key: int, version: int, body: Mapping[str, Any],
+                    ids: Mapping[uuid.UUID, str], *, hash_ordered: bool = False) -> dict[str, Any]:
+        """:meth:`schema_request`, recorded under ``label`` with each topic id replaced by its name in ``ids``
+        (``<unknown id>`` for another), so that both sides' answers compare; ``hash_ordered`` answers (Kafka lists
+        every committed offset in hash order) are recorded with their lists sorted."""
+        response = self.schema_request(api_key, version, body)
+        named = _named_ids(response, ids)
+        self.observation.add(label, _sorted_lists(named) if hash_ordered else named)
+        return response
+
     def close(self) -> None:
         """Close the connection."""
         self.client.close()
+
+
+def _named_ids(value: Any, ids: Mapping[uuid.UUID, str]) -> Any:
+    if isinstance(value, uuid.UUID):
+        return f"<id of {ids[value]}>" if value in ids else "<unknown id>"
+    if isinstance(value, dict):
+        return {key: _named_ids(item, ids) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_named_ids(item, ids) for item in value]
+    return value
+
+
+def _sorted_lists(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted_lists(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return sorted((_sorted_lists(item) for item in value), key=repr)
+    return value
 
 
 class RawMember(Wire):

@@ -34,8 +34,8 @@ def test_every_advertised_version_is_within_the_codecs_schemas(api_key: ApiKey) 
 
 def test_policy_caps_from_the_issue() -> None:
     assert SUPPORTED_VERSIONS[ApiKey.JOIN_GROUP].max_version == 9  # KIP-814 SkipAssignment
-    assert SUPPORTED_VERSIONS[ApiKey.OFFSET_COMMIT].max_version == 9  # v10 needs topic ids
-    assert SUPPORTED_VERSIONS[ApiKey.OFFSET_FETCH].max_version == 9
+    assert SUPPORTED_VERSIONS[ApiKey.OFFSET_COMMIT].max_version == 10  # topic ids, through Kafka's schemas
+    assert SUPPORTED_VERSIONS[ApiKey.OFFSET_FETCH].max_version == 10
     assert SUPPORTED_VERSIONS[ApiKey.FIND_COORDINATOR].max_version >= 4  # batched lookups
     assert SUPPORTED_VERSIONS[ApiKey.OFFSET_FETCH].max_version >= 8  # batched groups
 

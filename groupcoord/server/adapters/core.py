@@ -39,11 +39,13 @@ class CoreAdapter:
     async def handle(self, ctx: RequestContext) -> Any:
         """Submit the mapped requests and map their outcomes back."""
         requests = self._mapping.to_core(ctx)
+        return self._mapping.to_wire(ctx, requests, await self.submit_all(requests))
+
+    async def submit_all(self, requests: Sequence[GroupRequest]) -> Sequence[Outcome]:
+        """The outcome of each of ``requests`` (submitted together), in order."""
         if len(requests) == 1:
-            outcomes: Sequence[Outcome] = [await self._submit(requests[0])]
-        else:
-            outcomes = await asyncio.gather(*(self._submit(request) for request in requests))
-        return self._mapping.to_wire(ctx, requests, outcomes)
+            return [await self._submit(requests[0])]
+        return await asyncio.gather(*(self._submit(request) for request in requests))
 
     def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
         """``error`` for every mapped request."""

@@ -32,11 +32,12 @@ NULL_STRING = struct.pack(">h", -1)
     (_header(ApiKey.LIST_OFFSETS, 1) + struct.pack(">i", -1) + NULL_ARRAY, "topics"),
     (_header(ApiKey.DESCRIBE_GROUPS, 0) + NULL_ARRAY, "groups"),
     (_header(ApiKey.OFFSET_COMMIT, 2) + struct.pack(">h", 1) + b"g" + struct.pack(">ih", -1, 0)
-     + struct.pack(">q", -1) + NULL_ARRAY, "topics"),
+     + struct.pack(">q", -1) + NULL_ARRAY, "Topics"),
     (_header(ApiKey.HEARTBEAT, 0) + NULL_STRING + struct.pack(">i", 1) + struct.pack(">h", 1) + b"m", "group_id"),
 ], ids=["list-offsets-topics", "describe-groups-groups", "offset-commit-topics", "heartbeat-group-id"])
 def test_null_in_a_non_nullable_field_is_a_malformed_request(payload: bytes, field: str) -> None:
-    with pytest.raises(MalformedRequest, match=f"null {field}"):
+    # kafka-python's APIs name the field after "null"; those served through Kafka's schemas before it.
+    with pytest.raises(MalformedRequest, match=f"null {field}|{field}: null"):
         decode_request(payload)
 
 
