@@ -73,6 +73,37 @@ def test_a_regex_that_does_not_compile_is_refused_with_kafkas_message_and_writes
     assert ctx.records == [] and ctx.coordinator.consumer_group("g") is None
 
 
+KAFKA_DESCRIPTIONS = {
+    "orders(": "missing closing )",
+    "a)": "regexp/syntax: internal error",
+    "[a": "missing closing ]",
+    "[z-a]": "invalid character class range",
+    "a**": "invalid nested repetition operator",
+    "a++": "invalid nested repetition operator",
+    "x{2,1}": "invalid repeat count",
+    "a{1001}": "invalid repeat count",
+    "\\": "trailing backslash at end of expression",
+    "(?<": "invalid named capture",
+    "(?P<>a)": "invalid named capture",
+    "(?i": "invalid or unsupported Perl syntax",
+    "\\8": "invalid escape sequence",
+    "[a-\\d]": "invalid escape sequence",
+    "*a": "missing argument to repetition operator",
+    "[[:foo:]]": "invalid character class range",
+    "\\pX": "invalid character class range",
+    "(?P<n>a)(?P<n>b)": "duplicate capture group name",
+}
+"""Patterns and the description in Kafka 4.4.0's INVALID_REGULAR_EXPRESSION message for each (RE2/J's words), as
+its coordinator answered them on 2026-11-28."""
+
+
+@pytest.mark.parametrize(("regex", "description"), KAFKA_DESCRIPTIONS.items(), ids=list(KAFKA_DESCRIPTIONS))
+def test_the_message_of_a_bad_regex_is_kafkas_word_for_word(regex: str, description: str) -> None:
+    refused = _join_regex(ConsumerGroupContext(InMemoryRecordLog()), "a", regex)
+    assert refused.error == Errors.INVALID_REGULAR_EXPRESSION
+    assert refused.error_message == f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {description}."
+
+
 def test_offsets_of_a_topic_the_regex_matches_do_not_expire_and_others_do() -> None:
     ctx = ConsumerGroupContext(InMemoryRecordLog(), config=dataclasses.replace(CONFIG, offsets_retention_ms=30_000))
     joined = _join_regex(ctx, "a", "u")

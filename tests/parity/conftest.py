@@ -22,7 +22,7 @@ from groupcoord.server.api import BrokerAddress
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 from tests.host.conftest import ServeProcess
-from tests.parity.targets import GROUP_SETTINGS, TOPICS, Target
+from tests.parity.targets import BROKER_ONLY_SETTINGS, GROUP_SETTINGS, TOPICS, Target
 from tests.server.conftest import RawClient
 
 OFFSETS_TOPIC_PARTITIONS = 50
@@ -72,7 +72,8 @@ def wait_until_coordinating(target: Target, key_types: tuple[int, ...] = (0,), t
 @pytest.fixture(scope="package")
 def kafka_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A real Kafka 4.4.0 broker with :data:`GROUP_SETTINGS`, and :data:`TOPICS` created on it."""
-    with KafkaBroker.start(tmp_path_factory.mktemp("parity-kafka"), properties=GROUP_SETTINGS) as broker:
+    with KafkaBroker.start(tmp_path_factory.mktemp("parity-kafka"),
+                           properties={**GROUP_SETTINGS, **BROKER_ONLY_SETTINGS}) as broker:
         for name, partitions in TOPICS.items():
             broker.create_topic(name, partitions)
         target = Target("kafka", BrokerAddress(broker.host, broker.port))

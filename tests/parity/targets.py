@@ -11,6 +11,11 @@ GROUP_SETTINGS: dict[str, str] = {"group.initial.rebalance.delay.ms": "0"}
 """Set identically on the broker (``server.properties``) and on ``groupcoord serve`` (``--conf``); every other group
 setting keeps its default, which is the same on both sides (session timeouts 6 s to 30 min, metadata 4096 bytes)."""
 
+BROKER_ONLY_SETTINGS: dict[str, str] = {"group.consumer.assignment.interval.ms": "0"}
+"""Set on the broker only. Kafka 4.4 computes a consumer group's new target assignment at most once a second by
+default (the group shows ``Assigning`` and its members keep their assignment meanwhile); groupcoord computes it at once,
+which is the broker with 0 (a difference kept: docs/compatibility.md)."""
+
 TOPIC = "parity-orders"
 OTHER_TOPIC = "parity-refunds"
 TOPICS: dict[str, int] = {TOPIC: 3, OTHER_TOPIC: 2}

@@ -32,8 +32,6 @@ GROUP_OPERATIONS = frozenset({3, 6, 8, 10, 11})
 """The authorized operations Kafka reports for a group when no authorizer is configured (every operation a group
 supports: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS, by ``AclOperation`` code: the bits kafka-python's
 bitfield sets); groupcoord has no ACLs either. ``None`` is the wire default, not asked for."""
-_TYPE_CLASSIC = "classic"
-"""The group type (KIP-848) of every groupcoord group: groupcoord serves the classic protocol only."""
 
 
 def _describe_error(error: ErrorCode, version: int, group_id: str) -> tuple[ErrorCode, str | None]:
@@ -100,25 +98,24 @@ class DescribeGroupsMapping:
 
 class ListGroupsMapping:
     """ListGroups v0-v5 (v4 adds the KIP-518 states filter and each group's state, v5 the KIP-848 types filter and
-    each group's type: always ``classic``, so a types filter without it, case-insensitively, lists nothing)."""
+    each group's type, ``classic`` or ``consumer``)."""
 
     def to_core(self, ctx: RequestContext) -> Sequence[GroupRequest]:
         """One core ListGroupsRequest."""
         states = tuple(ctx.body.states_filter or ()) if ctx.api_version >= 4 else ()
-        return [ListGroupsRequest(states_filter=states)]
+        types = tuple(ctx.body.types_filter or ()) if ctx.api_version >= 5 else ()
+        return [ListGroupsRequest(states_filter=states, types_filter=types)]
 
     def to_wire(self, ctx: RequestContext, requests: Sequence[GroupRequest], outcomes: Sequence[Outcome]) -> Any:
         """The listed groups."""
         response: ListGroupsResponse = single(outcomes, lambda error: ListGroupsResponse(error=error))
-        types = {name.lower() for name in (ctx.body.types_filter or ())} if ctx.api_version >= 5 else set()
-        groups = response.groups if not types or _TYPE_CLASSIC in types else ()
         return ctx.response(
             throttle_time_ms=0,
             error_code=response.error.code,
             groups=[
                 _Listed(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
-                        group_type=_TYPE_CLASSIC)
-                for g in groups
+                        group_type=g.group_type)
+                for g in response.groups
             ],
         )
 

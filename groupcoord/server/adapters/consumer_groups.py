@@ -107,7 +107,7 @@ def _described_member(member: DescribedConsumerMember, names: Mapping[UUID, str]
         "MemberId": member.member_id, "InstanceId": member.instance_id, "RackId": member.rack_id,
         "MemberEpoch": member.member_epoch, "ClientId": member.client_id, "ClientHost": member.client_host,
         "SubscribedTopicNames": list(member.subscribed_topic_names),
-        "SubscribedTopicRegex": member.subscribed_topic_regex,
+        "SubscribedTopicRegex": member.subscribed_topic_regex or "",  # Kafka's answer without a regex
         "Assignment": {"TopicPartitions": _named(member.assignment, names)},
         "TargetAssignment": {"TopicPartitions": _named(member.target_assignment, names)},
     }
