@@ -245,7 +245,7 @@ class FuzzTarget:
         self.now_ms += _CLOCK_STEP_MS
         # Fire due timers first: the core fires them on every request too, and their records are not the input's.
         self.service.apply(self.core.advance(self.now_ms))
-        await _settle()
+        await self._quiesce()
         reader = asyncio.StreamReader()
         reader.feed_data(data)
         reader.feed_eof()
@@ -258,13 +258,13 @@ class FuzzTarget:
                     return FeedResult(answered, False, "end of stream", 0, written)
                 outcome = await self._answer(payload, data)
             except RequestRejected as exc:
-                await _settle()
+                await self._quiesce()
                 if self.log.version() != before:
                     raise FuzzFailure(f"a rejected frame wrote to the record log ({exc})", data) from None
                 return FeedResult(answered, True, type(exc).__name__, 0, written)
             if outcome is None:
                 return FeedResult(answered, False, "parked", 1, written)
-            await _settle()
+            await self._quiesce()
             wrote = self.log.version() - before
             codes = error_codes(outcome)
             if wrote and codes and all(codes):
@@ -272,6 +272,20 @@ class FuzzTarget:
                                   "record batch(es)", data)
             answered += 1
             written += wrote
+
+    async def _quiesce(self) -> None:
+        """Let every write the last step set off land before the next is counted: a persist, and for a consumer
+        group the target assignment it asked for and the records of its completion, which take more loop turns
+        (a timer's expiry at the start of one input once landed during the next frame, counted as that frame's)."""
+        version, quiet = self.log.version(), 0
+        for _ in range(_QUIESCE_ROUNDS):
+            await _settle()
+            if self.log.version() != version:
+                version, quiet = self.log.version(), 0
+            else:
+                quiet += 1
+                if quiet >= _QUIET_ROUNDS:
+                    return
 
     async def _answer(self, payload: bytes, data: bytes) -> Any:
         """The decoded response to one payload, ``None`` if it is parked; raises RequestRejected to close."""
@@ -333,6 +347,11 @@ class FuzzTarget:
             raise FuzzFailure(f"the {where} response carries correlation id {answered_id}, not {correlation_id}",
                               data)
         return response
+
+
+_QUIET_ROUNDS = 4
+"""Rounds of :func:`_settle` without a new log version after which a step's writes count as landed."""
+_QUIESCE_ROUNDS = 200
 
 
 async def _settle() -> None:

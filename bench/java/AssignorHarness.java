@@ -28,6 +28,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
 import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
@@ -40,8 +41,8 @@ import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignment
  *
  * <p>Usage: {@code java AssignorHarness CASE_FILE ASSIGNOR WARMUP RUNS OUT_FILE}. ASSIGNOR is one of range,
  * roundrobin, sticky, cooperative-sticky (the client-side assignors, {@code ConsumerPartitionAssignor} on a
- * {@code Cluster} and a {@code GroupSubscription}) or uniform (KIP-848's server-side {@code UniformAssignor} on a
- * {@code GroupSpec} and a {@code SubscribedTopicDescriber}).
+ * {@code Cluster} and a {@code GroupSubscription}), uniform or server-range (KIP-848's server-side
+ * {@code UniformAssignor} and {@code RangeAssignor} on a {@code GroupSpec} and a {@code SubscribedTopicDescriber}).
  *
  * <p>The case file (written by bench/assign_java.py) holds one or more groups, line by line:
  * {@code group ID}, then {@code topic NAME PARTITIONS}, {@code member ID INSTANCE_ID|- TOPIC,TOPIC|*} ({@code *}:
@@ -198,8 +199,8 @@ public final class AssignorHarness {
         };
     }
 
-    /** KIP-848's uniform assignor, given the group as the broker's coordinator describes it. No racks. */
-    static Peer uniform() {
+    /** One of KIP-848's server-side assignors, given the group as the broker's coordinator describes it. No racks. */
+    static Peer server(ConsumerGroupPartitionAssignor assignor) {
         return (group, owned) -> {
             Map<String, Uuid> ids = new HashMap<>();
             Map<Uuid, String> names = new HashMap<>();
@@ -250,7 +251,7 @@ public final class AssignorHarness {
             };
             return () -> {
                 Map<String, List<TopicPartition>> result = new HashMap<>();
-                for (Map.Entry<String, MemberAssignment> member : new UniformAssignor().assign(spec, describer)
+                for (Map.Entry<String, MemberAssignment> member : assignor.assign(spec, describer)
                         .members().entrySet()) {
                     List<TopicPartition> partitions = new ArrayList<>();
                     member.getValue().partitions().forEach((id, ps) -> ps.forEach(
@@ -313,7 +314,11 @@ public final class AssignorHarness {
             System.exit(2);
         }
         List<Group> groups = readCase(Path.of(args[0]));
-        Peer peer = args[1].equals("uniform") ? uniform() : classic(args[1]);
+        Peer peer = switch (args[1]) {
+            case "uniform" -> server(new UniformAssignor());
+            case "server-range" -> server(new org.apache.kafka.coordinator.group.assignor.RangeAssignor());
+            default -> classic(args[1]);
+        };
         int warmup = Integer.parseInt(args[2]);
         int runs = Integer.parseInt(args[3]);
         List<List<Owned>> given = new ArrayList<>();

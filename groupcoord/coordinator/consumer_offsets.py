@@ -16,7 +16,7 @@ from groupcoord.coordinator.consumer_epochs import validate_offset_commit, valid
 from groupcoord.coordinator.consumer_membership import delete_consumer_group
 from groupcoord.coordinator.consumer_topics import group_topics
 from groupcoord.coordinator.context import CoordinatorContext
-from groupcoord.coordinator.offsets import handle_offset_fetch, partition_error
+from groupcoord.coordinator.offsets import delete_offsets, handle_offset_fetch, partition_error
 from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record, new_offset_tombstone
 from groupcoord.coordinator.validation import throw_if_invalid_group_id
 from groupcoord.group.consumer_group import ConsumerGroup
@@ -30,7 +30,6 @@ from groupcoord.protocol.requests import (
 )
 from groupcoord.protocol.responses import (
     OffsetCommitResponse,
-    OffsetDeleteResponse,
     PartitionError,
     TopicPartitionErrors,
 )
@@ -80,23 +79,8 @@ def handle_consumer_offset_fetch(ctx: CoordinatorContext, group: ConsumerGroup, 
 def handle_consumer_offset_delete(ctx: CoordinatorContext, group: ConsumerGroup, request: OffsetDeleteRequest,
                                   now_ms: int, token: Token) -> None:
     """Delete a consumer group's offsets, except of topics a member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
-    offsets = ctx.hard.offsets(group.group_id)
     subscribed = group_topics(ctx, group)
-    results = []
-    for topic in request.topics:
-        partition_errors = []
-        for partition in topic.partitions:
-            if topic.name in subscribed:
-                error = Errors.GROUP_SUBSCRIBED_TO_TOPIC
-            elif partition < 0:
-                error = Errors.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                error = Errors.NONE
-                if (topic.name, partition) in offsets:
-                    ctx.append(new_offset_tombstone(group.group_id, topic.name, partition))
-            partition_errors.append(PartitionError(partition, error))
-        results.append(TopicPartitionErrors(topic.name, tuple(partition_errors)))
-    ctx.respond(token, OffsetDeleteResponse(error=Errors.NONE, topics=tuple(results)))
+    delete_offsets(ctx, group.group_id, request, lambda topic: topic in subscribed, token)
 
 
 def expire_consumer_offsets(ctx: CoordinatorContext, now_ms: int) -> None:

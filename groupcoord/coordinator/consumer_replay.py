@@ -96,20 +96,36 @@ def _replay_target_member(groups: dict[str, ConsumerGroup], record: TargetAssign
         group.remove_target_assignment(record.member_id)
 
 
+def _known_member(groups: dict[str, ConsumerGroup],
+                  record: ConsumerMemberMetadataRecord | CurrentAssignmentRecord) -> tuple[ConsumerGroup,
+                                                                                           ConsumerGroupMember] | None:
+    """The group and member a tombstone names, or ``None`` when either is unknown (a stale tombstone)."""
+    group = groups.get(record.group_id)
+    member = None if group is None else group.member(record.member_id)
+    return None if group is None or member is None else (group, member)
+
+
+def _member_or_new(groups: dict[str, ConsumerGroup],
+                   record: ConsumerMemberMetadataRecord | CurrentAssignmentRecord) -> tuple[ConsumerGroup,
+                                                                                            ConsumerGroupMember]:
+    """The group and member a record updates, each created at its first record."""
+    group = _group(groups, record.group_id)
+    return group, group.member(record.member_id) or ConsumerGroupMember(member_id=record.member_id)
+
+
 def _replay_member_metadata(groups: dict[str, ConsumerGroup], record: ConsumerMemberMetadataRecord) -> None:
     if record.value is None:
-        group = groups.get(record.group_id)
-        member = None if group is None else group.member(record.member_id)
-        if group is None or member is None:
+        known = _known_member(groups, record)
+        if known is None:
             return
+        group, member = known
         if member.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
             raise ConsumerReplayError(
                 f"group {record.group_id}: member {record.member_id} removed before its current assignment ended")
         group.remove_member(record.member_id)
         return
-    group = _group(groups, record.group_id)
+    group, member = _member_or_new(groups, record)
     value = record.value
-    member = group.member(record.member_id) or ConsumerGroupMember(member_id=record.member_id)
     _update(group, replace(
         member, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
         client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
@@ -119,17 +135,16 @@ def _replay_member_metadata(groups: dict[str, ConsumerGroup], record: ConsumerMe
 
 def _replay_current_assignment(groups: dict[str, ConsumerGroup], record: CurrentAssignmentRecord) -> None:
     if record.value is None:
-        group = groups.get(record.group_id)
-        member = None if group is None else group.member(record.member_id)
-        if group is None or member is None:
+        known = _known_member(groups, record)
+        if known is None:
             return
+        group, member = known
         _update(group, replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, state=MemberState.STABLE,
                                assigned_with_epochs={}, pending_revocation_with_epochs={}))
         return
-    group = _group(groups, record.group_id)
+    group, member = _member_or_new(groups, record)
     value = record.value
-    member = group.member(record.member_id) or ConsumerGroupMember(member_id=record.member_id)
     _update(group, replace(
         member, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
         state=value.member_state,

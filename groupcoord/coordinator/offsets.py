@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext
@@ -152,20 +153,28 @@ def handle_offset_delete(ctx: CoordinatorContext, request: OffsetDeleteRequest, 
     active = not group.is_in(_S.EMPTY)
     if active and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
         raise ProtocolError(Errors.NON_EMPTY_GROUP, f"group {group.group_id} is {group.state.value}")
-    offsets = ctx.hard.offsets(group.group_id)
+    delete_offsets(ctx, group.group_id, request, lambda topic: active and group.is_subscribed_to_topic(topic), token)
+
+
+def delete_offsets(ctx: CoordinatorContext, group_id: str, request: OffsetDeleteRequest,
+                   subscribed: Callable[[str], bool], token: Token) -> None:
+    """Delete the requested offsets of ``group_id`` and answer: GROUP_SUBSCRIBED_TO_TOPIC for each partition of a
+    topic the group reads (``subscribed``), UNKNOWN_TOPIC_OR_PARTITION for a negative partition; a partition with no
+    offset is no error."""
+    offsets = ctx.hard.offsets(group_id)
     results = []
     for topic in request.topics:
-        subscribed = active and group.is_subscribed_to_topic(topic.name)
+        topic_subscribed = subscribed(topic.name)
         partition_errors = []
         for partition in topic.partitions:
-            if subscribed:
+            if topic_subscribed:
                 error = Errors.GROUP_SUBSCRIBED_TO_TOPIC
             elif partition < 0:
                 error = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 error = Errors.NONE
                 if (topic.name, partition) in offsets:
-                    ctx.append(new_offset_tombstone(group.group_id, topic.name, partition))
+                    ctx.append(new_offset_tombstone(group_id, topic.name, partition))
             partition_errors.append(PartitionError(partition, error))
         results.append(TopicPartitionErrors(topic.name, tuple(partition_errors)))
     ctx.respond(token, OffsetDeleteResponse(error=Errors.NONE, topics=tuple(results)))

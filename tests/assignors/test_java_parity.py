@@ -100,3 +100,28 @@ def test_claims_in_different_generations_resolve_as_in_java(spark: SparkSession,
                 ("D", 7)]
     assert rows == expected
     assert same_rows(ours, java), (sorted(java.to_pylist(), key=str))
+
+
+def test_a_fresh_consumer_group_gets_kafkas_server_side_range_rows(spark: SparkSession, tmp_path: Path) -> None:
+    """A consumer group's ``range`` (KIP-848's server assignor of that name) on a group that owns nothing: exactly the
+    rows of Kafka's server-side ``RangeAssignor``."""
+    case_file = tmp_path / "case.txt"
+    case_file.write_text(case_text(EXACT_CASE), encoding="utf-8")
+    output = tmp_path / "java.tsv"
+    run_java(case_file, "server-range", warmup=0, runs=0, output=output)
+    java = read_assignment(output)
+    ours, _ = ours_converged(spark, EXACT_CASE, "range", limit=1)
+    assert same_rows(ours, java), (sorted(ours.to_pylist(), key=str), sorted(java.to_pylist(), key=str))
+
+
+def test_server_side_range_on_a_rebalance(spark: SparkSession, tmp_path: Path) -> None:
+    """On the same rebalance, a consumer group's ``range`` is as balanced and as sticky as Kafka's server-side
+    ``RangeAssignor`` (on 2026-11-28 both moved 43 and 37 owned partitions of the two groups)."""
+    theirs, _ = java_converged(REBALANCE_CASE, "server-range", tmp_path)
+    ours, _ = ours_converged(spark, REBALANCE_CASE, "range")
+    previous = owned_table(REBALANCE_CASE)
+    ours_spread, java_spread = spreads(REBALANCE_CASE, ours), spreads(REBALANCE_CASE, theirs)
+    ours_moved, java_moved = moves(previous, ours), moves(previous, theirs)
+    for group in ("homogeneous", "heterogeneous"):
+        assert ours_spread[group] <= java_spread[group], (group, ours_spread, java_spread)
+        assert ours_moved[group] <= java_moved[group], (group, ours_moved, java_moved)

@@ -55,6 +55,25 @@ def _records() -> list[tuple[int, bytes]]:
     return [(p, f"record-{p}-{i}".encode()) for p in range(PARTITIONS) for i in range(RECORDS_PER_PARTITION)]
 
 
+def scenario_root(root: Path) -> Path:
+    """A new state root at ``root`` holding :data:`TOPIC` with :data:`RECORDS_PER_PARTITION` records a partition."""
+    state_root = StateRoot.open(root, create=True)
+    catalog = TopicCatalog(state_root)
+    catalog.create(TOPIC, PARTITIONS)
+    TopicLog(state_root, TOPIC, catalog=catalog).produce(ProducerRecord(value, partition=p) for p, value in _records())
+    return root
+
+
+def serve_settings() -> list[str]:
+    """:data:`SERVE_SETTINGS` as ``serve`` arguments."""
+    return [arg for key, value in SERVE_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
+
+
+def broker_records() -> list[Record]:
+    """The records of :data:`TOPIC`, for a broker."""
+    return [Record(value, partition=p) for p, value in _records()]
+
+
 @pytest.fixture(scope="package")
 def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``HOST:PORT`` of the target, which holds :data:`TOPIC` with :data:`RECORDS_PER_PARTITION` records in each
@@ -63,16 +82,11 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if os.environ.get(ORACLE_ENV) == "kafka":
         with KafkaBroker.start(workdir / "kafka", properties=BROKER_SETTINGS, jvm_options=TEST_JVM_OPTIONS) as broker:
             broker.create_topic(TOPIC, PARTITIONS)
-            broker.produce(TOPIC, [Record(value, partition=p) for p, value in _records()])
+            broker.produce(TOPIC, broker_records())
             yield broker.bootstrap
         return
-    root = workdir / "root"
-    state_root = StateRoot.open(root, create=True)
-    catalog = TopicCatalog(state_root)
-    catalog.create(TOPIC, PARTITIONS)
-    TopicLog(state_root, TOPIC, catalog=catalog).produce(ProducerRecord(value, partition=p) for p, value in _records())
-    settings = [arg for key, value in SERVE_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
-    process = ServeProcess(root, *settings, log_path=workdir / "serve.log")
+    root = scenario_root(workdir / "root")
+    process = ServeProcess(root, *serve_settings(), log_path=workdir / "serve.log")
     try:
         address = process.wait_ready()
         yield f"{address.host}:{address.port}"

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.parity.observe import Observation, assert_parity
+from tests.parity.observe import Observation, assert_parity, differs
 from tests.parity.targets import OTHER_TOPIC, TOPIC, Target, group_name
-from tests.parity.wire import Wire
+from tests.parity.wire import RawMember, Wire, commit_partition, offset_commit, rebalance, versions_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration]
 
@@ -298,3 +298,55 @@ def consumer_groups_among_the_others(target: Target, group: str) -> Observation:
 
 def test_consumer_groups_among_the_others(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
     assert_parity(targets, consumer_groups_among_the_others, group_name(request.node.name))
+
+
+def empty_groups_change_protocol_both_ways(target: Target, group: str) -> Observation:
+    """Kafka's default migration policy (``bidirectional``) for empty groups: an empty classic group (offsets only)
+    becomes a consumer group when a consumer-protocol member joins, keeping its offsets; once that member left, a
+    classic JoinGroup makes it a classic group again, offsets still there."""
+    observation = Observation()
+    wire = ConsumerWire(target, observation)
+    member = RawMember(target, observation, group, versions_for(9), "classic")
+    a = member_id(group, "a")
+    try:
+        wire.commit("a simple commit makes an empty classic group", offset_commit(
+            group, 9, {TOPIC: [commit_partition(0, 7, "")]}))
+        first = wire.join("a consumer-protocol member joins it", group, a, [TOPIC])
+        wire.heartbeat("it settles", group, a, first["MemberEpoch"], owned=wire.owned_after(first))
+        wire.fetch_v("the offsets stayed", 9, group, a, first["MemberEpoch"], {TOPIC: [0]})
+        wire.describe_consumer_group("now a consumer group", group)
+        wire.heartbeat("it leaves", group, a, LEAVE_EPOCH)
+        rebalance("a classic member joins the empty consumer group", [member])
+        wire.describe("now a classic group again", group)
+        wire.fetch_v("the offsets are still there", 9, group, None, -1, {TOPIC: [0]})
+        member.leave("the classic member leaves")
+    finally:
+        member.close()
+        wire.close()
+    return observation
+
+
+def test_empty_groups_change_protocol_both_ways(targets: tuple[Target, Target], request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, empty_groups_change_protocol_both_ways, group_name(request.node.name))
+
+
+def a_live_classic_group_meets_the_consumer_protocol(target: Target, group: str) -> Observation:
+    """A classic group with a member, and a consumer-protocol member joining it: the first step of a rolling upgrade."""
+    observation = Observation()
+    wire = ConsumerWire(target, observation)
+    member = RawMember(target, observation, group, versions_for(9), "classic")
+    try:
+        rebalance("a classic member forms the group", [member])
+        wire.join("a consumer-protocol member joins", group, member_id(group, "a"), [TOPIC])
+    finally:
+        member.close()
+        wire.close()
+    return observation
+
+
+@differs("a consumer-protocol member joining a classic group with members: Kafka upgrades the group online (the "
+         "classic members stay in a consumer group and rebalance through JoinGroup/SyncGroup); groupcoord answers "
+         "GROUP_ID_NOT_FOUND (it does not upgrade a group with members yet)")
+def test_a_live_classic_group_meets_the_consumer_protocol(targets: tuple[Target, Target],
+                                                          request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, a_live_classic_group_meets_the_consumer_protocol, group_name(request.node.name))
