@@ -18,6 +18,9 @@ Idempotence. Each table's rows carry ``log_version``; before writing, rows at or
 never writes a log version twice, even after a crash between the commits of two tables. A rebuild is skipped for a
 table that already holds rows of the rebuilding epoch.
 
+Consumer groups (KIP-848) are many records per group; the materializer keeps a replica of them and writes each group
+it touches as a whole (:mod:`groupcoord.state.consumer_rows`), naming topics through the catalog.
+
 Rebuild. A new holder cannot know what its predecessor materialized, so on takeover it writes the whole current
 state (the loaded records, compacted) as fresh rows at the takeover's log version, plus deletion rows for every key
 the tables still show but the log no longer has. History stays: nothing is ever rewritten or removed except by
@@ -34,6 +37,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from uuid import UUID
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,6 +45,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from groupcoord.config.binding import KeyedConfig, from_key
+from groupcoord.coordinator.consumer_records import ConsumerGroupMetadataRecord
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.hard_state import HardStateStore
 from groupcoord.coordinator.records import (
@@ -52,12 +57,14 @@ from groupcoord.coordinator.records import (
     new_offset_tombstone,
 )
 from groupcoord.log.base import EPOCH_KIND
+from groupcoord.state.consumer_rows import ConsumerGroupReplica
 from groupcoord.state.rows import RowBuilder, commit_generations
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import background_executor
 from groupcoord.storage.tables import CompactionReport, compact_table, local_dataset, table_properties
+from groupcoord.topics import TopicCatalog
 
 log = logging.getLogger("groupcoord.state.materializer")
 
@@ -128,6 +135,8 @@ class Materializer:
         self._pending: list[CommittedBatch] = []
         self._watermarks: dict[TableName, tuple[int, int]] = {}  # (highest log_version, highest epoch) per table
         self._generations: dict[str, int | None] | None = None
+        self._consumer_groups = ConsumerGroupReplica()
+        self._topic_names: dict[UUID, str] = {}
         self._materialized = -1
         self._log_version = -1
         self.commits = 0
@@ -146,7 +155,8 @@ class Materializer:
             return 0
         ordered = sorted(batches, key=lambda b: b.log_version)
         with self._write_lock:
-            builder = RowBuilder(self._current_generations())
+            staged = self._consumer_groups.staged()
+            builder = RowBuilder(self._current_generations(), consumer=staged, topic_name=self._topic_name)
             since_yield = 0
             for batch in ordered:
                 if batch.snapshot:
@@ -166,6 +176,7 @@ class Materializer:
                 if fresh.num_rows:
                     self._write(name, fresh, epoch=ordered[-1].epoch, operation="apply")
                     written += fresh.num_rows
+            staged.commit()
             self._generations = builder.generations
             self._advance(ordered[-1].log_version)
         return written
@@ -232,7 +243,10 @@ class Materializer:
             state.replay(record)
         with self._write_lock:
             current = state.snapshot_records()
-            builder = RowBuilder(offset_generations=commit_generations(loaded))
+            replica = ConsumerGroupReplica()
+            staged = replica.staged()
+            builder = RowBuilder(offset_generations=commit_generations(loaded), consumer=staged,
+                                 topic_name=self._topic_name)
             for seq, record in enumerate([*current, *self._vanished(current)]):
                 builder.add(record, log_version=log_version, epoch=epoch, seq=seq, now_ms=now_ms)
             written = 0
@@ -242,6 +256,8 @@ class Materializer:
                     continue
                 self._write(name, rows, epoch=epoch, operation="rebuild")
                 written += rows.num_rows
+            staged.commit()
+            self._consumer_groups = replica
             self._generations = builder.generations
             self._advance(log_version)
         log.info("rebuilt the state tables at log version %d, epoch %d: %d rows", log_version, epoch, written)
@@ -254,7 +270,7 @@ class Materializer:
         for record in current:
             if isinstance(record, OffsetCommitRecord):
                 offsets.add((record.group_id, record.topic, record.partition))
-            elif isinstance(record, GroupMetadataRecord):
+            elif isinstance(record, GroupMetadataRecord | ConsumerGroupMetadataRecord):
                 groups.add(record.group_id)
         shown_groups: set[str] = set()
         for table in (GROUPS, MEMBERS, ASSIGNMENTS):
@@ -301,6 +317,12 @@ class Materializer:
         if name not in self._watermarks:
             self._watermarks[name] = _read_watermark(self.root, name)
         return self._watermarks[name]
+
+    def _topic_name(self, topic_id: UUID) -> str:
+        """The catalog's name of ``topic_id`` (re-read once when it is new; its id as text if the catalog lacks it)."""
+        if topic_id not in self._topic_names:
+            self._topic_names = {i: name for name, i in TopicCatalog(self.root).topic_ids().items()}
+        return self._topic_names.get(topic_id, str(topic_id))
 
     def _current_generations(self) -> dict[str, int | None]:
         if self._generations is None:

@@ -11,8 +11,9 @@ field, so a snapshot's offsets (restated after their commit) get the generation 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from uuid import UUID
 
 import pyarrow as pa
 
@@ -20,6 +21,7 @@ from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitReco
 from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
 from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER
 from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment, subscribed_topics
+from groupcoord.state.consumer_rows import CONSUMER_RECORD_TYPES, StagedConsumerGroups, add_consumer_group_rows
 from groupcoord.state.schema import STATE_TABLES, TIMESTAMP, StateTable, TableName
 
 log = logging.getLogger("groupcoord.state.rows")
@@ -45,7 +47,7 @@ def commit_generations(records: Iterable[Record]) -> dict[OffsetKey, int | None]
         if isinstance(record, GroupMetadataRecord):
             generations[record.group_id] = group_generation(record.value)
         elif not isinstance(record, OffsetCommitRecord):
-            continue  # a consumer group's record (KIP-848): no state table shows consumer groups yet
+            continue  # a consumer group's record (KIP-848): its commits have no generation
         elif record.value is None:
             found.pop((record.group_id, record.topic, record.partition), None)
         else:
@@ -63,13 +65,21 @@ class RowBuilder:
     Offsets are coalesced: of several commits of one partition added to the same builder (one materializer flush),
     only the last one becomes a row. Offset commits are the high-volume stream (every consumer commits every few
     seconds), the views need only the latest, and Delta time travel cannot tell rows of one commit apart anyway;
-    groups, members and assignments keep a row for every record.
+    groups, members and assignments keep a row for every record of a classic group.
+
+    Consumer groups (KIP-848) replay into ``consumer`` (:mod:`groupcoord.state.consumer_rows`), and each group they
+    touch becomes rows when :meth:`tables` is called, its topics named by ``topic_name``; without ``consumer`` their
+    records are skipped.
     """
 
     def __init__(self, generations: Mapping[str, int | None] | None = None, *,
-                 offset_generations: Mapping[OffsetKey, int | None] | None = None) -> None:
+                 offset_generations: Mapping[OffsetKey, int | None] | None = None,
+                 consumer: StagedConsumerGroups | None = None,
+                 topic_name: Callable[[UUID], str] = str) -> None:
         self.generations: dict[str, int | None] = dict(generations or {})
         self._offset_generations = offset_generations or {}
+        self._consumer = consumer
+        self._topic_name = topic_name
         self._rows: dict[TableName, list[tuple[Any, ...]]] = {name: [] for name in STATE_TABLES}
         self._offsets: dict[OffsetKey, tuple[Any, ...]] = {}
 
@@ -80,10 +90,14 @@ class RowBuilder:
             self._add_offset(record, tags)
         elif isinstance(record, GroupMetadataRecord):
             self._add_group(record, tags, now_ms)
-        # A consumer group's records (KIP-848) have no rows yet: the state tables show classic groups only.
+        elif isinstance(record, CONSUMER_RECORD_TYPES) and self._consumer is not None:
+            self._consumer.replay(record, tags, now_ms)
 
     def tables(self) -> dict[TableName, pa.Table]:
         """The accumulated rows as Arrow tables, only for the tables that have rows."""
+        if self._consumer is not None:
+            for group_id, touch in self._consumer.touched.items():
+                add_consumer_group_rows(self._row, group_id, self._consumer.group(group_id), touch, self._topic_name)
         self._rows["offsets"] = list(self._offsets.values())
         return {name: _to_arrow(STATE_TABLES[name], rows) for name, rows in self._rows.items() if rows}
 

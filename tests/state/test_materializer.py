@@ -279,14 +279,19 @@ def test_tables_stay_on_delta_protocol_1_2_with_utc_timestamps(
     assert TIMESTAMP.tz == "UTC"
 
 
-def test_consumer_group_records_are_skipped_until_the_tables_show_consumer_groups(
+def test_a_consumer_group_beside_a_classic_one_materializes_both(
         coordinator: LoggedCoordinator, root: StateRoot) -> None:
-    """A consumer group's (KIP-848) records reach the log but no state table yet; a classic group beside it
-    materializes as before."""
+    """A consumer group's (KIP-848) member joins and waits for its first target assignment (this context's shell
+    never computes one), so the group exists with its member and nothing owned; a classic group beside it
+    materializes as before (tests/state/test_consumer_group_rows.py follows consumer groups further)."""
     coordinator.ctx.send(ConsumerGroupHeartbeatRequest(
         group_id="cg", member_id="m", member_epoch=0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",),
         topic_partitions={}))
     coordinator.stable_group("g", 1)
     coordinator.materialize()
-    assert [r["group_id"] for r in read_view(root, GROUPS).to_pylist()] == ["g"]
-    assert {r["group_id"] for r in read_view(root, MEMBERS).to_pylist()} == {"g"}
+    groups = {r["group_id"]: (r["protocol_type"], r["member_count"]) for r in read_view(root, GROUPS).to_pylist()}
+    assert groups["g"] == ("consumer", 1)
+    members = {(r["group_id"], r["member_id"]) for r in read_view(root, MEMBERS).to_pylist()}
+    assignments = {r["group_id"] for r in read_view(root, ASSIGNMENTS).to_pylist()}
+    assert ("g", "client-1") in members and "g" in assignments and "cg" not in assignments
+    assert ("cg" in groups) == (("cg", "m") in members), (groups, members)
