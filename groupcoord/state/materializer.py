@@ -319,10 +319,12 @@ class Materializer:
         return self._watermarks[name]
 
     def _topic_name(self, topic_id: UUID) -> str:
-        """The catalog's name of ``topic_id`` (re-read once when it is new; its id as text if the catalog lacks it)."""
+        """The catalog's name of ``topic_id`` (re-read once when it is new; its id as text if the catalog lacks it,
+        remembered, since an id is given at a topic's creation and never comes back)."""
         if topic_id not in self._topic_names:
             self._topic_names = {i: name for name, i in TopicCatalog(self.root).topic_ids().items()}
-        return self._topic_names.get(topic_id, str(topic_id))
+            self._topic_names.setdefault(topic_id, str(topic_id))
+        return self._topic_names[topic_id]
 
     def _current_generations(self) -> dict[str, int | None]:
         if self._generations is None:
