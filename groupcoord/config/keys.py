@@ -25,6 +25,10 @@ REGISTRY.define("listen", str, "127.0.0.1:9092", "HOST:PORT the coordinator endp
 REGISTRY.define("advertised.listener", str, None,
                 "HOST:PORT advertised to clients in Metadata and FindCoordinator; defaults to the bound address.",
                 check=_host_port)
+REGISTRY.define("node.id", int, None,
+                "Broker id given with the advertised address in Metadata and FindCoordinator; by default a number "
+                "derived from that address, so a standby taking over at another address is another broker to "
+                "clients.", minimum=0, maximum=INT32_MAX)
 REGISTRY.define("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for.",
                 minimum=0, maximum=INT32_MAX)
 REGISTRY.define("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for.",

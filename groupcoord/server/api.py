@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -10,17 +11,32 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.codec import DecodedRequest, response_class
 from groupcoord.server.versions import ApiKey
 
-# The only broker this endpoint describes in Metadata and FindCoordinator.
-NODE_ID = 0
+_INT32_MAX = 2**31 - 1
+
+
+def node_id_of(host: str, port: int) -> int:
+    """The broker id an endpoint advertising ``host:port`` gives itself unless ``node.id`` is set.
+
+    Every address is its own broker to clients: a standby that takes the lease over at another address is another
+    node, as when Kafka's coordinator moves to another broker, and a restart at the same address is the same node,
+    as a Kafka broker restarting. (One id for every address made librdkafka's admin client keep sending to the old
+    address of that id after a take-over, until its request timed out.)
+    """
+    return zlib.crc32(f"{host}:{port}".encode()) & _INT32_MAX
 
 
 @dataclass(frozen=True)
 class BrokerAddress:
-    """The address clients are told to connect to (the advertised listener, or else the bound address)."""
+    """The address clients are told to connect to (the advertised listener, or else the bound address), and the
+    broker id Metadata and FindCoordinator give with it."""
 
     host: str
     port: int
-    node_id: int = NODE_ID
+    node_id: int = -1
+
+    def __post_init__(self) -> None:
+        if self.node_id < 0:
+            object.__setattr__(self, "node_id", node_id_of(self.host, self.port))
 
 
 @dataclass(frozen=True)

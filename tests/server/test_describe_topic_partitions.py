@@ -33,7 +33,8 @@ def _page(response: dict[str, Any]) -> list[tuple[str, int]]:
 
 def test_pages_of_partitions_follow_the_cursor_to_the_end(start_endpoint: Callable[..., RunningEndpoint],
                                                           raw_client: Callable[..., RawClient]) -> None:
-    client = raw_client(start_endpoint(build_dispatcher(topics=TOPICS)).address)
+    address = start_endpoint(build_dispatcher(topics=TOPICS)).address
+    client = raw_client(address)
     seen: list[tuple[str, int]] = []
     cursor = None
     for _ in range(10):
@@ -48,7 +49,7 @@ def test_pages_of_partitions_follow_the_cursor_to_the_end(start_endpoint: Callab
     (topic,) = first["Topics"]
     assert topic["TopicId"] == TOPICS.topic_ids()["beta"] and first["NextCursor"] is None
     assert [(p["LeaderId"], p["ReplicaNodes"], p["IsrNodes"], p["EligibleLeaderReplicas"])
-            for p in topic["Partitions"]] == [(0, [0], [0], [])] * 2
+            for p in topic["Partitions"]] == [(address.node_id, [address.node_id], [address.node_id], [])] * 2
 
 
 def test_an_unknown_topic_gets_its_error_and_the_zero_id(start_endpoint: Callable[..., RunningEndpoint],

@@ -76,7 +76,7 @@ def test_batched_find_coordinator_answers_every_key_with_this_endpoint(
     )
     address = stack.running.address
     assert [(c.key, c.error_code, c.node_id, c.host, c.port) for c in response.coordinators] == [
-        (key, 0, 0, address.host, address.port) for key in ("g1", "g2", "g3")
+        (key, 0, address.node_id, address.host, address.port) for key in ("g1", "g2", "g3")
     ]
 
 
