@@ -18,6 +18,10 @@ from pathlib import Path
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
+from groupcoord.storage.location import TableLocation, as_location
+from groupcoord.storage.tables import is_table
+from groupcoord.storage.tables import open_table as latest_table
+
 AsOf = int | dt.datetime | str
 """A point in a table's history: a Delta version, or a time."""
 
@@ -47,14 +51,15 @@ def parse_as_of(as_of: AsOf) -> int | dt.datetime:
     raise StateHistoryError(f"as_of must be a Delta version or a timestamp, not {type(as_of).__name__}")
 
 
-def open_table(path: Path, as_of: AsOf | None = None) -> DeltaTable | None:
-    """The table at ``path`` as of ``as_of`` (latest when ``None``), or ``None`` when it did not exist then."""
-    if not DeltaTable.is_deltatable(str(path)):
+def open_table(path: Path | TableLocation, as_of: AsOf | None = None) -> DeltaTable | None:
+    """The table at ``path`` as of ``as_of`` (latest when ``None``), or ``None`` when it did not exist then.
+    Time travel (``as_of``) reads the local Delta log directory: it needs a local table."""
+    if not is_table(path):
         return None
     if as_of is None:
-        return DeltaTable(str(path))
+        return latest_table(path)
     point = parse_as_of(as_of)
-    history = _History(path)
+    history = _History(as_location(path).local_path)
     version = history.version_at(point) if isinstance(point, dt.datetime) else history.check_version(point)
     return None if version is None else DeltaTable(str(path), version=version)
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset, open_if_exists, open_or_create
+from groupcoord.storage.tables import open_if_exists, open_or_create, table_dataset
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import (
@@ -253,7 +253,7 @@ class TopicCatalog:
     def _rows_at(self, table: DeltaTable) -> dict[str, TopicInfo]:
         version = table.version()
         if self._cached[0] != version:
-            rows = local_dataset(table).to_table().to_pylist()
+            rows = table_dataset(table).to_table().to_pylist()
             self._cached = (version, {row["topic"]: _info_from_row(row) for row in rows})
         return self._cached[1]
 

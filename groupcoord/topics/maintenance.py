@@ -60,7 +60,7 @@ def maintain_topic_logs(root: StateRoot, *, retention_hours: int, min_files: int
     rules = policy(retention_hours=retention_hours, min_files=min_files)
     for topic in TopicCatalog(root).list():
         try:
-            report = maintain_topic_log(root.topic_path(topic.name), rules, now=now)
+            report = maintain_topic_log(root.topic_path(topic.name).local_path, rules, now=now)
         except (DeltaError, OSError, pa.ArrowException) as exc:
             log.warning("maintenance of topic log %s failed, will retry: %s", topic.name, exc)
             continue
