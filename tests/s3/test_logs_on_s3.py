@@ -80,7 +80,7 @@ def test_two_writers_racing_one_version_leave_one_commit_and_fence_the_other(roo
 @pytest.fixture
 def proxy(s3_server: S3Server) -> Iterator[ProxyProcess]:
     """A response-dropping proxy in front of the S3 server."""
-    dropping = ProxyProcess(int(s3_server.endpoint.rpartition(":")[2]))
+    dropping = ProxyProcess(s3_server.port)
     yield dropping
     dropping.close()
 
