@@ -265,6 +265,8 @@ class DeltaRecordLog(RecordLog):
         with classified_errors(f"appending version {new_version} to {self.location}"):
             if expected_version < 0:
                 return self._create(records, batch_id=batch_id, snapshot_rows=snapshot_rows)
+            # a version this log committed or loaded exists: the commit need not check it again
+            previous_known = self._segment_version == expected_version
             segment = new_version if snapshot_rows or new_segment else self._segment_of(expected_version)
             started = time.perf_counter()
             rows = self._rows(records, version=new_version, segment=None, snapshot_rows=snapshot_rows,
@@ -276,6 +278,7 @@ class DeltaRecordLog(RecordLog):
                 partition_by=("segment",),
                 commit_info=commit_metadata(batch_id=batch_id, epoch=self.epoch),
                 written=written,
+                previous_known=previous_known,
             ), fsync=self.fsync, phases=phases)
         self.last_commit_phases = phases
         self._segment, self._segment_version = segment, new_version

@@ -55,6 +55,9 @@ class FileAppend:
     written: tuple[Mapping[str, Any], ...] = ()
     """Add actions of data files written (and fsynced with their directories) before, committed ahead of this
     append's own files in the same commit (a snapshot's file written ahead of its commit slot)."""
+    previous_known: bool = False
+    """The writer knows that ``version - 1`` exists (it committed or read that version itself): on object storage
+    the commit then skips the request that checks it."""
 
 
 def append_info(append: FileAppend) -> dict[str, Any]:

@@ -69,7 +69,8 @@ def append_objects(location: TableLocation, append: FileAppend, *, phases: dict[
     actions = [{"add": dict(add)} for add in (*append.written, *written)]
     if phases is not None:
         phases["write"] = time.perf_counter() - started
-    commit_objects(location, append.version, actions, info=append_info(append), phases=phases)
+    commit_objects(location, append.version, actions, info=append_info(append), phases=phases,
+                   previous_known=append.previous_known)
 
 
 def write_data_object(location: TableLocation, rows: pa.Table, *, partition: Mapping[str, str],
@@ -84,11 +85,13 @@ def write_data_object(location: TableLocation, rows: pa.Table, *, partition: Map
 
 
 def commit_objects(location: TableLocation, version: int, actions: Sequence[Mapping[str, Any]], *,
-                   info: Mapping[str, Any], phases: dict[str, float] | None = None) -> None:
+                   info: Mapping[str, Any], phases: dict[str, float] | None = None,
+                   previous_known: bool = False) -> None:
     """Create commit ``version`` holding ``actions`` with a put-if-absent, or raise :class:`CommitConflictError`
-    if another writer's commit is there (a commit of this very call, whose response was lost, counts as done)."""
+    if another writer's commit is there (a commit of this very call, whose response was lost, counts as done).
+    Unless ``previous_known``, a missing ``version - 1`` is a conflict too (checked with one request)."""
     started = time.perf_counter()
-    if version > 0 and not objects.exists(location, commit_name(version - 1)):
+    if version > 0 and not previous_known and not objects.exists(location, commit_name(version - 1)):
         raise CommitConflictError(f"{location} has no version {version - 1} to append after")
     commit_id = uuid.uuid4().hex
     body = commit_body(version, actions, {**info, COMMIT_ID_KEY: commit_id})

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.s3_proxy import ProxyProcess
 from groupcoord.log.base import LogFencedError
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import LeaseTable
@@ -22,7 +23,6 @@ from groupcoord.topics.topic_log import ProducerRecord
 from tests.log import test_lease, test_record_log_contract
 from tests.log.storage_helpers import LogFactory, offset
 from tests.s3.conftest import S3Server
-from tests.s3.proxy import ProxyProcess
 
 pytestmark = pytest.mark.integration
 

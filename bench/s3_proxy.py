@@ -1,11 +1,14 @@
-"""A TCP proxy in front of the S3 server that loses responses on purpose.
+"""A TCP proxy in front of the S3 server that delays requests and loses responses on purpose.
 
-Armed with a key, it forwards the next ``PUT`` of that key to the server and then, instead of passing the server's
-answer back, closes the client's connection: the put happened, the client never heard. That is the "lost response"
-of a commit, for the tests of its recognition.
+- **Latency.** With ``delay_ms``, every request waits that long before it is forwarded: the per-request latency of
+  S3 itself, which a server on loopback hides (for the benchmarks).
+- **A lost response.** Armed with a key, it forwards the next ``PUT`` of that key to the server and then, instead
+  of passing the server's answer back, closes the client's connection: the put happened, the client never heard.
+  That is the "lost response" of a commit, for the tests of its recognition.
 
-The proxy runs in a process of its own (:class:`ProxyProcess`; ``python -m tests.s3.proxy PORT``): delta-rs holds
-the GIL through some of its blocking requests, which would starve a proxy thread in the test's own process.
+The proxy runs in a process of its own (:class:`ProxyProcess`; ``python -m bench.s3_proxy PORT [DELAY_MS]``):
+delta-rs holds the GIL through some of its blocking requests, which would starve a proxy thread in the caller's own
+process.
 """
 
 from __future__ import annotations
@@ -15,18 +18,22 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 
-class ResponseDroppingProxy:
+class S3Proxy:
     """Listens on 127.0.0.1 (:attr:`endpoint`) and forwards every connection to ``target_port``."""
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, *, delay_ms: float = 0.0) -> None:
         self.target_port = target_port
+        self.delay_s = delay_ms / 1000
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._armed: bytes | None = None
         self._lock = threading.Lock()
         self.dropped: list[bytes] = []
         """The request lines whose responses were dropped."""
+        self.requests = 0
+        """How many requests went through."""
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -58,6 +65,11 @@ class ResponseDroppingProxy:
         try:
             while data := client.recv(65536):
                 line = data.split(b"\r\n", 1)[0]
+                if line.endswith(b" HTTP/1.1"):  # a new request, not more of a body
+                    with self._lock:
+                        self.requests += 1
+                    if self.delay_s:
+                        time.sleep(self.delay_s)  # S3's latency
                 with self._lock:
                     if self._armed and line.startswith(b"PUT ") and self._armed in line.split(b" ")[1]:
                         self._armed = None
@@ -86,10 +98,10 @@ class ResponseDroppingProxy:
 
 
 class ProxyProcess:
-    """A :class:`ResponseDroppingProxy` in a child process, driven over its stdin and stdout."""
+    """An :class:`S3Proxy` in a child process, driven over its stdin and stdout."""
 
-    def __init__(self, target_port: int) -> None:
-        self._process = subprocess.Popen([sys.executable, "-m", "tests.s3.proxy", str(target_port)],
+    def __init__(self, target_port: int, *, delay_ms: float = 0.0) -> None:
+        self._process = subprocess.Popen([sys.executable, "-m", "bench.s3_proxy", str(target_port), str(delay_ms)],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.endpoint = self._ask("")
 
@@ -100,6 +112,10 @@ class ProxyProcess:
     def dropped(self) -> int:
         """How many responses the proxy lost so far."""
         return int(self._ask("dropped"))
+
+    def requests(self) -> int:
+        """How many requests went through the proxy so far."""
+        return int(self._ask("requests"))
 
     def close(self) -> None:
         """Stop the proxy process."""
@@ -115,8 +131,9 @@ class ProxyProcess:
 
 
 def main() -> None:
-    """Serve a proxy to the port in ``argv[1]``: print its endpoint, then answer ``drop KEY`` and ``dropped``."""
-    proxy = ResponseDroppingProxy(int(sys.argv[1]))
+    """Serve a proxy to the port in ``argv[1]`` (delaying each request by ``argv[2]`` ms): print its endpoint, then
+    answer ``drop KEY`` and ``dropped`` on stdin."""
+    proxy = S3Proxy(int(sys.argv[1]), delay_ms=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
     print(proxy.endpoint, flush=True)
     for line in sys.stdin:
         command, _, key = line.strip().partition(" ")
@@ -125,6 +142,8 @@ def main() -> None:
             print("armed", flush=True)
         elif command == "dropped":
             print(len(proxy.dropped), flush=True)
+        elif command == "requests":
+            print(proxy.requests, flush=True)
 
 
 if __name__ == "__main__":
