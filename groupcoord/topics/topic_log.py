@@ -178,6 +178,7 @@ class TopicLog:
                     partition_by=tuple(PARTITION_COLUMNS),
                     commit_info={"isBlindAppend": False, "groupcoord_operation": "produce"},
                     compression=COMPRESSION,
+                    previous_known=True,  # the version this writer read or committed itself
                 ), fsync=False)
                 # The commit was conditional on the version read: the new bounds are known without a re-read.
                 self._cached = (version + 1, appended(before, targets, offsets))
