@@ -110,13 +110,19 @@ def table_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) 
     rows again when reading).
     """
     uri = table.table_uri
-    if uri.startswith(("s3://", "s3a://")):
-        parts = urlsplit(uri)
-        options = tuple(sorted((getattr(table, "_storage_options", None) or {}).items()))
-        root = pa_fs.SubTreeFileSystem(f"{parts.netloc}/{parts.path.strip('/')}", _s3_filesystem(options))
-    else:
-        root = pa_fs.SubTreeFileSystem(_local_path(table), pa_fs.LocalFileSystem())
-    return table.to_pyarrow_dataset(filesystem=root, file_pruning_predicate=where)
+    location = TableLocation(_local_path(table)) if uri.startswith("file://") or "://" not in uri else \
+        TableLocation(uri, getattr(table, "_storage_options", None) or {})
+    return table.to_pyarrow_dataset(filesystem=table_filesystem(location), file_pruning_predicate=where)
+
+
+def table_filesystem(where: Where) -> pa_fs.FileSystem:
+    """pyarrow's filesystem rooted at the table (local, or S3 with the location's options): its data files and
+    Delta log entries by their paths relative to the table."""
+    location = as_location(where)
+    if location.is_local:
+        return pa_fs.SubTreeFileSystem(location.uri, pa_fs.LocalFileSystem())
+    bucket, key = location.bucket_and_key
+    return pa_fs.SubTreeFileSystem(f"{bucket}/{key}", _s3_filesystem(tuple(sorted(location.options.items()))))
 
 
 @functools.lru_cache(maxsize=8)
