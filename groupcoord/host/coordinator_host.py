@@ -463,32 +463,22 @@ class _Term:
         A failed step is logged and retried at the next run: a maintenance error must neither stop the holder nor
         end maintenance for good (the tables would then grow for as long as the holder lives). Only a fenced log
         ends it: another coordinator writes now, and this one is stepping down.
-
-        On a state root on object storage only the state tables are maintained (through delta-rs): the two logs'
-        own maintenance works on local files, so those logs keep every segment until it is ported.
         """
         retention_hours = self.config.log.retention_hours
-        local = self.host.root.is_local
-        steps: list[tuple[str, Callable[[], object]]] = [("state tables", self.materializer.maintain)]
-        if local:
-            steps.insert(0, ("topic logs", functools.partial(maintain_topic_logs, self.host.root,
-                                                             retention_hours=retention_hours)))
-        else:
-            log.warning("state root %s is on object storage: record-log and topic-log maintenance is not "
-                        "supported there yet, so those logs are not compacted", self.host.root.location)
         while True:
             await asyncio.sleep(self.config.log.maintenance_interval_ms / 1000)
             started = time.monotonic()
             try:
-                if local:
-                    await maintain_record_log(self.writer.batcher, self.log)
+                await maintain_record_log(self.writer.batcher, self.log)
             except LogFencedError:
                 return
             except StorageUnavailableError as exc:
                 log.warning("log maintenance failed: %s", exc)
             except Exception:
                 log.exception("log maintenance failed; retrying at the next run")
-            for name, step in steps:
+            for name, step in (("topic logs", functools.partial(maintain_topic_logs, self.host.root,
+                                                                  retention_hours=retention_hours)),
+                               ("state tables", self.materializer.maintain)):
                 try:
                     await asyncio.to_thread(step)
                 except Exception as exc:  # a failed compaction must not stop the holder; the next run retries

@@ -80,7 +80,7 @@ def split_by_partition(rows: pa.Table, column: str) -> tuple[Part, ...]:
     return tuple(parts)
 
 
-def append_file(table: Path | TableLocation, append: FileAppend, *, fsync: bool = True,
+def append_file(table: str | Path | TableLocation, append: FileAppend, *, fsync: bool = True,
                 phases: dict[str, float] | None = None) -> None:
     """Write each part of ``append`` as one data file and commit them as version ``append.version`` of the table.
 
@@ -116,7 +116,7 @@ def append_file(table: Path | TableLocation, append: FileAppend, *, fsync: bool 
                    sync_first=tuple(dict.fromkeys(sync_first)), info=info)
 
 
-def write_data_file(table: Path | TableLocation, rows: pa.Table, *, partition: Mapping[str, str],
+def write_data_file(table: str | Path | TableLocation, rows: pa.Table, *, partition: Mapping[str, str],
                     compression: str = "zstd", data_change: bool = True, fsync: bool = True) -> dict[str, Any]:
     """Write ``rows`` (without partition columns) as a new Parquet file of ``partition``; returns its add action.
 
@@ -137,7 +137,7 @@ def write_data_file(table: Path | TableLocation, rows: pa.Table, *, partition: M
     return add_action(relative, rows, partition=partition, size=data_path.stat().st_size, data_change=data_change)
 
 
-def commit_actions(table: Path | TableLocation, version: int, actions: list[dict[str, Any]], *,
+def commit_actions(table: str | Path | TableLocation, version: int, actions: list[dict[str, Any]], *,
                    info: Mapping[str, Any], fsync: bool = True, sync_first: Sequence[Path] = (),
                    phases: dict[str, float] | None = None) -> None:
     """Commit ``actions`` (``{"add": ...}`` / ``{"remove": ...}`` entries) as ``version``, or raise
