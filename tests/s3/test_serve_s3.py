@@ -1,5 +1,6 @@
 """``groupcoord serve --state-root s3://...`` as users run it: a real kafka-python consumer group joins, syncs,
-commits and fetches its offsets, and a kill -9 of ``serve`` followed by a new one keeps every committed offset."""
+commits and fetches its offsets, a kill -9 of ``serve`` followed by a new one keeps every committed offset, and the
+materialized offsets table on S3 shows them (and time-travels)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from groupcoord.server.api import BrokerAddress
+from groupcoord.state.schema import OFFSETS
+from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
-from tests.host.conftest import COMMITTED_TOPICS, ServeProcess, fetch
+from tests.host.conftest import COMMITTED_TOPICS, ServeProcess, fetch, wait_for
 from tests.s3.conftest import S3Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -61,6 +64,12 @@ def test_serve_on_s3_keeps_a_kafka_python_groups_offsets_through_kill_9(
         second = ServeProcess(uri, *args, env=s3_server.env, log_path=tmp_path / "serve-1.log")
         address = second.wait_ready(60)  # takes the lease over once it expired (FAST_LEASE)
         assert fetch(address, "g1", TOPIC, list(range(PARTITIONS))) == {p: 10 + p for p in range(PARTITIONS)}
+
+        # The holder materialized the offsets into the queryable table on S3, and it time-travels there.
+        root = StateRoot.open(uri)
+        wait_for(lambda: len(read_view(root, OFFSETS)) == PARTITIONS, 30, "the offsets table on S3")
+        assert read_view(root, OFFSETS).column("offset").to_pylist() == [10 + p for p in range(PARTITIONS)]
+        assert read_view(root, OFFSETS, as_of=0).column("offset").to_pylist() == [10 + p for p in range(PARTITIONS)]
     finally:
         first.close()
         if second is not None:
