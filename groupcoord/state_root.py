@@ -10,7 +10,7 @@ Layout::
     <root>/state/<table>/            materialized, queryable state (offsets, groups, members, assignments)
     <root>/partition_weights/        optional per-partition weights for the weighted assignor
 
-Opening a local root of an older format migrates it first (:mod:`groupcoord.state_format`), then rewrites the marker.
+Opening a root of an older format migrates it first (:mod:`groupcoord.state_format`), then rewrites the marker.
 A root on S3 (``s3://bucket/prefix`` or ``s3a://``) has the same layout; its tables are opened with the location's
 storage options (:class:`~groupcoord.storage.location.TableLocation`).
 """
@@ -51,7 +51,7 @@ class StateRoot:
         """Open the state root at ``location``: a local path, or an ``s3://`` / ``s3a://`` URI.
 
         With ``create``, a missing directory (or an empty one, or an empty S3 prefix) becomes a new state root. A
-        local root of an older format is migrated to the current one. Another URI scheme, an existing non-empty
+        root of an older format is migrated to the current one. Another URI scheme, an existing non-empty
         directory without the marker, or a newer format is refused with :class:`StateRootError`. ``storage`` holds
         the ``storage.*`` configuration values (endpoint, region, credential files) for an S3 root; the ``AWS_*``
         environment variables fill in the rest (:func:`groupcoord.storage.location.s3_options`).
@@ -93,9 +93,8 @@ class StateRoot:
             if raw is not None:
                 found = cls._check_format(_read_marker(lambda: raw, location / _MARKER), location / _MARKER)
                 if found < STATE_FORMAT_VERSION:
-                    raise StateRootError(f"state root {location} has format {found}: migrating a state root on "
-                                         f"object storage is not supported yet (migrate it on local disk, then "
-                                         f"copy it)")
+                    migrate_tables(location, found)
+                    objects.put(location, _MARKER, _marker_bytes())
                 return cls(location)
             if any(name != MARKER_DIR for name in objects.list_names(location, limit=2)):
                 raise StateRootError(f"{location} is not a groupcoord state root (no {_MARKER})")
