@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,8 +33,9 @@ from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.config import LeaseConfig
 from groupcoord.log.delta import classified_errors
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.commits import COMMIT_ID_KEY
 from groupcoord.storage.location import TableLocation, as_location
-from groupcoord.storage.tables import is_table, open_table, table_dataset, table_properties
+from groupcoord.storage.tables import holds_commit, is_table, open_table, table_dataset, table_properties
 
 log = logging.getLogger("groupcoord.log.lease")
 
@@ -207,7 +209,25 @@ class LeaseTable:
             raise LeaseLostError(f"lease epoch {lease.epoch} was taken: {exc}") from exc
 
     def _commit(self, info: LeaseInfo, *, expected_version: int) -> int:
-        """Overwrite the lease row with ``info`` as Delta version ``expected_version + 1`` (compare-and-set)."""
+        """Overwrite the lease row with ``info`` as Delta version ``expected_version + 1`` (compare-and-set).
+
+        The commit carries a random ``groupcoord.commitId``: when delta-rs reports a conflict because the put's
+        response was lost and its retry found the version (on object storage), the version holding this id is this
+        commit, and it stands."""
+        commit_id = uuid.uuid4().hex
+        try:
+            return self._write(info, expected_version=expected_version, commit_id=commit_id)
+        except LogFencedError:
+            with classified_errors(f"reading version {expected_version + 1} of the lease {self.path}"):
+                mine = holds_commit(self.path, expected_version + 1, commit_id)
+            if not mine:
+                raise
+        log.info("lease commit at version %d: its response was lost, and the version holds this commit",
+                 expected_version + 1)
+        return expected_version + 1
+
+    def _write(self, info: LeaseInfo, *, expected_version: int, commit_id: str) -> int:
+        properties = CommitProperties(max_commit_retries=0, custom_metadata={COMMIT_ID_KEY: commit_id})
         data = pa.Table.from_pylist(
             [
                 {
@@ -232,7 +252,7 @@ class LeaseTable:
                         configuration=table_properties(
                             checkpoint_interval=10, retention_hours=self.config.retention_hours
                         ),
-                        commit_properties=_NO_RETRY,
+                        commit_properties=properties,
                         storage_options=self.path.delta_options(),
                     )
                 except DeltaError as exc:
@@ -243,7 +263,7 @@ class LeaseTable:
             table = open_table(self.path)
             if table.version() != expected_version:
                 raise LogFencedError(f"lease is at version {table.version()}, expected {expected_version}")
-            write_deltalake(table, data, mode="overwrite", commit_properties=_NO_RETRY)
+            write_deltalake(table, data, mode="overwrite", commit_properties=properties)
             committed: int = table.version()
         if committed != expected_version + 1:
             raise LogFencedError(f"lease commit landed at version {committed}, expected {expected_version + 1}")

@@ -21,6 +21,10 @@ import pyarrow.compute as pc
 ENGINE_INFO = "groupcoord-delta-append"
 """``engineInfo`` of the commits written here (delta-rs writes its own name there)."""
 
+COMMIT_ID_KEY = "groupcoord.commitId"
+"""``commitInfo`` key of the id by which a writer recognises its own commit after a lost response (a put that
+succeeded on the server, whose client retried and got 412)."""
+
 _STATS_TYPES = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_timestamp)
 
 
@@ -148,3 +152,15 @@ def _millis_iso(when: dt.datetime, *, up: bool) -> str:
     if up and whole != when:
         whole += dt.timedelta(milliseconds=1)
     return whole.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{whole.microsecond // 1000:03d}Z"
+
+
+def commit_id_of(body: bytes | None) -> str | None:
+    """The ``groupcoord.commitId`` in the commitInfo line of a commit's ``body`` (``None``: none, or no body)."""
+    if not body:
+        return None
+    try:
+        first = json.loads(body.split(b"\n", 1)[0])
+    except ValueError:
+        return None
+    found = first.get("commitInfo", {}).get(COMMIT_ID_KEY) if isinstance(first, dict) else None
+    return None if found is None else str(found)

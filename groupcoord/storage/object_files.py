@@ -18,7 +18,6 @@ and their puts) and ``link`` (the previous version's check and the commit's put)
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -31,11 +30,13 @@ import pyarrow.parquet as pq
 
 from groupcoord.storage import objects
 from groupcoord.storage.commits import (
+    COMMIT_ID_KEY,
     CommitConflictError,
     FileAppend,
     add_action,
     append_info,
     commit_body,
+    commit_id_of,
     commit_name,
     data_file_name,
     parquet_options,
@@ -45,9 +46,6 @@ from groupcoord.storage.location import TableLocation
 __all__ = ["COMMIT_ID_KEY", "append_objects", "commit_objects", "write_data_object"]
 
 log = logging.getLogger("groupcoord.storage.object_files")
-
-COMMIT_ID_KEY = "groupcoord.commitId"
-"""``commitInfo`` key of the id by which a writer recognises its own commit after a lost response."""
 
 _PUT_POOL = ThreadPoolExecutor(4, thread_name_prefix="groupcoord-object-put")
 """Puts the data files of one append concurrently (obstore releases the GIL while a request is in flight)."""
@@ -96,7 +94,7 @@ def commit_objects(location: TableLocation, version: int, actions: Sequence[Mapp
     commit_id = uuid.uuid4().hex
     body = commit_body(version, actions, {**info, COMMIT_ID_KEY: commit_id})
     if not objects.put_if_absent(location, commit_name(version), body):
-        found = _commit_id(objects.read(location, commit_name(version)))
+        found = commit_id_of(objects.read(location, commit_name(version)))
         if found != commit_id:
             raise CommitConflictError(f"version {version} of {location} already exists: another writer committed "
                                       "first")
@@ -104,15 +102,3 @@ def commit_objects(location: TableLocation, version: int, actions: Sequence[Mapp
                  version, location)
     if phases is not None:
         phases["link"] = time.perf_counter() - started
-
-
-def _commit_id(body: bytes | None) -> str | None:
-    """The ``groupcoord.commitId`` in the commitInfo line of a commit's ``body`` (``None``: none, or no body)."""
-    if not body:
-        return None
-    try:
-        first = json.loads(body.split(b"\n", 1)[0])
-    except ValueError:
-        return None
-    found = first.get("commitInfo", {}).get(COMMIT_ID_KEY) if isinstance(first, dict) else None
-    return None if found is None else str(found)

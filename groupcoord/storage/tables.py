@@ -27,6 +27,7 @@ import pyarrow.fs as pa_fs
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 
+from groupcoord.storage.commits import commit_id_of, commit_name
 from groupcoord.storage.location import TableLocation, as_location
 
 log = logging.getLogger("groupcoord.storage.tables")
@@ -113,6 +114,17 @@ def table_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) 
     location = TableLocation(_local_path(table)) if uri.startswith("file://") or "://" not in uri else \
         TableLocation(uri, getattr(table, "_storage_options", None) or {})
     return table.to_pyarrow_dataset(filesystem=table_filesystem(location), file_pruning_predicate=where)
+
+
+def holds_commit(where: Where, version: int, commit_id: str) -> bool:
+    """True if version ``version`` of the table at ``where`` is the commit tagged ``commit_id`` (its
+    ``groupcoord.commitId``): a writer whose commit failed as a conflict asks this to tell its own commit, whose
+    response was lost, from a rival's."""
+    try:
+        with table_filesystem(where).open_input_stream(commit_name(version)) as commit:
+            return commit_id_of(commit.read()) == commit_id
+    except FileNotFoundError:
+        return False
 
 
 def table_filesystem(where: Where) -> pa_fs.FileSystem:

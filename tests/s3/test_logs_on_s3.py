@@ -16,8 +16,8 @@ from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import LeaseTable
 from groupcoord.state_root import StateRoot
 from groupcoord.storage import objects
+from groupcoord.storage.commits import COMMIT_ID_KEY
 from groupcoord.storage.location import parse_location
-from groupcoord.storage.object_files import COMMIT_ID_KEY
 from groupcoord.topics import TopicCatalog, TopicLog
 from groupcoord.topics.topic_log import ProducerRecord
 from tests.log import test_lease, test_record_log_contract
@@ -109,3 +109,19 @@ def test_a_topic_log_on_s3_appends_through_the_object_path(root: StateRoot) -> N
     assert first.assigned == ((0, 0), (1, 0)) and second.assigned == ((0, 1),)
     commit = objects.read(root.topic_path("events"), f"_delta_log/{second.version:020d}.json")
     assert commit is not None and COMMIT_ID_KEY.encode() in commit
+
+
+def test_a_lease_renewal_whose_response_is_lost_is_recognised(
+        s3_server: S3Server, s3_bucket: str, proxy: ProxyProcess) -> None:
+    location = parse_location(f"s3://{s3_bucket}/lease", environ={**s3_server.env, "AWS_ENDPOINT_URL": proxy.endpoint})
+    table = LeaseTable(location, config=test_lease.CONFIG)
+    held = table.try_acquire("holder", "127.0.0.1:1")
+    assert held is not None
+    proxy.drop_response_to_put_of(f"_delta_log/{held.info.version + 1:020d}.json")
+
+    renewed = table.renew(held)
+
+    assert proxy.dropped() == 1, "the proxy lost no response: the test did not test anything"
+    assert renewed.info.version == held.info.version + 1
+    current = table.read_current()
+    assert current is not None and (current.version, current.holder) == (renewed.info.version, "holder")
