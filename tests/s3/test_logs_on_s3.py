@@ -125,3 +125,19 @@ def test_a_lease_renewal_whose_response_is_lost_is_recognised(
     assert renewed.info.version == held.info.version + 1
     current = table.read_current()
     assert current is not None and (current.version, current.holder) == (renewed.info.version, "holder")
+
+
+def test_a_topic_creation_whose_response_is_lost_is_recognised(
+        s3_server: S3Server, s3_bucket: str, proxy: ProxyProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**s3_server.env, "AWS_ENDPOINT_URL": proxy.endpoint}.items():
+        monkeypatch.setenv(name, value)
+    root = StateRoot.open(f"s3://{s3_bucket}/root", create=True)
+    catalog = TopicCatalog(root)
+    catalog.create("first", 1)  # the catalog table exists: version 0 (created), 1 (first)
+    proxy.drop_response_to_put_of(f"catalog/_delta_log/{2:020d}.json")
+
+    created = catalog.create("second", 3)
+
+    assert proxy.dropped() == 1, "the proxy lost no response: the test did not test anything"
+    assert created.partitions == 3
+    assert TopicCatalog(StateRoot.open(root.location)).partition_counts() == {"first": 1, "second": 3}
