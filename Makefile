@@ -27,7 +27,15 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(NODE_STAMP)
 
-install: $(STAMP) $(NODE_STAMP) ## create .venv, install groupcoord with its dev extras, fetch the JVM jars with Maven and kafkajs with npm (once)
+# versitygw, the S3 server of tests/s3 (posix backend, conditional puts checked under its publish lock), built with the
+# machine's Go into the venv's bin once per version (a few minutes on two cores).
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW_STAMP := $(VENV)/.versitygw-$(VERSITYGW_VERSION)
+$(VERSITYGW_STAMP): | $(STAMP)
+	GOBIN=$(abspath $(VENV))/bin go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@touch $(VERSITYGW_STAMP)
+
+install: $(STAMP) $(NODE_STAMP) $(VERSITYGW_STAMP) ## create .venv, install groupcoord with its dev extras, fetch the JVM jars with Maven, kafkajs with npm and build versitygw with Go (once)
 
 run: install ## the pipeline under ./var: 12x100k-record topic -> 2 Structured Streaming queries into groupcoord-delta (one stops, its partitions move), AvailableNow -> describe, lag, exactly-once check
 	@start=$$(date +%s); $(PY) -m groupcoord.ingest.demo_pipeline --engine structured $(if $(ASSIGNORS),--assignors $(ASSIGNORS)); rc=$$?; \

@@ -19,18 +19,22 @@ current code writes", so migrating an old root stays the same whatever later for
   that holds these kinds.
 
 A step is idempotent: a process that died half-way, or two processes migrating one root at once, leave the same
-result. :func:`migrate_tables` runs the steps; the caller writes the new marker after it returns.
+result. :func:`migrate_tables` runs the steps; the caller writes the new marker after it returns. A root may be a
+local directory or an S3 location: the steps list and open its tables through :mod:`groupcoord.storage.tables`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable, Schema
+import pyarrow.fs as pa_fs
+from deltalake import Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
+
+from groupcoord.storage.location import as_location
+from groupcoord.storage.tables import Where, is_table, open_table, table_filesystem
 
 log = logging.getLogger("groupcoord.state_format")
 
@@ -50,23 +54,23 @@ FORMAT2_TOPIC_LOG_COLUMNS = pa.schema([
 TOPICS_DIR = "topics"
 
 
-def _add_topic_log_columns(root: Path) -> None:
+def _add_topic_log_columns(root: Where) -> None:
     """Format 1 to 2: add :data:`FORMAT2_TOPIC_LOG_COLUMNS` to every topic log under ``root/topics``."""
-    topics = root / TOPICS_DIR
-    if not topics.is_dir():
-        return
-    for path in sorted(topics.iterdir()):
-        if DeltaTable.is_deltatable(str(path)):
+    location = as_location(root)
+    listing = table_filesystem(location).get_file_info(pa_fs.FileSelector(TOPICS_DIR, allow_not_found=True))
+    for name in sorted(entry.base_name for entry in listing if entry.type == pa_fs.FileType.Directory):
+        path = location / TOPICS_DIR / name
+        if is_table(path):
             add_missing_columns(path, FORMAT2_TOPIC_LOG_COLUMNS)
 
 
-def add_missing_columns(path: Path, columns: pa.Schema) -> bool:
+def add_missing_columns(path: Where, columns: pa.Schema) -> bool:
     """Add those of ``columns`` that the Delta table at ``path`` lacks; ``True`` if this call added any.
 
     A concurrent migrator may add them first: its commit wins, this one re-reads and finds nothing left to add.
     """
     for _ in range(3):
-        table = DeltaTable(str(path))
+        table = open_table(path)
         present = set(table.schema().to_arrow().names)
         missing = [field for field in columns if field.name not in present]
         if not missing:
@@ -81,19 +85,19 @@ def add_missing_columns(path: Path, columns: pa.Schema) -> bool:
     raise DeltaError(f"could not add columns to {path}: concurrent writers kept changing its schema")
 
 
-def _consumer_group_record_kinds(root: Path) -> None:
+def _consumer_group_record_kinds(root: Where) -> None:
     """Format 2 to 3: nothing to change. Format 3 only adds record kinds (consumer groups, KIP-848) to rows of the
     record log's existing schema; see the module's history."""
 
 
-STEPS: dict[int, Callable[[Path], None]] = {
+STEPS: dict[int, Callable[[Where], None]] = {
     2: _add_topic_log_columns,
     3: _consumer_group_record_kinds,
 }
 """The step that brings a root from format ``n - 1`` to format ``n``."""
 
 
-def migrate_tables(root: Path, found: int) -> None:
+def migrate_tables(root: Where, found: int) -> None:
     """Bring the tables of the state root at ``root`` from format ``found`` to :data:`STATE_FORMAT_VERSION`."""
     for version in range(found + 1, STATE_FORMAT_VERSION + 1):
         log.info("migrating state root %s from format %d to %d", root, version - 1, version)

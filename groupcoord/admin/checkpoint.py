@@ -40,7 +40,7 @@ from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.state.schema import GROUPS, OFFSETS, TIMESTAMP
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset, open_if_exists
+from groupcoord.storage.tables import open_if_exists, table_dataset
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrameWriter, SparkSession
@@ -182,7 +182,7 @@ def write_weights(spark: SparkSession, root: StateRoot, snapshot: pa.Table, *, r
         "run_id": pa.array([run_id] * snapshot.num_rows, pa.string()),
         "updated_at": pa.array([run_time] * snapshot.num_rows, TIMESTAMP),
     }).cast(WEIGHTS_SCHEMA)
-    path = root.partition_weights_path
+    path = root.partition_weights_path.local_path  # delta-spark writes it: a local root only, so far
     writer = _writer(spark, path, weights, WEIGHTS_SCHEMA,
                      description="groupcoord partition weights (1 + lag) for the weighted assignor")
     writer.mode("overwrite").save(str(path))
@@ -207,7 +207,7 @@ def _writer(spark: SparkSession, path: Path, rows: pa.Table, schema: pa.Schema, 
 def read_window(path: Path, runs: int) -> pa.Table:
     """The rows of the latest ``runs`` runs of the checkpoint table, ordered by run time."""
     table = open_if_exists(path)
-    rows = CHECKPOINT_SCHEMA.empty_table() if table is None else local_dataset(table).to_table(
+    rows = CHECKPOINT_SCHEMA.empty_table() if table is None else table_dataset(table).to_table(
         columns=CHECKPOINT_SCHEMA.names)
     if rows.num_rows == 0:
         return CHECKPOINT_SCHEMA.empty_table()

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset, open_if_exists
+from groupcoord.storage.tables import open_if_exists, table_dataset
 from groupcoord.topics import PartitionOffsets, TopicCatalog, TopicLog
 
 TopicPartitionKey = tuple[str, int]
@@ -40,7 +40,7 @@ def offsets_for_time(root: StateRoot, topic: str, when: dt.datetime) -> dict[int
     table = open_if_exists(root.topic_path(topic))
     if table is None:
         return {}
-    dataset = local_dataset(table)
+    dataset = table_dataset(table)
     rows = dataset.to_table(columns=["partition", "offset"], filter=pc.field("timestamp") >= pa.scalar(when))
     if rows.num_rows == 0:
         return {}

@@ -17,7 +17,6 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.assignment.targets import target_answer, target_group
@@ -34,6 +33,7 @@ from groupcoord.coordinator.effects import (
 from groupcoord.protocol.consumer_protocol import Assignment, TopicPartitions, encode_assignment
 from groupcoord.protocol.errors import Errors
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.tables import Where
 from groupcoord.topics import TopicCatalog
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def driver_assignment_runner(root: StateRoot) -> SparkAssignmentRunner:
 
 
 def driver_only_runner(partition_counts: Callable[[], Mapping[str, int]], *,
-                       weights_path: Path | None = None) -> SparkAssignmentRunner:
+                       weights_path: Where | None = None) -> SparkAssignmentRunner:
     """A runner that never starts Spark: every group on the assignors' Python engine; an assignor without one
     (``weighted``) fails its groups with UNKNOWN_SERVER_ERROR, saying so in the log."""
     return SparkAssignmentRunner(partition_counts, session=_no_spark, weights_path=weights_path,
@@ -100,7 +100,7 @@ class SparkAssignmentRunner:
         *,
         session: Callable[[], SparkSession],
         racks: Callable[[str], Sequence[Sequence[str]] | None] | None = None,
-        weights_path: Path | None = None,
+        weights_path: Where | None = None,
         driver_partitions: int = DRIVER_PARTITIONS,
     ) -> None:
         self._partition_counts = partition_counts

@@ -13,13 +13,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Collection, Mapping
-from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake.exceptions import DeltaError
 
-from groupcoord.storage.tables import local_dataset, open_if_exists
+from groupcoord.storage.tables import Where, open_if_exists, table_dataset
 
 log = logging.getLogger("groupcoord.assignment.weights")
 
@@ -30,7 +29,7 @@ PartitionKey = tuple[str, str, int]
 """(group id, topic, partition)."""
 
 
-def read_partition_weights(path: Path, group_ids: Collection[str]) -> dict[PartitionKey, float]:
+def read_partition_weights(path: Where, group_ids: Collection[str]) -> dict[PartitionKey, float]:
     """The newest weight per (group, topic, partition) of ``group_ids`` in the weights table at ``path``.
 
     Empty when the table does not exist (or cannot be read). A partition whose newest weight is not a finite
@@ -43,7 +42,7 @@ def read_partition_weights(path: Path, group_ids: Collection[str]) -> dict[Parti
         if table is None:
             return {}
         wanted = sorted(group_ids)
-        rows = local_dataset(table).to_table(
+        rows = table_dataset(table).to_table(
             columns=["group_id", "topic", "partition", "weight", "updated_at"],
             filter=ds.field("group_id").isin(wanted),
         )

@@ -43,3 +43,8 @@ def state_root_from_args(args: argparse.Namespace, *, required: bool = True) -> 
             raise UsageError(f"no state root: pass --state-root DIR or set ${STATE_ROOT_ENV}")
         return None
     return str(explicit)
+
+
+def storage_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The ``spark.groupcoord.storage.*`` values (endpoint, region, credential files) of a state root on S3."""
+    return config_from_args(args).section("storage.")

@@ -31,16 +31,14 @@ def _missing_subcommand(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from deltalake import DeltaTable
-
     from groupcoord.cli.groups import open_root
     from groupcoord.log.lease import current_holder
+    from groupcoord.storage.tables import is_table, open_table
 
     root = open_root(args)
     lease = current_holder(root)
-    log_path = str(root.log_path)
-    log_version = DeltaTable(log_path).version() if DeltaTable.is_deltatable(log_path) else None
-    fields: list[tuple[str, object]] = [("State root", root.path)]
+    log_version = open_table(root.log_path).version() if is_table(root.log_path) else None
+    fields: list[tuple[str, object]] = [("State root", root.location)]
     if lease is None:
         fields.append(("Holder", "none (the lease was never taken)"))
     else:

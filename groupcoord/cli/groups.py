@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.cli.common import config_from_args, state_root_from_args
+from groupcoord.cli.common import config_from_args, state_root_from_args, storage_settings
 from groupcoord.cli.errors import CliError, UsageError
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def open_root(args: argparse.Namespace) -> StateRoot:
     path = state_root_from_args(args)
     assert path is not None
     try:
-        return StateRoot.open(path)
+        return StateRoot.open(path, storage=storage_settings(args))
     except StateRootError as exc:
         raise CliError(str(exc)) from None
 

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     location = state_root_from_args(args)
     assert location is not None
     try:
-        root = StateRoot.open(location, create=True)
+        root = StateRoot.open(location, create=True, storage=config.section("storage."))
     except StateRootError as exc:
         raise UsageError(str(exc)) from None
     host, _, _ = config["listen"].rpartition(":")

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from groupcoord.cli.common import config_from_args, state_root_from_args
+from groupcoord.cli.common import config_from_args, state_root_from_args, storage_settings
 from groupcoord.cli.errors import CliError, UsageError
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def _open_root(args: argparse.Namespace, *, create: bool = False) -> StateRoot:
     path = state_root_from_args(args)
     assert path is not None
     try:
-        return StateRoot.open(path, create=create)
+        return StateRoot.open(path, create=create, storage=storage_settings(args))
     except StateRootError as exc:
         raise CliError(str(exc)) from None
 

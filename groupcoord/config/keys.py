@@ -19,7 +19,8 @@ def _host_port(value: str) -> str | None:
 INT32_MAX = 2**31 - 1
 
 # --- Coordinator -----------------------------------------------------------------------------------------------------
-REGISTRY.define("state.root", str, None, "Directory holding the coordinator's Delta tables (the state root).")
+REGISTRY.define("state.root", str, None,
+                "Directory or s3:// (s3a://) URI holding the coordinator's Delta tables (the state root).")
 REGISTRY.define("listen", str, "127.0.0.1:9092", "HOST:PORT the coordinator endpoint binds; port 0 picks one.",
                 check=_host_port)
 REGISTRY.define("advertised.listener", str, None,
@@ -56,6 +57,21 @@ REGISTRY.define("offset.metadata.max.bytes", int, 4096, "Largest metadata string
                 minimum=0, maximum=INT32_MAX)
 REGISTRY.define("socket.request.max.bytes", int, 104857600, "Largest request frame the endpoint accepts.",
                 minimum=1024, maximum=INT32_MAX)
+
+# --- Object storage (a state root on s3://; README "State root on S3") -----------------------------------------------
+STORAGE_SECRETS = ("storage.secret.access.key", "storage.session.token")
+"""Secret storage settings: refused as keys (a --conf value shows in Spark's UI and event log); they come from the
+environment (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or from the file a ``*.file`` key names."""
+REGISTRY.define("storage.endpoint", str, None,
+                "S3 endpoint URL, for S3-compatible servers (http://host:port); defaults to AWS_ENDPOINT_URL_S3 or "
+                "AWS_ENDPOINT_URL, else AWS's own.")
+REGISTRY.define("storage.region", str, None, "S3 region; defaults to AWS_REGION or AWS_DEFAULT_REGION, else us-east-1.")
+REGISTRY.define("storage.access.key.id", str, None, "S3 access key id; defaults to AWS_ACCESS_KEY_ID.")
+REGISTRY.define("storage.secret.access.key.file", str, None,
+                "File holding the S3 secret access key; defaults to AWS_SECRET_ACCESS_KEY (secrets are never "
+                "accepted as a key's value).")
+REGISTRY.define("storage.session.token.file", str, None,
+                "File holding an S3 session token; defaults to AWS_SESSION_TOKEN.")
 
 # --- Topic catalog and topic log --------------------------------------------------------------------------------------
 REGISTRY.define("metadata.refresh.ms", int, 1000,

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from groupcoord.config import keys as _keys  # noqa: F401  (fills the registry)
-from groupcoord.config.registry import PREFIX, REGISTRY, ConfigError
+from groupcoord.config.keys import STORAGE_SECRETS  # (importing keys fills the registry)
+from groupcoord.config.registry import PREFIX, REGISTRY, ConfigError, full_name, short_name
 
 
 class Config:
@@ -25,6 +25,10 @@ class Config:
         """Return the value of ``name``, or ``default`` when it is unset (``None``)."""
         value = self[name]
         return default if value is None else value
+
+    def section(self, prefix: str) -> dict[str, Any]:
+        """The values of the keys whose short name starts with ``prefix`` (``"storage."``), by short name."""
+        return {name: value for name, value in self._values.items() if name.startswith(prefix)}
 
     def as_dict(self) -> dict[str, Any]:
         """All values by short key name."""
@@ -118,10 +122,20 @@ def resolve_config(
     values: dict[str, Any] = {}
     for layer in layers:
         for name, raw in layer.items():
+            _refuse_secret(name)
             key = REGISTRY.get(name)
             values[key.name] = key.parse(raw)
     _check_cross_key(values)
     return Config(values)
+
+
+def _refuse_secret(name: str) -> None:
+    """Secret values never come through configuration: Spark shows every conf value in its UI and event log."""
+    if short_name(name) in STORAGE_SECRETS:
+        variable = "AWS_SECRET_ACCESS_KEY" if "secret" in name else "AWS_SESSION_TOKEN"
+        raise ConfigError(f"{full_name(name)} is a secret and is refused as a configuration value (Spark shows "
+                          f"those in its UI and logs): set {variable} in the environment or name a file with "
+                          f"{full_name(name)}.file")
 
 
 def _check_cross_key(values: Mapping[str, Any]) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 from groupcoord.topics.log_table import create_topic_log
 
 
@@ -60,7 +60,7 @@ def embedded_rows(root: StateRoot, topics: list[str]) -> pa.Table:
     """Every record of the embedded logs of ``topics`` with a ``topic`` column (``topic, partition, offset, value``)."""
     tables = []
     for topic in topics:
-        rows = local_dataset(create_topic_log(root, topic)).to_table(columns=["partition", "offset", "value"])
+        rows = table_dataset(create_topic_log(root, topic)).to_table(columns=["partition", "offset", "value"])
         tables.append(rows.append_column("topic", pa.array([topic] * rows.num_rows, pa.string())))
     schema = pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.binary()),
                         ("topic", pa.string())])

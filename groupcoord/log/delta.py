@@ -12,7 +12,7 @@ and it never retries at another version. Creating the table (version 0, through 
 ``CommitProperties(max_commit_retries=0)``) races the same way: a second creator finds the table and is fenced.
 Every other failure (I/O, missing table, permissions) becomes :class:`StorageUnavailableError`. Checkpoints are
 written in the background (:mod:`groupcoord.storage.background`), and reads go through pyarrow's local filesystem
-(:func:`groupcoord.storage.tables.local_dataset`).
+(:func:`groupcoord.storage.tables.table_dataset`).
 
 Segments. Rows are partitioned by ``segment``: the log version of the snapshot that opened the segment, or -1
 before the first snapshot. A snapshot batch at version V opens segment V. :meth:`DeltaRecordLog.load` reads only
@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
+from obstore.exceptions import BaseError as ObjectStoreError
 
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.log.base import (
@@ -47,7 +48,8 @@ from groupcoord.log.base import (
 )
 from groupcoord.storage.background import BackgroundCheckpointer
 from groupcoord.storage.files import CommitConflictError, FileAppend, Part, append_file, write_data_file
-from groupcoord.storage.tables import local_dataset, table_properties
+from groupcoord.storage.location import TableLocation, as_location
+from groupcoord.storage.tables import is_table, open_table, table_dataset, table_properties
 
 log = logging.getLogger("groupcoord.log.delta")
 
@@ -86,7 +88,7 @@ def classified_errors(action: str) -> Iterator[None]:
         yield
     except (CommitFailedError, CommitConflictError) as exc:
         raise LogFencedError(f"{action}: another writer committed first ({exc})") from exc
-    except (OSError, DeltaError, pa.ArrowException) as exc:
+    except (OSError, DeltaError, pa.ArrowException, ObjectStoreError) as exc:
         raise StorageUnavailableError(f"{action}: {exc}") from exc
 
 
@@ -104,7 +106,8 @@ def commit_properties(*, batch_id: str | None, epoch: int) -> CommitProperties:
 
 
 class DeltaRecordLog(RecordLog):
-    """A :class:`RecordLog` stored in the Delta table at ``path`` (usually ``StateRoot.log_path``).
+    """A :class:`RecordLog` stored in the Delta table at ``path`` (usually ``StateRoot.log_path``: a local directory
+    or an ``s3://`` location).
 
     Appends go through :mod:`groupcoord.storage.files` (constant time whatever the table's size, fsynced unless
     ``fsync=False``); checkpoints every ``checkpoint_interval`` versions are written by a background thread
@@ -112,43 +115,49 @@ class DeltaRecordLog(RecordLog):
     (the commit batcher guarantees it).
     """
 
-    def __init__(self, path: str | Path, *, checkpoint_interval: int = 10, retention_minutes: int = 10,
-                 fsync: bool = True) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | TableLocation, *, checkpoint_interval: int = 10,
+                 retention_minutes: int = 10, fsync: bool = True) -> None:
+        self.location = as_location(path)
         self.checkpoint_interval = checkpoint_interval
         self.retention = dt.timedelta(minutes=retention_minutes)
         """How long superseded data files and Delta log entries are kept (``log.retention.minutes``)."""
         self.fsync = fsync
         self.removals_at = -1
         """The newest version known to have removed files (maintenance); a plan made before it is stale."""
-        self._checkpointer = BackgroundCheckpointer(self.path, interval=checkpoint_interval)
+        self._checkpointer = BackgroundCheckpointer(self.location, interval=checkpoint_interval)
         # The segment of the batch at _segment_version, so an append after it knows its partition without a scan.
         self._segment_version: int | None = None
         self._segment = NO_SEGMENT
         self.records_since_snapshot = 0
 
+    @property
+    def path(self) -> Path:
+        """The table's local directory (maintenance and inspection of a local log); a :class:`LocationError` for a
+        log on object storage."""
+        return self.location.local_path
+
     # --- reading ------------------------------------------------------------------------------------------------
 
     def exists(self) -> bool:
         """True once the first batch created the table."""
-        return DeltaTable.is_deltatable(str(self.path))
+        return is_table(self.location)
 
     def version(self) -> int:
         """The latest Delta version of the table, -1 when it does not exist yet."""
-        with classified_errors(f"reading the version of {self.path}"):
+        with classified_errors(f"reading the version of {self.location}"):
             return self._latest().version() if self.exists() else -1
 
     def table(self) -> DeltaTable:
         """The table at its latest version (for maintenance and inspection)."""
-        with classified_errors(f"opening {self.path}"):
+        with classified_errors(f"opening {self.location}"):
             return self._latest()
 
     def batch_ids_after(self, version: int) -> dict[int, str | None]:
         """Batch tags of every commit after ``version``, read from the commits' commitInfo."""
-        with classified_errors(f"reading the history of {self.path}"):
+        with classified_errors(f"reading the history of {self.location}"):
             if not self.exists():
                 return {}
-            table = DeltaTable(str(self.path))
+            table = open_table(self.location)
             newer = table.version() - version
             if newer <= 0:
                 return {}
@@ -161,14 +170,14 @@ class DeltaRecordLog(RecordLog):
 
     def load(self) -> LoadedLog:
         """Read the newest segment (latest snapshot plus tail), in commit order, without epoch markers."""
-        with classified_errors(f"loading {self.path}"):
+        with classified_errors(f"loading {self.location}"):
             if not self.exists():
                 self.records_since_snapshot = 0
                 return LoadedLog((), -1)
             table = self._latest()
             version = table.version()
             segment = self._newest_segment(table)
-            rows = local_dataset(table, where=[("segment", "=", segment)]).to_table(
+            rows = table_dataset(table, where=[("segment", "=", segment)]).to_table(
                 columns=_READ_COLUMNS, filter=pc.field("segment") == segment)
         rows = rows.sort_by([("log_version", "ascending"), ("seq", "ascending")])
         epoch = int(pc.max(rows.column("epoch")).as_py() or 0) if rows.num_rows else 0
@@ -181,7 +190,7 @@ class DeltaRecordLog(RecordLog):
         self.records_since_snapshot = tail
         self._checkpointer.restart_from(version)
         log.info("loaded %s at version %d: segment %d, %d records (%d after the snapshot), epoch %d",
-                 self.path, version, segment, len(records), tail, epoch)
+                 self.location, version, segment, len(records), tail, epoch)
         return LoadedLog(records, version, epoch, tail)
 
     # --- writing ------------------------------------------------------------------------------------------------
@@ -216,9 +225,9 @@ class DeltaRecordLog(RecordLog):
         append's data file after a failed commit)."""
         prepared = PreparedRecords(records)
         if version is not None and version > 0 and records:
-            with classified_errors(f"writing a snapshot ahead of version {version} of {self.path}"):
+            with classified_errors(f"writing a snapshot ahead of version {version} of {self.location}"):
                 rows = self._rows([prepared], version=version, segment=None, snapshot_rows=len(records))
-                prepared.file = (version, write_data_file(self.path, rows, partition={"segment": str(version)},
+                prepared.file = (version, write_data_file(self.location, rows, partition={"segment": str(version)},
                                                           fsync=self.fsync))
         return prepared
 
@@ -253,20 +262,23 @@ class DeltaRecordLog(RecordLog):
         append; -1: an empty snapshot), after the data files ``written`` ahead (a snapshot's, whose rows take
         ``seq`` below ``first_seq``: ``new_segment`` then opens the segment without ``snapshot_rows``)."""
         new_version = expected_version + 1
-        with classified_errors(f"appending version {new_version} to {self.path}"):
+        with classified_errors(f"appending version {new_version} to {self.location}"):
             if expected_version < 0:
                 return self._create(records, batch_id=batch_id, snapshot_rows=snapshot_rows)
+            # a version this log committed or loaded exists: the commit need not check it again
+            previous_known = self._segment_version == expected_version
             segment = new_version if snapshot_rows or new_segment else self._segment_of(expected_version)
             started = time.perf_counter()
             rows = self._rows(records, version=new_version, segment=None, snapshot_rows=snapshot_rows,
                               first_seq=first_seq)
             phases = {"rows": time.perf_counter() - started}
-            append_file(self.path, FileAppend(
+            append_file(self.location, FileAppend(
                 version=new_version,
                 parts=(Part(rows, {"segment": str(segment)}),),
                 partition_by=("segment",),
                 commit_info=commit_metadata(batch_id=batch_id, epoch=self.epoch),
                 written=written,
+                previous_known=previous_known,
             ), fsync=self.fsync, phases=phases)
         self.last_commit_phases = phases
         self._segment, self._segment_version = segment, new_version
@@ -275,21 +287,22 @@ class DeltaRecordLog(RecordLog):
 
     def _create(self, records: Sequence[Sequence[EncodedRecord]], *, batch_id: str | None, snapshot_rows: int) -> int:
         if self.exists():
-            raise LogFencedError(f"expected an empty log, but {self.path} already has a table")
+            raise LogFencedError(f"expected an empty log, but {self.location} already has a table")
         segment = 0 if snapshot_rows else NO_SEGMENT
         try:
             write_deltalake(
-                str(self.path),
+                self.location.uri,
                 self._rows(records, version=0, segment=segment, snapshot_rows=snapshot_rows),
                 mode="error",
                 partition_by=["segment"],
                 name="groupcoord_record_log",
                 configuration=self.properties(),
                 commit_properties=commit_properties(batch_id=batch_id, epoch=self.epoch),
+                storage_options=self.location.delta_options(),
             )
         except DeltaError as exc:
             if not isinstance(exc, CommitFailedError) and self.exists():
-                raise LogFencedError(f"another writer created {self.path} first") from exc
+                raise LogFencedError(f"another writer created {self.location} first") from exc
             raise
         self._segment, self._segment_version = segment, 0
         return 0
@@ -324,7 +337,7 @@ class DeltaRecordLog(RecordLog):
     def _latest(self) -> DeltaTable:
         # Opened afresh each time: with checkpoints every few versions a fresh open reads one checkpoint and a few
         # commits, while updating a kept table in place costs time in proportion to its files.
-        return DeltaTable(str(self.path))
+        return open_table(self.location)
 
     def _segment_of(self, version: int) -> int:
         """The segment the batch at ``version`` belongs to: remembered from the last commit or load, else read."""
@@ -332,7 +345,7 @@ class DeltaRecordLog(RecordLog):
             return self._segment
         table = self._latest()
         if table.version() != version:
-            raise LogFencedError(f"expected log version {version}, but {self.path} is at {table.version()}")
+            raise LogFencedError(f"expected log version {version}, but {self.location} is at {table.version()}")
         return self._newest_segment(table)
 
     @staticmethod

@@ -21,18 +21,21 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from groupcoord.log.base import LogFencedError, StorageUnavailableError
 from groupcoord.log.config import LeaseConfig
 from groupcoord.log.delta import classified_errors
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset, table_properties
+from groupcoord.storage.commits import COMMIT_ID_KEY
+from groupcoord.storage.location import TableLocation, as_location
+from groupcoord.storage.tables import holds_commit, is_table, open_table, table_dataset, table_properties
 
 log = logging.getLogger("groupcoord.log.lease")
 
@@ -107,8 +110,8 @@ class HeldLease:
 class LeaseTable:
     """The election lease at ``path``; every operation is a conditional commit or a read of the latest row."""
 
-    def __init__(self, path: str | Path, *, config: LeaseConfig | None = None) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | TableLocation, *, config: LeaseConfig | None = None) -> None:
+        self.path = as_location(path)
         self.config = config or LeaseConfig()
 
     @property
@@ -125,10 +128,10 @@ class LeaseTable:
         """The current lease row, or ``None`` when no one ever took the lease."""
         now = now or utc_now()
         with classified_errors(f"reading the lease {self.path}"):
-            if not DeltaTable.is_deltatable(str(self.path)):
+            if not is_table(self.path):
                 return None
-            table = DeltaTable(str(self.path))
-            rows = local_dataset(table).to_table().to_pylist()
+            table = open_table(self.path)
+            rows = table_dataset(table).to_table().to_pylist()
         if len(rows) != 1:
             raise StorageUnavailableError(f"lease table {self.path} holds {len(rows)} rows instead of one")
         row = rows[0]
@@ -188,7 +191,7 @@ class LeaseTable:
         retention = self.config.retention_hours
         try:
             with classified_errors(f"vacuuming the lease {self.path}"):
-                table = DeltaTable(str(self.path))
+                table = open_table(self.path)
                 if table.version() != lease.info.version:
                     raise LogFencedError(f"lease is at version {table.version()}, held {lease.info.version}")
                 table.vacuum(retention, dry_run=False, enforce_retention_duration=False, commit_properties=_NO_RETRY,
@@ -206,7 +209,25 @@ class LeaseTable:
             raise LeaseLostError(f"lease epoch {lease.epoch} was taken: {exc}") from exc
 
     def _commit(self, info: LeaseInfo, *, expected_version: int) -> int:
-        """Overwrite the lease row with ``info`` as Delta version ``expected_version + 1`` (compare-and-set)."""
+        """Overwrite the lease row with ``info`` as Delta version ``expected_version + 1`` (compare-and-set).
+
+        The commit carries a random ``groupcoord.commitId``: when delta-rs reports a conflict because the put's
+        response was lost and its retry found the version (on object storage), the version holding this id is this
+        commit, and it stands."""
+        commit_id = uuid.uuid4().hex
+        try:
+            return self._write(info, expected_version=expected_version, commit_id=commit_id)
+        except LogFencedError:
+            with classified_errors(f"reading version {expected_version + 1} of the lease {self.path}"):
+                mine = holds_commit(self.path, expected_version + 1, commit_id)
+            if not mine:
+                raise
+        log.info("lease commit at version %d: its response was lost, and the version holds this commit",
+                 expected_version + 1)
+        return expected_version + 1
+
+    def _write(self, info: LeaseInfo, *, expected_version: int, commit_id: str) -> int:
+        properties = CommitProperties(max_commit_retries=0, custom_metadata={COMMIT_ID_KEY: commit_id})
         data = pa.Table.from_pylist(
             [
                 {
@@ -224,24 +245,25 @@ class LeaseTable:
             if expected_version < 0:
                 try:
                     write_deltalake(
-                        str(self.path),
+                        self.path.uri,
                         data,
                         mode="error",
                         name="groupcoord_lease",
                         configuration=table_properties(
                             checkpoint_interval=10, retention_hours=self.config.retention_hours
                         ),
-                        commit_properties=_NO_RETRY,
+                        commit_properties=properties,
+                        storage_options=self.path.delta_options(),
                     )
                 except DeltaError as exc:
-                    if DeltaTable.is_deltatable(str(self.path)):
+                    if is_table(self.path):
                         raise LogFencedError(f"another process created {self.path} first") from exc
                     raise
                 return 0
-            table = DeltaTable(str(self.path))
+            table = open_table(self.path)
             if table.version() != expected_version:
                 raise LogFencedError(f"lease is at version {table.version()}, expected {expected_version}")
-            write_deltalake(table, data, mode="overwrite", commit_properties=_NO_RETRY)
+            write_deltalake(table, data, mode="overwrite", commit_properties=properties)
             committed: int = table.version()
         if committed != expected_version + 1:
             raise LogFencedError(f"lease commit landed at version {committed}, expected {expected_version + 1}")

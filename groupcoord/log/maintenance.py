@@ -76,7 +76,7 @@ async def maintain_record_log(batcher: CommitBatcher, record_log: DeltaRecordLog
         finally:
             steps[name] = round(time.monotonic() - started, 3)
             if steps[name] > SLOW_STEP.total_seconds():
-                log.warning("record log maintenance: step %r of %s took %.1f s", name, record_log.path, steps[name])
+                log.warning("record log maintenance: step %r of %s took %.1f s", name, record_log.location, steps[name])
 
     with step("plan"):
         plan = await loop.run_in_executor(_BACKGROUND, plan_maintenance, record_log)
@@ -94,7 +94,7 @@ async def maintain_record_log(batcher: CommitBatcher, record_log: DeltaRecordLog
             version = await batcher.run_exclusive(commit)
     with step("collect"):
         vacuumed = await loop.run_in_executor(_BACKGROUND, functools.partial(collect_garbage, record_log, now=now))
-    return maintenance.report(record_log.path, version, plan, vacuumed, committed=committed, steps=steps)
+    return maintenance.report(record_log.location, version, plan, vacuumed, committed=committed, steps=steps)
 
 
 def run_log_maintenance(record_log: DeltaRecordLog, expected_version: int, *,
@@ -105,7 +105,7 @@ def run_log_maintenance(record_log: DeltaRecordLog, expected_version: int, *,
     version = expected_version
     if plan is not None and not plan.empty:
         version = commit_plan(record_log, plan, expected_version)
-    return maintenance.report(record_log.path, version, plan, collect_garbage(record_log, now=now),
+    return maintenance.report(record_log.location, version, plan, collect_garbage(record_log, now=now),
                               committed=version != expected_version)
 
 
@@ -117,8 +117,8 @@ def maintain_log(record_log: DeltaRecordLog, expected_version: int, *, now: dt.d
 def plan_maintenance(record_log: DeltaRecordLog, *, min_files: int = 2) -> MaintenancePlan | None:
     """Drop the segments older than the :data:`KEPT_SEGMENTS` newest, and write one compacted file for each kept
     segment holding at least ``min_files`` files (not yet committed; an uncommitted file is garbage later)."""
-    with classified_errors(f"planning the maintenance of {record_log.path}"):
-        return maintenance.plan_maintenance(record_log.path, policy(record_log, min_files=min_files))
+    with classified_errors(f"planning the maintenance of {record_log.location}"):
+        return maintenance.plan_maintenance(record_log.location, policy(record_log, min_files=min_files))
 
 
 def commit_plan(record_log: DeltaRecordLog, plan: MaintenancePlan, expected_version: int) -> int:
@@ -131,8 +131,8 @@ def commit_plan(record_log: DeltaRecordLog, plan: MaintenancePlan, expected_vers
         log.info("skipping a maintenance plan made at version %d: files were removed at version %d",
                  plan.base_version, record_log.removals_at)
         return expected_version
-    with classified_errors(f"maintaining {record_log.path}"):
-        version = maintenance.commit_plan(record_log.path, plan, expected_version, fsync=record_log.fsync)
+    with classified_errors(f"maintaining {record_log.location}"):
+        version = maintenance.commit_plan(record_log.location, plan, expected_version, fsync=record_log.fsync)
     record_log.note_external_commit(version, removed_files=bool(plan.replaced))
     return version
 
@@ -140,5 +140,5 @@ def commit_plan(record_log: DeltaRecordLog, plan: MaintenancePlan, expected_vers
 def collect_garbage(record_log: DeltaRecordLog, *, now: dt.datetime | None = None) -> int:
     """Delete expired Delta log entries and unreferenced data files, outside the commit slot; returns the data
     files deleted (:func:`groupcoord.storage.maintenance.collect_garbage`'s rule, within the log retention)."""
-    with classified_errors(f"collecting garbage in {record_log.path}"):
-        return maintenance.collect_garbage(record_log.path, policy(record_log), now=now)
+    with classified_errors(f"collecting garbage in {record_log.location}"):
+        return maintenance.collect_garbage(record_log.location, policy(record_log), now=now)

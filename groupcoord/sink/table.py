@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from kafka.structs import TopicPartition
 
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 from groupcoord.topics.app_transactions import transaction_versions
 
 
@@ -56,7 +56,7 @@ class SinkTable:
         table = self.table()
         if table is None:
             return pa.table({name: pa.array([], pa.null()) for name in wanted or ()})
-        return local_dataset(table).to_table(columns=wanted)
+        return table_dataset(table).to_table(columns=wanted)
 
     def row_count(self) -> int:
         """Rows in the table, from the Delta log's per-file statistics (no data read)."""

@@ -96,7 +96,7 @@ def read_table(spark: SparkSession, path: Path, as_of: AsOf | None = None) -> Da
 
 def _view(spark: SparkSession, root: Root, table: StateTable, as_of: AsOf | None) -> DataFrame:
     state_root = root if isinstance(root, StateRoot) else StateRoot.open(root)
-    rows = read_table(spark, state_root.state_table_path(table.name), as_of)
+    rows = read_table(spark, state_root.state_table_path(table.name).local_path, as_of)  # s3a: not yet
     schema = view_schema(table.name)
     if rows is None:
         return spark.createDataFrame([], schema)

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import os
 from pathlib import Path
 
+import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
+
+from groupcoord.storage.location import TableLocation, as_location
+from groupcoord.storage.tables import is_table, table_filesystem
+from groupcoord.storage.tables import open_table as latest_table
 
 AsOf = int | dt.datetime | str
 """A point in a table's history: a Delta version, or a time."""
@@ -47,35 +51,37 @@ def parse_as_of(as_of: AsOf) -> int | dt.datetime:
     raise StateHistoryError(f"as_of must be a Delta version or a timestamp, not {type(as_of).__name__}")
 
 
-def open_table(path: Path, as_of: AsOf | None = None) -> DeltaTable | None:
-    """The table at ``path`` as of ``as_of`` (latest when ``None``), or ``None`` when it did not exist then."""
-    if not DeltaTable.is_deltatable(str(path)):
+def open_table(path: Path | TableLocation, as_of: AsOf | None = None) -> DeltaTable | None:
+    """The table at ``path`` (a local directory or an S3 location) as of ``as_of`` (latest when ``None``), or
+    ``None`` when it did not exist then."""
+    if not is_table(path):
         return None
     if as_of is None:
-        return DeltaTable(str(path))
+        return latest_table(path)
     point = parse_as_of(as_of)
-    history = _History(path)
+    history = _History(as_location(path))
     version = history.version_at(point) if isinstance(point, dt.datetime) else history.check_version(point)
-    return None if version is None else DeltaTable(str(path), version=version)
+    return None if version is None else latest_table(path, version=version)
 
 
 class _History:
     """The commits of one table still in its Delta log, and their times."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.name = path.name
-        log_dir = path / _LOG_DIR
+    def __init__(self, location: TableLocation) -> None:
+        self.location = location
+        self.name = location.name
+        self._files = table_filesystem(location)
+        names = (entry.base_name for entry in self._files.get_file_info(pa_fs.FileSelector(_LOG_DIR)))
         self.versions = sorted(
-            int(name.removesuffix(_COMMIT_SUFFIX)) for name in os.listdir(log_dir)
+            int(name.removesuffix(_COMMIT_SUFFIX)) for name in names
             if name.endswith(_COMMIT_SUFFIX) and name.removesuffix(_COMMIT_SUFFIX).isdigit()
         )
         self.oldest_index = self._oldest_loadable()
 
     def commit_time(self, version: int) -> dt.datetime:
         """When ``version`` was committed (the modification time of its log entry)."""
-        entry = self.path / _LOG_DIR / f"{version:020d}{_COMMIT_SUFFIX}"
-        return dt.datetime.fromtimestamp(entry.stat().st_mtime_ns / 1e9, dt.UTC)
+        mtime = self._files.get_file_info(f"{_LOG_DIR}/{version:020d}{_COMMIT_SUFFIX}").mtime
+        return mtime.astimezone(dt.UTC) if mtime is not None else dt.datetime.fromtimestamp(0, dt.UTC)
 
     @property
     def oldest(self) -> int:
@@ -115,17 +121,17 @@ class _History:
 
     def _oldest_loadable(self) -> int:
         if not self.versions:
-            raise StateHistoryError(f"state table {self.name} has no commits in {self.path / _LOG_DIR}")
+            raise StateHistoryError(f"state table {self.name} has no commits in {self.location}/{_LOG_DIR}")
         if self.versions[0] == 0:
             return 0
         # After log clean-up the first kept entries may precede the checkpoint they need; step to a loadable one.
         for index, version in enumerate(self.versions):
             try:
-                DeltaTable(str(self.path), version=version)
+                latest_table(self.location, version=version)
             except (DeltaError, OSError):
                 continue
             return index
-        raise StateHistoryError(f"state table {self.name} has no loadable version in {self.path / _LOG_DIR}")
+        raise StateHistoryError(f"state table {self.name} has no loadable version in {self.location}/{_LOG_DIR}")
 
 
 class _LazyTimes:

@@ -41,7 +41,7 @@ from uuid import UUID
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from groupcoord.config.binding import KeyedConfig, from_key
@@ -63,7 +63,14 @@ from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import background_executor
-from groupcoord.storage.tables import CompactionReport, compact_table, local_dataset, table_properties
+from groupcoord.storage.tables import (
+    CompactionReport,
+    compact_table,
+    is_table,
+    open_table,
+    table_dataset,
+    table_properties,
+)
 from groupcoord.topics import TopicCatalog
 
 log = logging.getLogger("groupcoord.state.materializer")
@@ -300,9 +307,9 @@ class Materializer:
         path = self.root.state_table_path(name)
         highest = int(pc.max(rows.column("log_version")).as_py())
         metadata = {LOG_VERSION_KEY: highest, EPOCH_KEY: epoch, OPERATION_KEY: operation}
-        exists = DeltaTable.is_deltatable(str(path))
+        exists = is_table(path)
         write_deltalake(
-            str(path), rows, mode="append",
+            path.uri, rows, mode="append", storage_options=path.delta_options(),
             name=None if exists else f"groupcoord_state_{name}",
             configuration=None if exists else table_properties(
                 checkpoint_interval=self.config.checkpoint_interval, retention_hours=self.config.retention_hours),
@@ -343,10 +350,10 @@ class Materializer:
 
 def _read_watermark(root: StateRoot, name: TableName) -> tuple[int, int]:
     """The highest ``log_version`` and ``epoch`` in a table, from its files' statistics where they have them."""
-    path = str(root.state_table_path(name))
-    if not DeltaTable.is_deltatable(path):
+    path = root.state_table_path(name)
+    if not is_table(path):
         return -1, -1
-    table = DeltaTable(path)
+    table = open_table(path)
     actions = pa.table(table.get_add_actions(flatten=True))
     if actions.num_rows == 0:
         return -1, -1
@@ -354,7 +361,7 @@ def _read_watermark(root: StateRoot, name: TableName) -> tuple[int, int]:
            for c in ("log_version", "epoch")):
         return (int(pc.max(actions.column("max.log_version")).as_py()),
                 int(pc.max(actions.column("max.epoch")).as_py()))
-    rows = local_dataset(table).to_table(columns=["log_version", "epoch"])  # files written without statistics
+    rows = table_dataset(table).to_table(columns=["log_version", "epoch"])  # files written without statistics
     return int(pc.max(rows.column("log_version")).as_py()), int(pc.max(rows.column("epoch")).as_py())
 
 

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from groupcoord.state.history import AsOf, open_table
 from groupcoord.state.schema import ORDER_COLUMNS, StateTable
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 
 _ORDER = "__order"
 _SORT_COLUMNS = ("group_id", "topic", "partition", "member_id")
@@ -29,7 +29,7 @@ def read_rows(root: StateRoot, table: StateTable, *, as_of: AsOf | None = None) 
     if delta is None:
         return table.schema.empty_table()
     # Through the native local filesystem: delta-rs's own reader can abort the process at exit (rc 134).
-    return local_dataset(delta).to_table(columns=table.schema.names).cast(table.schema)
+    return table_dataset(delta).to_table(columns=table.schema.names).cast(table.schema)
 
 
 def read_view(root: StateRoot, table: StateTable, *, as_of: AsOf | None = None) -> pa.Table:

@@ -21,7 +21,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from deltalake import DeltaTable
+from groupcoord.storage.location import TableLocation
+from groupcoord.storage.tables import open_table
 
 log = logging.getLogger("groupcoord.storage.background")
 
@@ -44,7 +45,7 @@ def background_executor(name: str) -> ThreadPoolExecutor:
 class BackgroundCheckpointer:
     """Checkpoints the Delta table at ``path`` every ``interval`` committed versions, in a background thread."""
 
-    def __init__(self, path: Path, *, interval: int) -> None:
+    def __init__(self, path: Path | TableLocation, *, interval: int) -> None:
         self.path = path
         self.interval = max(1, interval)
         self._lock = threading.Lock()
@@ -86,7 +87,7 @@ class BackgroundCheckpointer:
             version, self._scheduled = self._wanted, False
         try:
             # A fresh open (from the previous checkpoint) is cheaper than updating a kept table in place.
-            DeltaTable(str(self.path), version=version).create_checkpoint()
+            open_table(self.path, version=version).create_checkpoint()
             self.written.append(version)
             log.debug("checkpointed %s at version %d", self.path, version)
         except Exception as exc:  # a missing checkpoint only slows loads down; the next request retries

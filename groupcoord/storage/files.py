@@ -11,6 +11,10 @@ A commit is written as the Delta protocol's two pieces:
    which fails if that version already exists (:func:`commit_actions`). Exactly one writer wins each version, and a
    reader never sees a partial commit. A loser gets :class:`CommitConflictError` and nothing of it is committed.
 
+On object storage (an ``s3://`` :class:`~groupcoord.storage.location.TableLocation`) the same functions hand the
+commit to their twin, :mod:`groupcoord.storage.object_files`: the same Parquet files and commit JSON, the commit
+created with a put-if-absent instead of the link.
+
 No in-memory table state is read or updated, so a commit costs the same whatever the table's size. With ``fsync``,
 the data files, their directory entries and the commit file are fsynced before the commit is linked (concurrently:
 they have no order among them, and concurrent fsyncs share journal commits), and the log directory after, so a
@@ -21,14 +25,11 @@ checkpoints stay with delta-rs.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,50 +37,35 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-ENGINE_INFO = "groupcoord-delta-append"
-"""``engineInfo`` of the commits written here (delta-rs writes its own name there)."""
+from groupcoord.storage import object_files
+from groupcoord.storage.commits import (
+    ENGINE_INFO,
+    CommitConflictError,
+    FileAppend,
+    Part,
+    add_action,
+    append_info,
+    commit_body,
+    commit_name,
+    data_file_name,
+    file_stats,
+    parquet_options,
+    remove_action,
+)
+from groupcoord.storage.location import TableLocation, as_location
 
-_STATS_TYPES = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_timestamp)
+__all__ = [
+    "ENGINE_INFO", "CommitConflictError", "FileAppend", "Part", "append_file", "commit_actions", "commit_path",
+    "file_stats", "remove_action", "split_by_partition", "write_data_file",
+]
+
 _SYNC_POOL = ThreadPoolExecutor(2, thread_name_prefix="groupcoord-fsync")
 """Runs the fsyncs a commit can wait for concurrently (see the module docs)."""
 
 
-class CommitConflictError(Exception):
-    """The version a commit meant to create exists already (another writer committed first), or the version before
-    it does not (the writer's idea of the table is wrong): nothing of this commit was committed."""
-
-
-@dataclass(frozen=True)
-class Part:
-    """The rows of one partition, without the partition columns, and that partition's values (``{}``: the table
-    is not partitioned)."""
-
-    rows: pa.Table
-    partition: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class FileAppend:
-    """One append as Delta ``version``: one data file per part of ``parts``, committed together.
-
-    ``commit_info`` holds extra top-level ``commitInfo`` keys (the batch tag, the epoch, the operation that wrote
-    it); ``partition_by`` is the table's partition column list, recorded in the operation parameters as delta-rs
-    does.
-    """
-
-    version: int
-    parts: tuple[Part, ...]
-    partition_by: tuple[str, ...] = ()
-    commit_info: Mapping[str, Any] = field(default_factory=dict)
-    compression: str = "zstd"
-    written: tuple[Mapping[str, Any], ...] = ()
-    """Add actions of data files written (and fsynced with their directories) before, committed ahead of this
-    append's own files in the same commit (a snapshot's file written ahead of its commit slot)."""
-
-
 def commit_path(table_path: Path, version: int) -> Path:
-    """Where the commit of ``version`` lives."""
-    return table_path / "_delta_log" / f"{version:020d}.json"
+    """Where the commit of ``version`` lives (in a local table)."""
+    return table_path / commit_name(version)
 
 
 def split_by_partition(rows: pa.Table, column: str) -> tuple[Part, ...]:
@@ -94,7 +80,7 @@ def split_by_partition(rows: pa.Table, column: str) -> tuple[Part, ...]:
     return tuple(parts)
 
 
-def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
+def append_file(table: str | Path | TableLocation, append: FileAppend, *, fsync: bool = True,
                 phases: dict[str, float] | None = None) -> None:
     """Write each part of ``append`` as one data file and commit them as version ``append.version`` of the table.
 
@@ -104,14 +90,14 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
     receives the seconds spent in ``write`` (the Parquet files), ``sync`` (the concurrent fsyncs before the link)
     and ``link`` (link and log-directory fsync).
     """
+    location = as_location(table)
+    if not location.is_local:
+        object_files.append_objects(location, append, phases=phases)
+        return
+    table_path = location.local_path
     started = time.perf_counter()
     _check_log(table_path, append.version)
-    info = {
-        "operation": "WRITE",
-        "operationParameters": {"mode": "Append", "partitionBy": json.dumps(list(append.partition_by))},
-        "isBlindAppend": True,
-        **append.commit_info,
-    }
+    info = append_info(append)
     actions = [{"add": dict(add)} for add in append.written]
     sync_first: list[Path] = []
     for part in append.parts:
@@ -130,61 +116,41 @@ def append_file(table_path: Path, append: FileAppend, *, fsync: bool = True,
                    sync_first=tuple(dict.fromkeys(sync_first)), info=info)
 
 
-def write_data_file(table_path: Path, rows: pa.Table, *, partition: Mapping[str, str], compression: str = "zstd",
-                    data_change: bool = True, fsync: bool = True) -> dict[str, Any]:
+def write_data_file(table: str | Path | TableLocation, rows: pa.Table, *, partition: Mapping[str, str],
+                    compression: str = "zstd", data_change: bool = True, fsync: bool = True) -> dict[str, Any]:
     """Write ``rows`` (without partition columns) as a new Parquet file of ``partition``; returns its add action.
 
     The file is not part of the table until a commit holds the action (:func:`commit_actions`).
     """
-    relative = "/".join([*(f"{k}={v}" for k, v in partition.items()), f"part-{uuid.uuid4()}.{compression}.parquet"])
+    location = as_location(table)
+    if not location.is_local:
+        return object_files.write_data_object(location, rows, partition=partition, compression=compression,
+                                                 data_change=data_change)
+    table_path = location.local_path
+    relative = data_file_name(partition, compression)
     data_path = table_path / relative
     created = _missing_directories(table_path, partition)
     data_path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(rows, data_path, compression=compression, **_encoding(rows.schema))
+    pq.write_table(rows, data_path, compression=compression, **parquet_options(rows.schema))
     if fsync:
         _fsync_all([data_path, data_path.parent, *(d.parent for d in created)])
-    return {
-        "path": relative,
-        "partitionValues": dict(partition),
-        "size": data_path.stat().st_size,
-        "modificationTime": int(time.time() * 1000),
-        "dataChange": data_change,
-        "stats": json.dumps(file_stats(rows), separators=(",", ":")),
-    }
+    return add_action(relative, rows, partition=partition, size=data_path.stat().st_size, data_change=data_change)
 
 
-def _encoding(schema: pa.Schema) -> dict[str, Any]:
-    """Parquet options that skip work no reader uses: Parquet statistics only for the columns Delta keeps
-    statistics for (string and binary min/max are the costliest and prune nothing here), and no dictionary
-    encoding (keys and values are mostly unique within a file; constant columns compress as well without it)."""
-    return {"write_statistics": [f.name for f in schema if any(test(f.type) for test in _STATS_TYPES)],
-            "use_dictionary": False}
-
-
-def remove_action(add: Mapping[str, Any], *, data_change: bool = False) -> dict[str, Any]:
-    """The remove action retiring the file of ``add`` (an add action as :func:`write_data_file` or the log holds)."""
-    return {"remove": {
-        "path": add["path"],
-        "deletionTimestamp": int(time.time() * 1000),
-        "dataChange": data_change,
-        "extendedFileMetadata": True,
-        "partitionValues": dict(add.get("partitionValues") or {}),
-        "size": add["size"],
-    }}
-
-
-def commit_actions(table_path: Path, version: int, actions: list[dict[str, Any]], *, info: Mapping[str, Any],
-                   fsync: bool = True, sync_first: Sequence[Path] = (), phases: dict[str, float] | None = None
-                   ) -> None:
+def commit_actions(table: str | Path | TableLocation, version: int, actions: list[dict[str, Any]], *,
+                   info: Mapping[str, Any], fsync: bool = True, sync_first: Sequence[Path] = (),
+                   phases: dict[str, float] | None = None) -> None:
     """Commit ``actions`` (``{"add": ...}`` / ``{"remove": ...}`` entries) as ``version``, or raise
     :class:`CommitConflictError` if that version exists. ``info`` goes into ``commitInfo`` (operation and extras);
     with ``fsync``, the files and directories in ``sync_first`` are made durable (concurrently with the commit
     file's own fsync) before the commit is linked; ``phases`` as for :func:`append_file`."""
+    location = as_location(table)
+    if not location.is_local:
+        object_files.commit_objects(location, version, actions, info=info, phases=phases)
+        return
+    table_path = location.local_path
     _check_log(table_path, version)
-    commit_info = {"timestamp": int(time.time() * 1000), "readVersion": version - 1, "engineInfo": ENGINE_INFO,
-                   **info}
-    lines = [json.dumps({"commitInfo": commit_info}), *(json.dumps(action) for action in actions)]
-    _put_if_absent(table_path / "_delta_log", commit_path(table_path, version), ("\n".join(lines) + "\n").encode(),
+    _put_if_absent(table_path / "_delta_log", commit_path(table_path, version), commit_body(version, actions, info),
                    fsync=fsync, sync_first=sync_first, phases=phases)
 
 
@@ -204,34 +170,6 @@ def _check_log(table_path: Path, version: int) -> None:
         raise NotADirectoryError(f"{log_dir} is not a readable Delta log directory")
     if version > 0 and not commit_path(table_path, version - 1).exists():
         raise CommitConflictError(f"{table_path} has no version {version - 1} to append after")
-
-
-def file_stats(rows: pa.Table) -> dict[str, Any]:
-    """Delta file statistics of ``rows``: the row count, and min/max/null counts of its integer, boolean and
-    timestamp columns (string and binary columns get null counts only: no reader prunes on them here).
-
-    Timestamps are written in milliseconds, the min rounded down and the max up, so pruning stays correct.
-    """
-    mins: dict[str, Any] = {}
-    maxes: dict[str, Any] = {}
-    nulls: dict[str, int] = {}
-    for name, column in zip(rows.column_names, rows.columns, strict=True):
-        nulls[name] = column.null_count
-        if rows.num_rows == column.null_count or not any(test(column.type) for test in _STATS_TYPES):
-            continue
-        bounds = pc.min_max(column)
-        low, high = bounds["min"].as_py(), bounds["max"].as_py()
-        if pa.types.is_timestamp(column.type):
-            low, high = _millis_iso(low, up=False), _millis_iso(high, up=True)
-        mins[name], maxes[name] = low, high
-    return {"numRecords": rows.num_rows, "minValues": mins, "maxValues": maxes, "nullCount": nulls}
-
-
-def _millis_iso(when: dt.datetime, *, up: bool) -> str:
-    whole = when.replace(microsecond=when.microsecond - when.microsecond % 1000)
-    if up and whole != when:
-        whole += dt.timedelta(milliseconds=1)
-    return whole.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{whole.microsecond // 1000:03d}Z"
 
 
 def _put_if_absent(directory: Path, target: Path, body: bytes, *, fsync: bool, sync_first: Sequence[Path] = (),

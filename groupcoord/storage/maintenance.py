@@ -20,6 +20,10 @@ Maintenance keeps them bounded in three steps, each a function here, so a log ca
    cannot afford, and its full mode lists more.
 
 A compaction changes no data (``dataChange`` false on its actions); dropping a partition does.
+
+Tables are local directories or S3 prefixes (:class:`~groupcoord.storage.location.TableLocation`): files are read,
+listed and deleted through pyarrow's filesystem of the table (:func:`~groupcoord.storage.tables.table_filesystem`),
+and a file's age is its modification time there (on S3, the object's last-modified time).
 """
 
 from __future__ import annotations
@@ -28,20 +32,21 @@ import contextlib
 import datetime as dt
 import json
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pa_fs
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable
+from deltalake import CommitProperties
 from deltalake.exceptions import DeltaError
 
-from groupcoord.storage.files import CommitConflictError, commit_actions, commit_path, remove_action, write_data_file
+from groupcoord.storage.commits import commit_name
+from groupcoord.storage.files import CommitConflictError, commit_actions, remove_action, write_data_file
+from groupcoord.storage.tables import Where, is_table, open_table, table_filesystem
 
 log = logging.getLogger("groupcoord.storage.maintenance")
 
@@ -114,7 +119,7 @@ class MaintenanceReport:
     step_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
-def report(path: Path, version: int, plan: MaintenancePlan | None, vacuumed: int, *, committed: bool = True,
+def report(path: Where, version: int, plan: MaintenancePlan | None, vacuumed: int, *, committed: bool = True,
            steps: Mapping[str, float] | None = None) -> MaintenanceReport:
     """The report of a run that committed ``plan`` (or skipped it: ``committed`` false) and collected ``vacuumed``
     data files, logged at INFO."""
@@ -129,12 +134,12 @@ def report(path: Path, version: int, plan: MaintenancePlan | None, vacuumed: int
 
 # --- 1. plan ------------------------------------------------------------------------------------------------------
 
-def plan_maintenance(path: Path, policy: Policy) -> MaintenancePlan | None:
+def plan_maintenance(path: Where, policy: Policy) -> MaintenancePlan | None:
     """Drop the partitions older than the policy's newest ones, and write the compacted files of the kept ones (not
     yet committed: an uncommitted file is garbage later). ``None`` when there is no table."""
-    if not DeltaTable.is_deltatable(str(path)):
+    if not is_table(path):
         return None
-    table = DeltaTable(str(path))
+    table = open_table(path)
     files = pa.table(table.get_add_actions(flatten=True))
     configured = table.metadata().configuration
     properties = {k: v for k, v in policy.properties.items() if configured.get(k) != v}
@@ -196,18 +201,20 @@ def _remove(path: str, size: int, policy: Policy, partition: int, *, data_change
                          data_change=data_change)
 
 
-def _compacted_file(table_path: Path, policy: Policy, partition: int, paths: list[str]) -> dict[str, Any]:
+def _compacted_file(table_path: Where, policy: Policy, partition: int, paths: list[str]) -> dict[str, Any]:
     """Write the rows of ``paths`` (files of one partition) as one file, sorted; returns its add action."""
     # Read directly: data files never hold the partition column, and no table scan is needed.
-    rows = pa.concat_tables([_read_file(table_path / path, policy.file_schema) for path in paths])
+    fs = table_filesystem(table_path)
+    rows = pa.concat_tables([_read_file(fs, path, policy.file_schema) for path in paths])
     rows = rows.sort_by([(name, "ascending") for name in policy.sort_by])
     return write_data_file(table_path, rows, partition={policy.partition_column: str(partition)},
                            compression=policy.compression, data_change=False, fsync=policy.fsync)
 
 
-def _read_file(path: Path, schema: pa.Schema) -> pa.Table:
-    """The rows of one data file in ``schema``: columns the file lacks (an older format's) are nulls."""
-    parquet = pq.ParquetFile(path)
+def _read_file(fs: pa_fs.FileSystem, path: str, schema: pa.Schema) -> pa.Table:
+    """The rows of the data file ``path`` of ``fs`` in ``schema``: columns the file lacks (an older format's) are
+    nulls."""
+    parquet = pq.ParquetFile(fs.open_input_file(path))
     rows = parquet.read(columns=[name for name in schema.names if name in parquet.schema_arrow.names])
     for missing in (f for f in schema if f.name not in rows.column_names):
         rows = rows.append_column(missing.name, pa.nulls(rows.num_rows, missing.type))
@@ -216,7 +223,7 @@ def _read_file(path: Path, schema: pa.Schema) -> pa.Table:
 
 # --- 2. commit ----------------------------------------------------------------------------------------------------
 
-def commit_plan(path: Path, plan: MaintenancePlan, expected_version: int, *, fsync: bool = True) -> int:
+def commit_plan(path: Where, plan: MaintenancePlan, expected_version: int, *, fsync: bool = True) -> int:
     """Commit ``plan`` right after ``expected_version``; returns the new version. Raises
     :class:`CommitConflictError` when another writer committed that version first.
 
@@ -225,7 +232,7 @@ def commit_plan(path: Path, plan: MaintenancePlan, expected_version: int, *, fsy
     """
     version = expected_version
     if plan.properties:  # once per table: a conditional delta-rs commit, refused like any other rival
-        table = DeltaTable(str(path))
+        table = open_table(path)
         if table.version() != version:
             raise CommitConflictError(f"{path} is at version {table.version()} during maintenance, expected "
                                       f"{version}")
@@ -240,7 +247,7 @@ def commit_plan(path: Path, plan: MaintenancePlan, expected_version: int, *, fsy
     return version
 
 
-def commit_plan_when_valid(path: Path, plan: MaintenancePlan, *, fsync: bool, deadline_s: float = 30.0
+def commit_plan_when_valid(path: Where, plan: MaintenancePlan, *, fsync: bool, deadline_s: float = 30.0
                            ) -> int | None:
     """Commit ``plan`` at the version after the newest, for a table with many writers: after a lost race, again at
     the next one, until ``deadline_s``. Returns the new version, or ``None`` when the plan went stale (a file it
@@ -263,28 +270,32 @@ def commit_plan_when_valid(path: Path, plan: MaintenancePlan, *, fsync: bool, de
     return None
 
 
-def removed_files(path: Path, after: int, upto: int) -> set[str]:
+def removed_files(path: Where, after: int, upto: int) -> set[str]:
     """The data files removed by the commits ``after + 1`` .. ``upto`` of the table at ``path``."""
     removed: set[str] = set()
+    fs = table_filesystem(path)
     for version in range(after + 1, upto + 1):
-        for line in commit_path(path, version).read_text(encoding="utf-8").splitlines():
+        with fs.open_input_stream(commit_name(version)) as commit:
+            text = commit.read().decode("utf-8")
+        for line in text.splitlines():
             action = json.loads(line) if line.strip() else {}
             if "remove" in action:
                 removed.add(action["remove"]["path"])
     return removed
 
 
-def _newest_version(path: Path, *, after: int) -> int:
+def _newest_version(path: Where, *, after: int) -> int:
     """The newest committed version, looking forward from ``after`` (a known version) one commit file at a time."""
+    fs = table_filesystem(path)
     version = after
-    while commit_path(path, version + 1).exists():
+    while fs.get_file_info(commit_name(version + 1)).type != pa_fs.FileType.NotFound:
         version += 1
     return version
 
 
 # --- 3. garbage ---------------------------------------------------------------------------------------------------
 
-def collect_garbage(path: Path, policy: Policy, *, now: dt.datetime | None = None) -> int:
+def collect_garbage(path: Where, policy: Policy, *, now: dt.datetime | None = None) -> int:
     """Delete expired Delta log entries and unreferenced data files; returns the data files deleted.
 
     The rule: let ``cutoff`` be now minus the retention and ``V`` the oldest version committed after it (the oldest
@@ -296,15 +307,15 @@ def collect_garbage(path: Path, policy: Policy, *, now: dt.datetime | None = Non
     """
     now = now or dt.datetime.now(dt.UTC)
     cutoff = (now - policy.retention).timestamp()
-    if not DeltaTable.is_deltatable(str(path)):
+    if not is_table(path):
         return 0
-    table = DeltaTable(str(path))
+    table = open_table(path)
     table.cleanup_metadata()
     reference = _oldest_version_after(path, cutoff)
     keep = set(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
     if reference is not None and reference < table.version():
         try:
-            old = DeltaTable(str(path), version=reference)
+            old = open_table(path, version=reference)
         except (OSError, DeltaError) as exc:  # not reconstructable: be safe, delete nothing this time
             log.warning("garbage collection skipped: version %d of %s is unreadable (%s)", reference, path, exc)
             return 0
@@ -312,39 +323,45 @@ def collect_garbage(path: Path, policy: Policy, *, now: dt.datetime | None = Non
     return _delete_unreferenced(path, policy, keep, written_before=cutoff - WRITE_GUARD.total_seconds())
 
 
-def _oldest_version_after(path: Path, cutoff: float) -> int | None:
+def _oldest_version_after(path: Where, cutoff: float) -> int | None:
     """The oldest version whose commit file was written after ``cutoff`` (epoch seconds), or ``None``."""
     oldest: int | None = None
-    with os.scandir(path / "_delta_log") as entries:
-        for entry in entries:
-            name = entry.name
-            if len(name) == 25 and name.endswith(".json") and name[:20].isdigit():
-                version = int(name[:20])
-                if (oldest is None or version < oldest) and entry.stat().st_mtime > cutoff:
-                    oldest = version
+    for entry in table_filesystem(path).get_file_info(pa_fs.FileSelector("_delta_log")):
+        name = entry.base_name
+        if len(name) == 25 and name.endswith(".json") and name[:20].isdigit():
+            version = int(name[:20])
+            if (oldest is None or version < oldest) and _mtime(entry) > cutoff:
+                oldest = version
     return oldest
 
 
-def _delete_unreferenced(root: Path, policy: Policy, keep: set[str], *, written_before: float) -> int:
+def _mtime(entry: pa_fs.FileInfo) -> float:
+    """When the file of ``entry`` was last modified (epoch seconds; 0 when the filesystem does not say)."""
+    return entry.mtime.timestamp() if entry.mtime is not None else 0.0
+
+
+def _delete_unreferenced(root: Where, policy: Policy, keep: set[str], *, written_before: float) -> int:
     prefix = f"{policy.partition_column}="
     live = [n for n in (_partition_number(p.split("/", 1)[0], prefix) for p in keep) if n is not None]
     lowest_live = min(live, default=None) if policy.keep_newest else None
     deleted = 0
-    with os.scandir(root) as partitions:
-        directories = [entry for entry in partitions if entry.is_dir() and entry.name.startswith(prefix)]
+    fs = table_filesystem(root)
+    directories = [entry.base_name for entry in fs.get_file_info(pa_fs.FileSelector(""))
+                   if entry.type == pa_fs.FileType.Directory and entry.base_name.startswith(prefix)]
     for directory in directories:
-        with os.scandir(directory.path) as entries:
-            files = [entry for entry in entries if entry.name.endswith(".parquet")]
+        files = [entry for entry in fs.get_file_info(pa_fs.FileSelector(directory))
+                 if entry.base_name.endswith(".parquet")]
         remaining = len(files)
         for entry in files:
-            if f"{directory.name}/{entry.name}" not in keep and entry.stat().st_mtime < written_before:
-                os.unlink(entry.path)
+            if f"{directory}/{entry.base_name}" not in keep and _mtime(entry) < written_before:
+                fs.delete_file(f"{directory}/{entry.base_name}")
                 deleted += 1
                 remaining -= 1
-        number = _partition_number(directory.name, prefix)
+        number = _partition_number(directory, prefix)
         if remaining == 0 and lowest_live is not None and number is not None and number < lowest_live:
-            with contextlib.suppress(OSError):  # not empty after all (a stray file): leave it
-                os.rmdir(directory.path)
+            with contextlib.suppress(OSError):
+                if not fs.get_file_info(pa_fs.FileSelector(directory)):  # a stray file: leave it
+                    fs.delete_dir(directory)
     return deleted
 
 

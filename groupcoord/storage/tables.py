@@ -1,11 +1,12 @@
-"""Opening, creating and reading the local Delta tables of a state root, and the properties they are created with.
+"""Opening, creating and reading the Delta tables of a state root, and the properties they are created with.
 
-Reads go through pyarrow's native local filesystem rather than delta-rs's default Python filesystem handler: with
-the default handler, a process that scanned a table sometimes aborts at interpreter exit ("terminate called without
-an active exception", exit code 134), a known delta-rs/pyarrow shutdown-order problem. State roots are always local,
-so the native filesystem is both safe and faster. Partition values and per-file statistics still prune the scan.
-Every reader of a state-root table (record log, lease, catalog, topic logs, materialized tables) goes through
-:func:`local_dataset`.
+Tables are named by a :class:`~groupcoord.storage.location.TableLocation` (a local directory or an ``s3://``
+prefix with its storage options); :func:`open_table`, :func:`is_table` and :func:`open_or_create` pass the options
+to delta-rs. Reads go through pyarrow's native filesystems (local, or S3) rather than delta-rs's default Python
+filesystem handler: with the default handler, a process that scanned a table sometimes aborts at interpreter exit
+("terminate called without an active exception", exit code 134), a known delta-rs/pyarrow shutdown-order problem.
+Partition values and per-file statistics still prune the scan. Every reader of a state-root table (record log,
+lease, catalog, topic logs, materialized tables) goes through :func:`table_dataset`.
 
 :func:`compact_table` is delta-rs's file maintenance (compaction, full vacuum, checkpoint), which the materialized
 state tables use; the two logs have their own (:mod:`groupcoord.storage.maintenance`). It keeps the table on
@@ -14,9 +15,11 @@ protocol (1,2): delta-rs's compaction rewrites files, it never adds deletion vec
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -24,9 +27,14 @@ import pyarrow.fs as pa_fs
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 
+from groupcoord.storage.commits import commit_id_of, commit_name
+from groupcoord.storage.location import TableLocation, as_location
+
 log = logging.getLogger("groupcoord.storage.tables")
 
 FilterTuple = tuple[str, str, object]
+Where = str | Path | TableLocation
+"""A table's location as callers give it: a local path, or a :class:`TableLocation`."""
 
 _COMPACTION_RETRIES = 3
 """delta-rs may retry a compaction commit: its conflict check refuses it if a rewritten file was removed meanwhile,
@@ -58,37 +66,87 @@ def table_properties(*, checkpoint_interval: int, retention_hours: int = 0, rete
     }
 
 
-def open_or_create(path: Path, schema: pa.Schema, *, partition_by: list[str] | None = None,
+def is_table(where: Where) -> bool:
+    """True if a Delta table exists at ``where``."""
+    location = as_location(where)
+    return bool(DeltaTable.is_deltatable(location.uri, storage_options=location.delta_options()))
+
+
+def open_table(where: Where, *, version: int | None = None) -> DeltaTable:
+    """The Delta table at ``where`` (at ``version``, or the latest), opened with the location's storage options."""
+    location = as_location(where)
+    return DeltaTable(location.uri, version=version, storage_options=location.delta_options())
+
+
+def open_or_create(where: Where, schema: pa.Schema, *, partition_by: list[str] | None = None,
                    name: str | None = None, description: str | None = None) -> DeltaTable:
-    """Open the Delta table at ``path``, creating it empty with ``schema`` first if it does not exist yet.
+    """Open the Delta table at ``where``, creating it empty with ``schema`` first if it does not exist yet.
 
     Two processes may race to create it: the loser's create fails because version 0 exists, and it opens the
     winner's table instead. Tables are created on protocol (1,2) (no deletion vectors, no column mapping).
     """
-    if not DeltaTable.is_deltatable(str(path)):
-        path.mkdir(parents=True, exist_ok=True)
+    location = as_location(where)
+    if not is_table(location):
+        if location.is_local:
+            location.local_path.mkdir(parents=True, exist_ok=True)
         try:
-            DeltaTable.create(str(path), schema, mode="ignore", partition_by=partition_by, name=name,
-                              description=description)
+            DeltaTable.create(location.uri, schema, mode="ignore", partition_by=partition_by, name=name,
+                              description=description, storage_options=location.delta_options())
         except (CommitFailedError, DeltaError):
-            if not DeltaTable.is_deltatable(str(path)):
+            if not is_table(location):
                 raise
-    return DeltaTable(str(path))
+    return open_table(location)
 
 
-def open_if_exists(path: Path) -> DeltaTable | None:
-    """The Delta table at ``path``, or ``None`` when there is none yet."""
-    return DeltaTable(str(path)) if DeltaTable.is_deltatable(str(path)) else None
+def open_if_exists(where: Where) -> DeltaTable | None:
+    """The Delta table at ``where``, or ``None`` when there is none yet."""
+    return open_table(where) if is_table(where) else None
 
 
-def local_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) -> ds.Dataset:
-    """The table's current version as a pyarrow dataset on the native local filesystem.
+def table_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) -> ds.Dataset:
+    """The table's current version as a pyarrow dataset on pyarrow's native filesystem (local, or S3 with the
+    storage options the table was opened with).
 
     ``where`` prunes files by partition values and by min/max statistics (it selects files, not rows: filter the
     rows again when reading).
     """
-    root = pa_fs.SubTreeFileSystem(_local_path(table), pa_fs.LocalFileSystem())
-    return table.to_pyarrow_dataset(filesystem=root, file_pruning_predicate=where)
+    uri = table.table_uri
+    location = TableLocation(_local_path(table)) if uri.startswith("file://") or "://" not in uri else \
+        TableLocation(uri, getattr(table, "_storage_options", None) or {})
+    return table.to_pyarrow_dataset(filesystem=table_filesystem(location), file_pruning_predicate=where)
+
+
+def holds_commit(where: Where, version: int, commit_id: str) -> bool:
+    """True if version ``version`` of the table at ``where`` is the commit tagged ``commit_id`` (its
+    ``groupcoord.commitId``): a writer whose commit failed as a conflict asks this to tell its own commit, whose
+    response was lost, from a rival's."""
+    try:
+        with table_filesystem(where).open_input_stream(commit_name(version)) as commit:
+            return commit_id_of(commit.read()) == commit_id
+    except FileNotFoundError:
+        return False
+
+
+def table_filesystem(where: Where) -> pa_fs.FileSystem:
+    """pyarrow's filesystem rooted at the table (local, or S3 with the location's options): its data files and
+    Delta log entries by their paths relative to the table."""
+    location = as_location(where)
+    if location.is_local:
+        return pa_fs.SubTreeFileSystem(location.uri, pa_fs.LocalFileSystem())
+    bucket, key = location.bucket_and_key
+    return pa_fs.SubTreeFileSystem(f"{bucket}/{key}", _s3_filesystem(tuple(sorted(location.options.items()))))
+
+
+@functools.lru_cache(maxsize=8)
+def _s3_filesystem(options: tuple[tuple[str, str], ...]) -> pa_fs.S3FileSystem:
+    """pyarrow's S3 filesystem for delta-rs style storage options (one per options, kept for the process)."""
+    found = dict(options)
+    endpoint = found.get("aws_endpoint")
+    return pa_fs.S3FileSystem(
+        access_key=found.get("aws_access_key_id"), secret_key=found.get("aws_secret_access_key"),
+        session_token=found.get("aws_session_token"), region=found.get("aws_region"),
+        endpoint_override=urlsplit(endpoint).netloc if endpoint else None,
+        scheme=urlsplit(endpoint).scheme if endpoint else "https")
 
 
 def _local_path(table: DeltaTable) -> str:
@@ -96,7 +154,7 @@ def _local_path(table: DeltaTable) -> str:
     return uri.removeprefix("file://") if uri.startswith("file://") else uri
 
 
-def compact_table(path: Path, *, retention_hours: int, min_files: int = 2, target_size: int | None = None,
+def compact_table(path: Where, *, retention_hours: int, min_files: int = 2, target_size: int | None = None,
                   checkpoint: bool = True) -> CompactionReport | None:
     """Compact, vacuum and checkpoint the Delta table at ``path`` (``None`` if there is no table).
 
@@ -104,9 +162,9 @@ def compact_table(path: Path, *, retention_hours: int, min_files: int = 2, targe
     delta-rs's default target file size. Files superseded more than ``retention_hours`` ago are vacuumed.
     Concurrent writers stay correct: their conditional commits lose to the compaction commit and retry.
     """
-    if not DeltaTable.is_deltatable(str(path)):
+    if not is_table(path):
         return None
-    table = DeltaTable(str(path))
+    table = open_table(path)
     before = len(table.file_uris())
     removed = added = 0
     if before >= min_files:

@@ -12,6 +12,7 @@ log entries and reuses its parsed rows while the version is unchanged.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Sequence
@@ -20,9 +21,11 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError
 
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset, open_if_exists, open_or_create
+from groupcoord.storage.commits import COMMIT_ID_KEY
+from groupcoord.storage.tables import holds_commit, open_if_exists, open_or_create, table_dataset
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
 from groupcoord.topics.errors import (
@@ -33,6 +36,8 @@ from groupcoord.topics.errors import (
 )
 from groupcoord.topics.log_table import create_topic_log
 from groupcoord.topics.names import collision_key, validate_topic_name
+
+log = logging.getLogger("groupcoord.topics.catalog")
 
 MAX_PARTITIONS = 2**31 - 1
 
@@ -253,16 +258,25 @@ class TopicCatalog:
     def _rows_at(self, table: DeltaTable) -> dict[str, TopicInfo]:
         version = table.version()
         if self._cached[0] != version:
-            rows = local_dataset(table).to_table().to_pylist()
+            rows = table_dataset(table).to_table().to_pylist()
             self._cached = (version, {row["topic"]: _info_from_row(row) for row in rows})
         return self._cached[1]
 
-    @staticmethod
-    def _write(table: DeltaTable, topics: dict[str, TopicInfo], *, operation: str, topic: str) -> None:
+    def _write(self, table: DeltaTable, topics: dict[str, TopicInfo], *, operation: str, topic: str) -> None:
+        """Overwrite the catalog with ``topics`` at the version after ``table``'s. A conflict whose version holds
+        this write's ``groupcoord.commitId`` is this write, whose response was lost (on object storage): it stands,
+        and ``table`` moves to it."""
         rows = [_row_from_info(info) for _, info in sorted(topics.items())]
         data = pa.Table.from_pylist(rows, schema=CATALOG_SCHEMA)
-        write_deltalake(table, data, mode="overwrite",
-                        commit_properties=cas_commit_properties(groupcoord_operation=operation, topic=topic))
+        commit_id, version = uuid.uuid4().hex, table.version() + 1
+        try:
+            write_deltalake(table, data, mode="overwrite", commit_properties=cas_commit_properties(
+                groupcoord_operation=operation, topic=topic, **{COMMIT_ID_KEY: commit_id}))
+        except CommitFailedError:
+            if not holds_commit(self._root.catalog_path, version, commit_id):
+                raise
+            log.info("catalog commit at version %d: its response was lost, and the version holds it", version)
+            table.update_incremental()
 
 
 def _info_from_row(row: dict[str, object]) -> TopicInfo:

@@ -21,15 +21,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from groupcoord.state_root import StateRoot
 from groupcoord.storage import maintenance
 from groupcoord.storage.maintenance import MaintenanceReport, Policy
+from groupcoord.storage.tables import Where, open_table, table_filesystem
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.log_table import PARTITION_COLUMNS, TOPIC_LOG_SCHEMA
 from groupcoord.topics.topic_log import COMPRESSION
@@ -69,7 +68,7 @@ def maintain_topic_logs(root: StateRoot, *, retention_hours: int, min_files: int
     return reports
 
 
-def maintain_topic_log(path: Path, rules: Policy, *, now: dt.datetime | None = None) -> MaintenanceReport | None:
+def maintain_topic_log(path: Where, rules: Policy, *, now: dt.datetime | None = None) -> MaintenanceReport | None:
     """Every step on one topic log (``None`` when it has no table)."""
     plan = maintenance.plan_maintenance(path, rules)
     if plan is None:
@@ -78,7 +77,7 @@ def maintain_topic_log(path: Path, rules: Policy, *, now: dt.datetime | None = N
     if not plan.empty:
         version = maintenance.commit_plan_when_valid(path, plan, fsync=rules.fsync)
     committed = version is not None and version != plan.base_version
-    table = DeltaTable(str(path))
+    table = open_table(path)
     if table.version() > _last_checkpoint(path):
         table.create_checkpoint()
     vacuumed = maintenance.collect_garbage(path, rules, now=now)
@@ -86,8 +85,9 @@ def maintain_topic_log(path: Path, rules: Policy, *, now: dt.datetime | None = N
                               committed=committed)
 
 
-def _last_checkpoint(path: Path) -> int:
+def _last_checkpoint(path: Where) -> int:
     try:
-        return int(json.loads((path / "_delta_log" / "_last_checkpoint").read_text())["version"])
+        with table_filesystem(path).open_input_stream("_delta_log/_last_checkpoint") as marker:
+            return int(json.loads(marker.read())["version"])
     except (OSError, ValueError, KeyError):
         return -1

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 
 INCREMENTAL_COMMITS = 200
 """Most commits :func:`offsets_at_version` reads one by one before it aggregates every file's statistics instead."""
@@ -120,7 +120,7 @@ def offsets_from_stats(table: DeltaTable) -> dict[int, PartitionOffsets]:
 
 def scan_offsets(table: DeltaTable, partition: int) -> PartitionOffsets:
     """The bounds of ``partition`` from its ``offset`` column (for files without statistics)."""
-    column = local_dataset(table, where=[("partition", "=", partition)]).to_table(columns=["offset"]).column("offset")
+    column = table_dataset(table, where=[("partition", "=", partition)]).to_table(columns=["offset"]).column("offset")
     if len(column) == 0:
         return EMPTY
     bounds = pc.min_max(column)

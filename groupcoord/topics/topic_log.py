@@ -38,7 +38,7 @@ from deltalake import DeltaTable
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import BackgroundCheckpointer
 from groupcoord.storage.files import FileAppend, append_file, split_by_partition
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, commit_with_retry
@@ -178,6 +178,7 @@ class TopicLog:
                     partition_by=tuple(PARTITION_COLUMNS),
                     commit_info={"isBlindAppend": False, "groupcoord_operation": "produce"},
                     compression=COMPRESSION,
+                    previous_known=True,  # the version this writer read or committed itself
                 ), fsync=False)
                 # The commit was conditional on the version read: the new bounds are known without a re-read.
                 self._cached = (version + 1, appended(before, targets, offsets))
@@ -235,7 +236,7 @@ class TopicLog:
             upper = min(bounds.end, from_offset + max(max_records, 0))
             if upper <= from_offset:
                 return TOPIC_LOG_SCHEMA.empty_table()
-            dataset = local_dataset(table, where=[
+            dataset = table_dataset(table, where=[
                 ("partition", "=", partition), ("offset", ">=", from_offset), ("offset", "<", upper),
             ])
         rows = dataset.to_table(filter=(pc.field("offset") >= from_offset) & (pc.field("offset") < upper))

@@ -105,7 +105,7 @@ def test_a_run_writes_snapshot_weights_textfile_and_plot_and_rerunning_its_id_is
     assert [(r["run_id"], r["partition"], r["offset"], r["log_end_offset"], r["lag"]) for r in rows] == [
         ("run-1", 0, 4, 10, 6), ("run-1", 1, 20, 20, 0), ("run-1", 2, 25, 30, 5),  # once, though run twice
         ("run-2", 0, 4, 10, 6), ("run-2", 1, 20, 20, 0), ("run-2", 2, 25, 30, 5)]
-    weights = _rows(root.partition_weights_path)
+    weights = _rows(root.partition_weights_path.local_path)
     assert [(r["group_id"], r["topic"], r["partition"], r["weight"]) for r in weights] == [
         ("billing", TOPIC, 0, 7.0), ("billing", TOPIC, 1, 1.0), ("billing", TOPIC, 2, 6.0)]
 

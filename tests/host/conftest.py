@@ -27,9 +27,10 @@ FAST_LEASE = ("--conf", "lease.timeout.ms=3000", "--conf", "lease.renew.interval
 
 
 class ServeProcess:
-    """One ``groupcoord serve`` subprocess; stdout lines are collected by a reader thread."""
+    """One ``groupcoord serve`` subprocess over the state root ``root`` (a directory or a URI); stdout lines are
+    collected by a reader thread."""
 
-    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None, log_path: Path) -> None:
+    def __init__(self, root: Path | str, *args: str, env: dict[str, str] | None = None, log_path: Path) -> None:
         command = [sys.executable, "-m", "groupcoord", "serve", "--state-root", str(root), "--listen",
                    "127.0.0.1:0", "--no-spark", *FAST_LEASE, *args]
         self.log_path = log_path

@@ -82,7 +82,8 @@ def test_wildcard_listen_without_advertised_listener_exits_2(tmp_path: Path) -> 
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_a_non_local_state_root_is_refused(tmp_path: Path) -> None:
-    result = _serve_exit("--state-root", "s3://bucket/root", "--listen", "127.0.0.1:0")
+def test_a_state_root_on_storage_without_conditional_commits_here_is_refused(tmp_path: Path) -> None:
+    result = _serve_exit("--state-root", "gs://bucket/root", "--listen", "127.0.0.1:0")
     assert result.returncode == 2
-    assert "not a local path" in result.stderr
+    assert "unsupported storage scheme gs://" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

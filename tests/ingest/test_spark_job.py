@@ -27,7 +27,7 @@ from groupcoord.sink.table import SinkTable
 from groupcoord.state.schema import OFFSETS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 from groupcoord.topics.log_table import create_topic_log
 from tests.ingest.test_kafka_source import PARTITIONS as KAFKA_PARTITIONS
 from tests.ingest.test_kafka_source import PER_PARTITION, produce
@@ -46,7 +46,7 @@ KEYS = resolve_config(flags={"group.initial.rebalance.delay.ms": 200, "group.min
 
 def produced_frame(spark: SparkSession, root: StateRoot, topic: str) -> DataFrame:
     """The topic log's records in the sink's schema."""
-    rows = local_dataset(create_topic_log(root, topic)).to_table()
+    rows = table_dataset(create_topic_log(root, topic)).to_table()
     table = pa.table({"topic": pa.array([topic] * rows.num_rows, pa.string()),
                       **{name: rows.column(name) for name in SINK_SCHEMA.names[1:]}}).cast(SINK_SCHEMA)
     return spark.createDataFrame(table)

@@ -42,7 +42,7 @@ def test_topic_log_compaction_keeps_offsets_dense_while_producers_write(tmp_path
     TopicCatalog(root, config=config).create("events", PARTITIONS)
     producer = TopicLog(root, "events", config=config)
     _produce(producer, 12, "before")
-    path = root.topic_path("events")
+    path = root.topic_path("events").local_path
     assert len(DeltaTable(str(path)).file_uris()) == 12 * PARTITIONS
 
     concurrent = threading.Thread(target=_produce, args=(TopicLog(root, "events", config=config), 8, "during"))
@@ -85,7 +85,7 @@ def test_materialized_tables_compact_to_one_file_with_the_same_views(tmp_path: P
         records = [new_offset_commit_record("g", "t", p, OffsetValue(
             offset=version * 10 + p, leader_epoch=-1, metadata="", commit_timestamp_ms=1000)) for p in range(4)]
         materializer.apply(records, log_version=version, epoch=1, now=now)
-    path = root.state_table_path(OFFSETS.name)
+    path = root.state_table_path(OFFSETS.name).local_path
     before = read_view(root, OFFSETS).sort_by("partition")
     assert len(DeltaTable(str(path)).file_uris()) == 8
 

@@ -24,7 +24,7 @@ from groupcoord.devbroker import KafkaBroker, Record
 from groupcoord.ingest.check import embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
 from groupcoord.state_root import StateRoot
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 from groupcoord.topics import ProducerRecord, TopicLog
 from groupcoord.topics.app_transactions import transaction_versions
 from tests.sink.supervised import SupervisedQuery
@@ -128,7 +128,7 @@ def start_query(spark: SparkSession, source: Source, group: str, topic: str, tab
 
 def sink_rows(table: Path) -> pa.Table:
     """The sink's ``topic, partition, offset, value``."""
-    return local_dataset(DeltaTable(str(table))).to_table(columns=COLUMNS)
+    return table_dataset(DeltaTable(str(table))).to_table(columns=COLUMNS)
 
 
 def versions(table: Path, group: str, partitions: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], int | None]:

@@ -17,7 +17,7 @@ from groupcoord.sink import plan as sink_plan
 from groupcoord.sink.commit import append_batch, commit_batch, ensure_table
 from groupcoord.sink.files import PartitionFile, write_partition_files
 from groupcoord.sink.plan import BatchRange, CommitPlan, SinkBatchError, SinkGapError
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 from groupcoord.topics.app_transactions import app_id
 
 SCHEMA = pa.schema([("v", pa.string()), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())])
@@ -35,7 +35,7 @@ def rows(partition: int, start: int, end: int, topic: str = "t") -> pa.RecordBat
 
 def table_rows(path: Path) -> list[tuple[int, int]]:
     """Sorted ``(partition, offset)`` of every row of the table."""
-    data = local_dataset(DeltaTable(str(path))).to_table(columns=["partition", "offset"])
+    data = table_dataset(DeltaTable(str(path))).to_table(columns=["partition", "offset"])
     return sorted(zip(data.column("partition").to_pylist(), data.column("offset").to_pylist(), strict=True))
 
 
@@ -165,7 +165,7 @@ def test_two_writers_of_other_partitions_both_commit(table: Path, monkeypatch: p
                         resets=no_resets)
     assert done.attempts == 1  # delta-rs rebased the append: no shared app id
     assert table_rows(table) == [(0, o) for o in range(6)] + [(1, o) for o in range(4)]
-    values = local_dataset(DeltaTable(str(table))).to_table().column("v")
+    values = table_dataset(DeltaTable(str(table))).to_table().column("v")
     assert pc.count_distinct(values).as_py() == 10
 
 

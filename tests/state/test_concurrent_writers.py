@@ -150,11 +150,11 @@ def test_two_processes_appending_the_same_record_log_version_one_is_fenced(root:
     assert [o[1] for o in outcomes.values() if o[0] == "won"] == [1]
     assert any("already exists: another writer committed first" in o[1] for o in outcomes.values()
                if o[0] == "fenced"), outcomes
-    assert _version(root.log_path) == 1 and DeltaRecordLog(root.log_path).load().version == 1
+    assert _version(root.log_path.local_path) == 1 and DeltaRecordLog(root.log_path).load().version == 1
 
 
 def test_two_processes_taking_a_free_lease_one_holds_it(root: StateRoot) -> None:
-    before = _version(root.lease_path)
+    before = _version(root.lease_path.local_path)
     outcomes = _race("lease", root)
     assert sorted(o[0] for o in outcomes.values()) == ["lost", "won"], outcomes
     current = LeaseTable(root.lease_path).read_current()
@@ -164,7 +164,7 @@ def test_two_processes_taking_a_free_lease_one_holds_it(root: StateRoot) -> None
 
 
 def test_two_producers_racing_for_one_version_one_wins_the_other_renumbers(root: StateRoot) -> None:
-    before = _version(root.topic_path(TOPIC))
+    before = _version(root.topic_path(TOPIC).local_path)
     outcomes = _race("topic log", root)
     assert sorted(o[0] for o in outcomes.values()) == ["retried", "won"], outcomes
     by_kind = {o[0]: o for o in outcomes.values()}
@@ -183,8 +183,9 @@ def test_two_ingestion_members_appending_one_partition_one_writes_the_other_plan
 
 
 def test_two_processes_creating_topics_at_once_both_land(root: StateRoot) -> None:
-    before = _version(root.catalog_path)
+    before = _version(root.catalog_path.local_path)
     outcomes = _race("topic catalog", root)
     assert sorted(o[0] for o in outcomes.values()) == ["done", "done"], outcomes
-    assert _version(root.catalog_path) == before + 2  # the loser re-read the winner's catalog and committed after it
+    # the loser re-read the winner's catalog and committed after it
+    assert _version(root.catalog_path.local_path) == before + 2
     assert {t.name for t in TopicCatalog(root).list()} == {TOPIC, "created-by-1", "created-by-2"}

@@ -18,7 +18,7 @@ import pytest
 from chispa import assert_df_equality
 from deltalake import DeltaTable
 
-from groupcoord.storage.tables import local_dataset
+from groupcoord.storage.tables import table_dataset
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,7 +37,7 @@ def table(tmp_path: Path) -> Path:
 def assert_delta_rs_reads_as_delta_spark(spark: SparkSession, path: Path, version: int, *, spark_path: Path) -> None:
     """delta-rs's rows of ``path`` at ``version`` are delta-spark's rows of ``spark_path`` at that version."""
     expected = spark.read.format("delta").option("versionAsOf", version).load(str(spark_path))
-    rows = local_dataset(DeltaTable(str(path), version=version)).to_table().select(expected.columns)
+    rows = table_dataset(DeltaTable(str(path), version=version)).to_table().select(expected.columns)
     assert rows.num_rows > 0
     assert_df_equality(spark.createDataFrame(rows), expected, ignore_row_order=True, ignore_nullable=True)
 

@@ -47,7 +47,7 @@ from groupcoord.sink.plan import BatchRange
 from groupcoord.state.materializer import Materializer, MaterializerConfig
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.maintenance import WRITE_GUARD
-from groupcoord.storage.tables import compact_table, local_dataset
+from groupcoord.storage.tables import compact_table, table_dataset
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 from groupcoord.topics.maintenance import maintain_topic_logs
 from tests.cli.conftest import fast_config
@@ -276,7 +276,7 @@ def _collect_each(results: Mapping[str, TableReads], frames: Mapping[str, DataFr
 
 def _rows(path: Path, version: int) -> pa.Table:
     """delta-rs's rows of ``version`` (read through the native local filesystem, as groupcoord reads)."""
-    return local_dataset(DeltaTable(str(path), version=version)).to_table()
+    return table_dataset(DeltaTable(str(path), version=version)).to_table()
 
 
 def _earlier_readable_version(path: Path, latest: int, history: list[Row]) -> int:

@@ -146,7 +146,7 @@ def test_reapplying_materialized_batches_writes_nothing(coordinator: LoggedCoord
 def test_a_flush_that_failed_half_way_is_completed_by_its_retry_without_duplicates(
         coordinator: LoggedCoordinator, root: StateRoot) -> None:
     coordinator.stable_group("g", 2)
-    blocker = root.state_table_path("assignments")
+    blocker = root.state_table_path("assignments").local_path
     blocker.parent.mkdir(parents=True, exist_ok=True)
     blocker.write_text("not a table")  # storage failure for the last table written
     materializer = coordinator.materializer

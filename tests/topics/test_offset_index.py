@@ -24,7 +24,7 @@ def test_a_reader_follows_another_writers_commits_without_aggregating(catalog: T
     version = DeltaTable(str(root.topic_path("events"))).version()
     _produce(writer, 5)
     table = DeltaTable(str(root.topic_path("events")))
-    stepped = offsets_after_commits(root.topic_path("events"), dict(before), version, table.version())
+    stepped = offsets_after_commits(root.topic_path("events").local_path, dict(before), version, table.version())
     assert stepped == offsets_from_stats(table) == reader.offsets()
 
 
@@ -32,7 +32,7 @@ def test_a_compaction_commit_leaves_the_bounds_as_they_were(catalog: TopicCatalo
     catalog.create("events", 3)
     log = TopicLog(root, "events")
     _produce(log, 6)
-    path = root.topic_path("events")
+    path = root.topic_path("events").local_path
     version = DeltaTable(str(path)).version()
     bounds = log.offsets()
     assert maintain_topic_logs(root, retention_hours=0)[0].compacted_files > 0
@@ -44,7 +44,7 @@ def test_an_unreadable_commit_falls_back(catalog: TopicCatalog, root: StateRoot)
     catalog.create("events", 3)
     log = TopicLog(root, "events")
     _produce(log, 3)
-    path = root.topic_path("events")
+    path = root.topic_path("events").local_path
     version = DeltaTable(str(path)).version()
     assert offsets_after_commits(path, {}, version, version + 1) is None  # no such commit yet
     DeltaTable(str(path)).delete("offset = 0")  # removes files with data changes

@@ -115,7 +115,7 @@ def test_unknown_partitions_are_refused_for_reads_and_writes(log: TopicLog, part
 def test_an_unknown_topic_is_refused(root: StateRoot, catalog: TopicCatalog) -> None:
     with pytest.raises(UnknownTopicOrPartitionError, match="Topic 'ghost' does not exist"):
         TopicLog(root, "ghost", catalog=catalog).produce(_records(1))
-    assert not root.topic_path("ghost").exists()
+    assert not root.topic_path("ghost").local_path.exists()
 
 
 def test_an_empty_produce_commits_nothing(log: TopicLog, root: StateRoot) -> None:
@@ -134,7 +134,7 @@ def test_offsets_and_reads_never_open_other_partitions_or_older_files(log: Topic
     log.produce(_records(10, partition=0))
     log.produce(_records(10, partition=0))
     log.produce(_records(10, partition=1))
-    table_path = root.topic_path("events")
+    table_path = root.topic_path("events").local_path
     # Corrupt every data file except the one holding partition 0's offsets 10..19: the offsets come from Delta
     # statistics and the read prunes by partition and offset range, so neither touches a corrupted file.
     keep = next(p for p in (table_path / "partition=0").glob("*.parquet") if _max_offset(p) == 19)
@@ -173,7 +173,7 @@ def test_one_hundred_thousand_records_produce_in_one_commit_quickly(log: TopicLo
     assert len(result.assigned) == 100_000 and result.attempts == 1
     assert sum(log.end_offsets().values()) == 100_000
     # One file per partition, not one per record.
-    assert len(list(root.topic_path("events").rglob("*.parquet"))) == 3
+    assert len(list(root.topic_path("events").local_path.rglob("*.parquet"))) == 3
     assert elapsed < 20, f"100,000 records took {elapsed:.1f} s"
 
 

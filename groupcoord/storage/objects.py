@@ -1,0 +1,102 @@
+"""Objects of an object-store location, through ``obstore`` (object_store's Python binding, the crate delta-rs uses).
+
+The few operations the state root and the append path need on object storage: read, write, put-if-absent (the
+one atomic step of a commit: ``If-None-Match: *``), existence, and listing the names under a prefix. Paths are
+relative to a :class:`~groupcoord.storage.location.TableLocation`. One client per bucket and options is kept for
+the process (a client holds its connection pool).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import obstore
+from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
+from obstore.store import S3Store
+
+from groupcoord.storage.location import TableLocation
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, S3Config
+
+__all__ = ["exists", "list_names", "put", "put_if_absent", "read"]
+
+_CLIENT_KEYS = ("allow_http",)
+"""Storage options that configure the HTTP client rather than S3 itself."""
+
+
+def read(location: TableLocation, relative: str) -> bytes | None:
+    """The bytes of ``relative`` under ``location``, or ``None`` when there is no such object."""
+    store, key = _store_and_key(location, relative)
+    try:
+        return bytes(obstore.get(store, key).bytes())
+    except (NotFoundError, FileNotFoundError):
+        return None
+
+
+def exists(location: TableLocation, relative: str) -> bool:
+    """True if the object ``relative`` exists under ``location``."""
+    store, key = _store_and_key(location, relative)
+    try:
+        obstore.head(store, key)
+    except (NotFoundError, FileNotFoundError):
+        return False
+    return True
+
+
+def put(location: TableLocation, relative: str, data: bytes) -> None:
+    """Write ``data`` as ``relative`` under ``location``, replacing any object there."""
+    store, key = _store_and_key(location, relative)
+    obstore.put(store, key, data)
+
+
+def put_if_absent(location: TableLocation, relative: str, data: bytes) -> bool:
+    """Create ``relative`` under ``location`` with ``data`` unless it exists: ``True`` if this call created it.
+
+    The server decides atomically (``If-None-Match: *``). ``False`` also comes back when an earlier attempt of this
+    very call created the object but its response was lost (the client's retry then finds it): the caller tells
+    the two apart by reading the object back.
+    """
+    store, key = _store_and_key(location, relative)
+    try:
+        obstore.put(store, key, data, mode="create")
+    except (AlreadyExistsError, PreconditionError):
+        return False
+    return True
+
+
+def list_names(location: TableLocation, *, limit: int | None = None) -> list[str]:
+    """The names directly under ``location`` (objects and common prefixes, without the prefix), up to ``limit``."""
+    store, key = _store_and_key(location, "")
+    listing = obstore.list_with_delimiter(store, key or None)
+    names = [entry.rstrip("/").rpartition("/")[2] for entry in listing["common_prefixes"]]
+    names += [entry["path"].rpartition("/")[2] for entry in listing["objects"]]
+    return names[:limit] if limit is not None else names
+
+
+def _store_and_key(location: TableLocation, relative: str) -> tuple[S3Store, str]:
+    bucket, prefix = location.bucket_and_key
+    key = "/".join(part for part in (prefix, relative.strip("/")) if part)
+    return _store(bucket, tuple(sorted(location.options.items()))), key
+
+
+@functools.lru_cache(maxsize=16)
+def _store(bucket: str, options: tuple[tuple[str, str], ...]) -> S3Store:
+    config, client = _split_options(dict(options))
+    return S3Store(bucket, config=config, client_options=client)
+
+
+def _split_options(options: Mapping[str, str]) -> tuple[S3Config, ClientConfig]:
+    """delta-rs style options (``aws_region``, ``aws_allow_http``) as obstore's S3 and HTTP client settings."""
+    config: dict[str, Any] = {}
+    client: dict[str, Any] = {}
+    for name, value in options.items():
+        short = name.lower().removeprefix("aws_")
+        if short in _CLIENT_KEYS:
+            client[short] = value.lower() == "true"
+        else:
+            config[short] = value
+    # obstore's config types are TypedDicts that exist at type-check time only
+    return cast("S3Config", config), cast("ClientConfig", client)
