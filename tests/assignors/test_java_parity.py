@@ -4,8 +4,8 @@ Kafka jars, in a real JVM), on small groups.
 Range and roundrobin must give exactly Java's rows, static members and heterogeneous subscriptions included. Sticky,
 cooperative-sticky and uniform must be at least as balanced and at least as sticky as Java's on the same rebalance,
 each side running rounds until every partition is assigned, and so must a consumer group's range (KIP-848) against
-Kafka's server-side ``RangeAssignor``, whose fresh rows it gives exactly. Claims in different generations resolve as Java's sticky
-assignors resolve them (``test_claims.py``): exactly Java's rows on a case the claims decide.
+Kafka's server-side ``RangeAssignor``, whose fresh rows it gives exactly. Claims in different generations resolve as
+Java's sticky assignors resolve them (``test_claims.py``): exactly Java's rows on a case the claims decide.
 """
 
 from __future__ import annotations
