@@ -13,6 +13,7 @@ from groupcoord.sim.events import (
     Commit,
     Crash,
     Event,
+    GroupProtocol,
     Grow,
     Join,
     Jump,
@@ -121,9 +122,12 @@ class _Draft:
         return Jump(self.rng.choice((2000, 6000, 12_000, 40_000)))
 
 
-def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedule:
+def generate(seed: int, *, length: int = 40, mode: Mode | None = None,
+             protocol: GroupProtocol = "classic") -> Schedule:
     """The schedule of ``seed``: eager or cooperative, static members in 30% of schedules, 1-2 topics, 2-5 member
-    names, a few joins, then random events up to ``length``."""
+    names, a few joins, then random events up to ``length``. ``protocol`` is not drawn (a seed gives the same
+    events under either protocol, and classic seeds keep the schedules they always had); under ``"consumer"`` the
+    drawn mode does not apply."""
     rng = random.Random(seed)
     modes: tuple[Mode, Mode] = ("eager", "cooperative")
     chosen = mode if mode is not None else rng.choice(modes)
@@ -150,4 +154,4 @@ def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedu
         event = rng.choices(makers, weights)[0]()
         if event is not None:
             events.append(event)
-    return Schedule(seed=seed, mode=chosen, topics=initial, events=tuple(events), static=static)
+    return Schedule(seed=seed, mode=chosen, topics=initial, events=tuple(events), static=static, protocol=protocol)

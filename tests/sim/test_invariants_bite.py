@@ -14,6 +14,7 @@ from groupcoord.group.metadata import GroupMetadataValue
 from groupcoord.log.base import LoadedLog
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.sim import Commit, Crash, Join, Pause, Resume, Schedule, Subscribe, Tick, leader, run_schedule
+from groupcoord.sim.member import SimMember
 from groupcoord.sim.world import World
 
 TWO_MEMBERS = (Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(8000), Tick(8000))
@@ -131,6 +132,7 @@ def test_a_member_with_a_rejoin_pending_is_not_quiescent() -> None:
     for event in world.schedule.events:
         world.run_event(event)
     member = world.members["m0"]
+    assert isinstance(member, SimMember)
     assert world.checker.quiescent(world) and member.owned
     member.retry_at_ms = world.now_ms() + member.timings.retry_backoff_ms  # as after a NOT_COORDINATOR
     member.subscribe(("t1",))
