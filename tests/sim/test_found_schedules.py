@@ -206,3 +206,15 @@ def test_a_static_member_restarted_before_its_cooperative_follow_up_leaves_nothi
         Join("m0", ("t0",)), Join("m2", ("t0",)), Join("m1", ("t0",)), Tick(3000), Leave("m0"), Tick(11000),
         Tick(3000), Leave("m2"), Tick(1000), Join("m0", ("t0",)), Tick(1000), Leave("m1"), Join("m2", ("t0",)),
         Join("m1", ("t0",)))))
+
+
+def test_consumer_group_growth_lost_in_a_failover_is_assigned_after_the_restart() -> None:
+    """Seed 20117 (consumer protocol): t1 grows while a crash is armed, so the group epoch bumped for it dies with
+    the coordinator; the new one loaded the group Stable with a target for two partitions and t1-2 stayed unowned at
+    convergence (invariant 11) until the core fix (``consumer_membership.target_misses_partitions``; see
+    tests/coordinator/test_sim_findings.py)."""
+    outcome = assert_schedule_passes(Schedule(
+        seed=20117, mode='eager', topics=(('t0', 3), ('t1', 2)),
+        events=(Join(member='m1', topics=('t1',)), Crash(point='before-commit'), Grow(topic='t1', partitions=3)),
+        static=False, protocol='consumer'))
+    assert outcome.restarts == 1 and outcome.quiescent_checks > 0
