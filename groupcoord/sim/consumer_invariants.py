@@ -133,9 +133,9 @@ class ConsumerChecker(Checker):
         """Every invariant that holds at any step, and 10 and 11 once the group is settled."""
         self._check_consumer_protocol(world)
         self._check_consumer_ownership(world)
+        self._check_epochs(world)  # before replay: an epoch that went back is the sharper diagnosis
         self._check_replay(world)
         self._check_offsets(world)
-        self._check_epochs(world)
         if self.quiescent(world):
             self.quiescent_checks += 1
             self._check_consumer_coverage(world)
