@@ -12,7 +12,7 @@ import groupcoord.coordinator.coordinator as coordinator_module
 import groupcoord.sim as sim
 import groupcoord.sim.world as world_module
 from groupcoord.assignors.algorithms import Group, Key, assign
-from groupcoord.coordinator import consumer_offsets, hard_state, offsets
+from groupcoord.coordinator import consumer_membership, consumer_offsets, hard_state, offsets
 from groupcoord.coordinator.consumer_epochs import NO_PARTITION_CHECK
 from groupcoord.coordinator.context import CoordinatorContext
 from groupcoord.coordinator.records import OffsetCommitRecord
@@ -207,7 +207,7 @@ def test_a_coordinator_that_assigns_unreleased_partitions_breaks_invariant_8(
 
 def test_a_load_that_resets_the_epochs_breaks_invariant_9(monkeypatch: pytest.MonkeyPatch) -> None:
     """A load that starts every consumer group over at epoch 0 (its members keep theirs)."""
-    real_load = coordinator_module.load_consumer_groups
+    real_load = consumer_membership.load_consumer_groups
 
     def load_from_zero(ctx: CoordinatorContext, now_ms: int) -> None:
         for group_id in ctx.hard.consumer_group_ids():
