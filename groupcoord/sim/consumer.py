@@ -210,17 +210,18 @@ class SimConsumer:
         if self.alive and not self.paused and self.epoch > 0:
             self._commit(self._positions_of(self.owned), self.epoch)
 
-    def commit_at(self, shift: int) -> None:
-        """A commit at the member's epoch plus ``shift``: +1 is a probe the coordinator must reject (a newer epoch
-        than the member's); -1 commits the positions at the previous epoch, which Kafka accepts for partitions
-        the member was assigned at or before it (KIP-1251) and rejects otherwise."""
+    def commit_previous(self) -> None:
+        """A commit of every position at the member's previous epoch, which Kafka accepts for partitions the member
+        was assigned at or before it (KIP-1251) and rejects otherwise."""
+        if self.alive and not self.paused and self.epoch > 0:
+            self._commit(self._positions_of(self.owned), self.epoch - 1)
+
+    def probe(self, epoch: int) -> None:
+        """A commit at ``epoch`` (newer than the member's in the coordinator) that the coordinator must reject."""
         if not self.alive or self.paused or self.epoch <= 0:
             return
-        if shift < 0:
-            self._commit(self._positions_of(self.owned), self.epoch + shift)
-            return
         key = min(self.owned) if self.owned else (self.topics[0], 0)
-        self._commit({key: PROBE_OFFSET}, self.epoch + shift, kind="probe")
+        self._commit({key: PROBE_OFFSET}, epoch, kind="probe")
 
     # --- responses ---------------------------------------------------------------------------------------------
     def deliver(self, token: int, response: GroupResponse) -> None:

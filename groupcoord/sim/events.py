@@ -77,7 +77,9 @@ class Subscribe:
 @dataclass(frozen=True)
 class Commit:
     """An offset commit from the member: ``shift`` 0 commits its positions with its own generation; -1 and +1 send a
-    probe with the group's current generation minus or plus one, which the coordinator must reject."""
+    probe with the group's current generation minus or plus one, which the coordinator must reject. A member of the
+    consumer protocol probes with its member epoch (as the coordinator has it) plus one; with -1 it commits its
+    positions at its previous epoch, which Kafka accepts partition by partition (KIP-1251)."""
 
     member: str
     shift: int = 0

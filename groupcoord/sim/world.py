@@ -4,7 +4,11 @@
 as one batch *before* its responses leave; a record-less result answers at once; after a crash a new
 :class:`GroupCoordinator` replays ``log.load()`` and runs ``on_loaded``. Requests in flight when the coordinator
 dies are answered NOT_COORDINATOR (the client's view of a dropped connection). Responses travel through a FIFO
-queue, so a member's reaction to one response is a new request, never a nested call.
+queue, so a member's reaction to one response is a new request, never a nested call. For consumer groups (KIP-848)
+the world is also the shell that computes target assignments: it answers a ``NeedsTargetAssignment`` with the
+uniform assignor once the responses queued before it are delivered, so heartbeats sent meanwhile wait (parked) as
+they do while the real shell's assignment job runs, and a crash in between loses the request (the new coordinator
+asks again).
 
 A shadow coordinator replays every durable batch as it is written (and restarts from each snapshot), so
 invariant 6 is checked after every step without reloading the whole log.
@@ -112,6 +116,7 @@ class World:
         self._in_flight: dict[int, InFlight] = {}
         self._queue: deque[tuple[Process, int, GroupResponse]] = deque()
         self._armed: CrashPoint | None = None
+        self._targets: list[NeedsTargetAssignment] = []
         self.coordinator = self._new_coordinator()
         self.shadow = self._new_coordinator()
         self._metadata_changed()
@@ -178,13 +183,10 @@ class World:
             self.checker.on_response(entry.request, response)
             self.checker.on_answer(self, entry.request, response)
             self._queue.append((entry.member, token, response))
-        for effect in result.effects:
-            if isinstance(effect, NeedsTargetAssignment):
-                self._absorb(self.coordinator.complete_target_assignment(self.target_assignment(effect),
-                                                                         self.now_ms()))
+        self._targets.extend(e for e in result.effects if isinstance(e, NeedsTargetAssignment))
 
     def target_assignment(self, effect: NeedsTargetAssignment) -> CompleteTargetAssignment:
-        """The shell's part for a consumer group: the target of :data:`TARGET_ASSIGNOR`, answered at once."""
+        """The shell's part for a consumer group: the target of :data:`TARGET_ASSIGNOR` (see :meth:`pump`)."""
         placed = assign(target_group(effect, {}), TARGET_ASSIGNOR)
         rows = [(effect.group_id, member_id, topic, partition) for (topic, partition), member_id in placed.items()]
         return target_answer(effect, rows)
@@ -197,6 +199,7 @@ class World:
         """The coordinator dies; a new one loads the log; requests in flight fail with NOT_COORDINATOR."""
         self._armed = None
         self.restarts += 1
+        self._targets.clear()  # the new coordinator asks again for what it still needs
         lost = sorted(self._in_flight.items())
         self._in_flight.clear()
         self.coordinator = self._new_coordinator()
@@ -216,10 +219,16 @@ class World:
         self._replay_into_shadow(encoded)
 
     def pump(self) -> None:
-        """Deliver queued responses in order (members' reactions queue more) until none is left."""
-        while self._queue:
-            member, token, response = self._queue.popleft()
-            member.deliver(token, response)
+        """Deliver queued responses in order (members' reactions queue more) until none is left; the shell answers
+        a consumer group's target request only then, so the heartbeats that come meanwhile wait for it (parked)."""
+        while True:
+            while self._queue:
+                member, token, response = self._queue.popleft()
+                member.deliver(token, response)
+            if not self._targets:
+                return
+            effect = self._targets.pop(0)
+            self._absorb(self.coordinator.complete_target_assignment(self.target_assignment(effect), self.now_ms()))
 
     def live_generation(self, group_id: str = GROUP_ID) -> int | None:
         """The live coordinator's generation of ``group_id`` (``None`` when it has no such group)."""
@@ -350,7 +359,14 @@ class World:
             member.commit_now()
             return
         if isinstance(member, SimConsumer):
-            member.commit_at(shift)
+            if shift < 0:
+                member.commit_previous()
+                return
+            # Newer than the member's epoch in the coordinator, which may be ahead of what the member heard (the
+            # answer that moved it on may have been lost in a crash).
+            group = self.coordinator.consumer_group(GROUP_ID)
+            known = None if group is None else group.member(member.member_id)
+            member.probe(max(member.epoch, 0 if known is None else known.member_epoch) + shift)
             return
         current = self.live_generation() or 0
         generation = current + shift if current + shift >= 0 else current + 1
