@@ -17,6 +17,7 @@ from groupcoord.sim.events import (
     Resume,
     Schedule,
     Snapshot,
+    Stall,
     Subscribe,
     Tick,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "Resume",
     "Schedule",
     "Snapshot",
+    "Stall",
     "Subscribe",
     "Summary",
     "Tick",

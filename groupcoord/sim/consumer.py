@@ -105,6 +105,10 @@ class SimConsumer:
         self.paused = False
         self.left = False
         self.zombie = False
+        self.stalled = False  # the application thread is stuck; the heartbeat thread runs on (events.Stall)
+        self._stalled_since = 0
+        self._deferred: Mapping[UUID, frozenset[int]] | None = None  # an assignment the stalled thread has not seen
+        self._waiting_for_app = False  # left or fenced while stalled: rejoins only once the application polls
         self.inbox: list[tuple[int, GroupResponse]] = []
         self.pending: dict[int, str] = {}  # transport token -> kind
         self.unexpected: list[str] = []
@@ -134,7 +138,7 @@ class SimConsumer:
     def settled(self) -> bool:
         """Nothing in flight or unread, no full heartbeat owed and no subscription change to send."""
         return (not self.pending and not self.inbox and not self._full and not self._subscription_changed
-                and self.epoch > 0)
+                and self.epoch > 0 and not self.stalled)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -146,12 +150,27 @@ class SimConsumer:
         self.paused = True
 
     def resume(self) -> None:
-        """Run again: read every response that arrived meanwhile, then act."""
+        """Run again: read every response that arrived meanwhile, then act; a stalled application thread catches
+        up with the last assignment its heartbeat thread received."""
         self.paused = False
         inbox, self.inbox = self.inbox, []
         for token, response in inbox:
             self._handle(token, response)
+        if self.stalled and self.alive:
+            self.stalled = False
+            if self._waiting_for_app:
+                self._waiting_for_app = False
+                self.heartbeat_at_ms = self._net.now_ms()
+            deferred, self._deferred = self._deferred, None
+            if deferred is not None:
+                self._reconcile(deferred)
         self.on_time(self._net.now_ms())
+
+    def stall(self) -> None:
+        """The application thread stops; heartbeats go on (see ``events.Stall``)."""
+        if self.alive and not self.paused and not self.stalled:
+            self.stalled = True
+            self._stalled_since = self._net.now_ms()
 
     def close(self) -> None:
         """Commit, revoke everything and leave (epoch -1; -2 for a static member). A paused member is killed."""
@@ -186,8 +205,8 @@ class SimConsumer:
         """When this member next wants to act on its own, or ``None``."""
         if self.paused or not self.alive:
             return None
-        wake = [] if self.heartbeat_in_flight else [self.heartbeat_at_ms]
-        if self.epoch > 0 and self.owned:
+        wake = [] if self.heartbeat_in_flight or self._waiting_for_app else [self.heartbeat_at_ms]
+        if self.epoch > 0 and self.owned and not self.stalled:
             wake.append(self.commit_at_ms)
         return math.ceil(min(wake)) if wake else None
 
@@ -197,13 +216,31 @@ class SimConsumer:
             return
         if self.owned and now - self.last_answer_ms >= self.timings.session_ms:
             self._lose("no heartbeat answered for a session")
-        if self.epoch > 0 and self.owned and now >= self.commit_at_ms:
+        if self.epoch > 0 and self.owned and now >= self.commit_at_ms and not self.stalled:
             self.commit_at_ms = now + self.timings.commit_interval_ms
             self._commit(self._positions_of(self.owned), self.epoch)
-        if not self.alive or self.heartbeat_in_flight or now < self.heartbeat_at_ms:
+        if not self.alive or self.heartbeat_in_flight or self._waiting_for_app or now < self.heartbeat_at_ms:
             return
-        self._consume()
+        if self.stalled and self.epoch > 0 and now - self._stalled_since >= self.timings.rebalance_ms:
+            self._leave_stale()
+            return
+        if not self.stalled:
+            self._consume()
         self._heartbeat()
+
+    def _leave_stale(self) -> None:
+        """The application thread has not polled for the rebalance timeout (Kafka's ``max.poll.interval.ms``): the
+        heartbeat thread leaves the group (-1; -2 for a static member) and the partitions are lost; the member
+        rejoins once the application polls again."""
+        leaving = -2 if self.instance_id is not None else -1
+        epoch_was = self.epoch
+        self._lose("the application did not poll within the rebalance timeout")
+        self._waiting_for_app = True
+        self._deferred = None
+        if epoch_was > 0:
+            self._send("leave", ConsumerGroupHeartbeatRequest(
+                group_id=self.group_id, member_id=self.member_id, member_epoch=leaving,
+                instance_id=self.instance_id, client_id=self.name))
 
     def commit_now(self) -> None:
         """An explicit commit of every position (``commitSync``)."""
@@ -257,7 +294,10 @@ class SimConsumer:
             self._full = False
             self.heartbeat_at_ms = now + (response.heartbeat_interval_ms or self.timings.heartbeat_ms)
             if response.assignment is not None:
-                self._reconcile(response.assignment)
+                if self.stalled:
+                    self._deferred = response.assignment
+                else:
+                    self._reconcile(response.assignment)
             return
         self._full = True
         if error == Errors.FENCED_INSTANCE_ID or (self.zombie and error in (
@@ -265,6 +305,9 @@ class SimConsumer:
             self.kill()  # another process holds the instance (or replaced this one): stop, as Kafka's client does
         elif error in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
             self._lose(f"fenced: {error.name}")
+            if self.stalled:  # the lost partitions go through the application thread before the member rejoins
+                self._waiting_for_app = True
+                self._deferred = None
         elif error == Errors.UNRELEASED_INSTANCE_ID:
             self._lose("the instance id is not released yet")
             self.heartbeat_at_ms = now + UNRELEASED_BACKOFF_MS

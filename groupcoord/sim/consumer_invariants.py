@@ -3,13 +3,14 @@ invariants 2 (acknowledged offsets are never lost), 3 (fencing, by member epoch)
 :mod:`groupcoord.sim.invariants`, which hold for both protocols.
 
 7. Ownership: no partition is owned by two running members at once, as the members themselves believe (and report
-   in their heartbeats). A paused member is left out, as is a replaced process (``events.Restart``) that the group
-   no longer counts as a member: its next heartbeat fences it. Processes sharing a ``group.instance.id`` are one
-   identity.
+   in their heartbeats). A paused member is left out, as are a replaced process (``events.Restart``) and a stalled
+   one (``events.Stall``: its application thread is stuck past its rebalance timeout) that the group no longer
+   counts as members: the next heartbeat tells them, and their commits are fenced meanwhile (Kafka's consumer has
+   the same window). Processes sharing a ``group.instance.id`` are one identity.
 8. Revocation before reassignment: the coordinator gives a partition (in a heartbeat answer's assignment) to a new
    member only once its previous holder has revoked it, that is, sent a heartbeat that no longer reports it, or
-   left the group (left with epoch -1, fenced by a session or rebalance timeout, or replaced by its instance's next
-   incarnation). A holder is the last member the coordinator gave the partition to.
+   left the group (left with epoch -1 or, for a static member, -2; fenced by a session or rebalance timeout; or
+   replaced by its instance's next incarnation). A holder is the last member the coordinator gave the partition to.
 9. Epochs: the group epoch and the target assignment epoch never decrease, across coordinator crashes and replay
    too (a consumer group is hard state whole); every member is at an epoch no newer than the target's, which is
    no newer than the group's (a static member away at -2 aside); a member's epoch never decreases while it stays
@@ -68,13 +69,14 @@ class ConsumerChecker(Checker):
 
     # --- hooks the world calls ---------------------------------------------------------------------------------
     def on_send(self, world: World, request: GroupRequest) -> None:
-        """Invariant 8's releases: a heartbeat that no longer reports a partition revoked it; a member leaving with
-        epoch -1 (after revoking everything) releases all it held."""
+        """Invariant 8's releases: a heartbeat that no longer reports a partition revoked it; a member leaving
+        (epoch -1, or -2 for a static member's temporary leave) has given up everything it held: the process is
+        closing, or its heartbeat thread lost its partitions (``events.Stall``)."""
         if not isinstance(request, ConsumerGroupHeartbeatRequest):
             return
         if request.instance_id is not None:
             self.instances[request.member_id] = request.instance_id
-        if request.topic_partitions is None and request.member_epoch != -1:
+        if request.topic_partitions is None and not request.is_leave:
             return
         reported = named(world, {t: frozenset(ps) for t, ps in (request.topic_partitions or {}).items()})
         for key, holder in list(self.holder.items()):
@@ -149,7 +151,8 @@ class ConsumerChecker(Checker):
         group = world.coordinator.consumer_group(GROUP_ID)
         owners: dict[Key, str] = {}
         for member in consumers(world):
-            if member.paused or (member.zombie and (group is None or not group.has_member(member.member_id))):
+            fenced = group is None or not group.has_member(member.member_id)
+            if member.paused or (fenced and (member.zombie or member.stalled)):
                 continue
             identity = member.instance_id or member.name
             for key in sorted(member.owned):

@@ -55,6 +55,16 @@ class Resume:
 
 
 @dataclass(frozen=True)
+class Stall:
+    """The member's application thread stops (a long record batch) while its heartbeat thread runs on, until a
+    ``Resume``: heartbeats keep the membership and report what it owns, but nothing is revoked or taken meanwhile,
+    so a revocation waits (and past the rebalance timeout the member leaves, or is fenced). Only members of the
+    consumer protocol have such a thread: for a classic member it does nothing."""
+
+    member: str
+
+
+@dataclass(frozen=True)
 class Restart:
     """The member's process is replaced by a new one while the old one hangs (paused) as a zombie named
     ``"<member>~"``; a later ``Resume("<member>~")`` wakes the zombie, which must be fenced.
@@ -119,7 +129,8 @@ class Jump:
     ms: int
 
 
-Event = Join | Leave | Pause | Resume | Restart | Subscribe | Commit | Grow | Crash | Snapshot | Tick | Jump
+Event = (Join | Leave | Pause | Resume | Restart | Subscribe | Commit | Grow | Crash | Snapshot | Tick | Jump
+         | Stall)
 
 
 @dataclass(frozen=True)

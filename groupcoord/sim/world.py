@@ -57,6 +57,7 @@ from groupcoord.sim.events import (
     Resume,
     Schedule,
     Snapshot,
+    Stall,
     Subscribe,
     Tick,
 )
@@ -301,8 +302,11 @@ class World:
         elif isinstance(event, Pause):
             if live is not None:
                 live.pause()
+        elif isinstance(event, Stall):
+            if isinstance(live, SimConsumer):
+                live.stall()
         elif isinstance(event, Resume):
-            if live is not None and live.paused:
+            if live is not None and (live.paused or (isinstance(live, SimConsumer) and live.stalled)):
                 live.resume()
                 self.pump()
                 live.on_time(self.now_ms())
@@ -417,7 +421,8 @@ class World:
                 f"-{sorted((names.get(t, '?'), p) for t, ps in m.partitions_pending_revocation.items() for p in ps)}"
                 for _, m in sorted(group.members.items()))
         members = "; ".join(
-            f"{n}:{m.member_id}@{m.epoch}{'/paused' if m.paused else ''}{'/zombie' if m.zombie else ''} "
+            f"{n}:{m.member_id}@{m.epoch}{'/paused' if m.paused else ''}{'/stalled' if m.stalled else ''}"
+            f"{'/zombie' if m.zombie else ''} "
             f"owns={sorted(m.owned)}" for n, m in sorted(self.members.items())
             if m.alive and isinstance(m, SimConsumer))
         return f"t={self.now_ms()} group[{state}] members[{members}] counts={self.counts}"
