@@ -27,6 +27,9 @@
 6. Replay: the live hard state equals the replay of the durable log after every step; a restarted coordinator's
    full load reproduces it too.
 Besides, a well-behaved member must only ever get the errors a correct coordinator can give it (``protocol``).
+
+These are the classic protocol's; a consumer group (KIP-848) keeps 2, 3 (by member epoch) and 6, and its own 7-11
+(:mod:`groupcoord.sim.consumer_invariants`).
 """
 
 from __future__ import annotations
