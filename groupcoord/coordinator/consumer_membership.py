@@ -236,7 +236,12 @@ def on_consumer_metadata_change(ctx: CoordinatorContext, previous_counts: Mappin
     id changed moves to a new group epoch; the first snapshot asks for the targets a load left waiting."""
     if previous_counts is None:
         for group_id in ctx.hard.consumer_group_ids():
-            request_target(ctx, group_id)
+            group = ctx.hard.consumer_group(group_id)
+            if group is not None and target_misses_partitions(ctx, group):
+                bump_group_epoch(ctx, group_id, "its target does not cover its topics' partitions (a metadata change "
+                                                "lost in a failover)")
+            else:
+                request_target(ctx, group_id)
         return
     counts = ctx.partition_counts or {}
     changed = {t for t in set(previous_counts) | set(counts)
@@ -246,6 +251,29 @@ def on_consumer_metadata_change(ctx: CoordinatorContext, previous_counts: Mappin
         # A topic a regex matched before the change (now gone) or matches after it (new) counts too.
         if group is not None and changed & (group_topics(ctx, group) | group_topics(ctx, group, previous_ids)):
             bump_group_epoch(ctx, group_id, "the metadata of its topics changed")
+
+
+def target_misses_partitions(ctx: CoordinatorContext, group: ConsumerGroup) -> bool:
+    """True when ``group`` has members and a current target, but the target does not hand out exactly the
+    partitions of the topics its members subscribe to, as the metadata counts them now.
+
+    The group keeps no record of the metadata its target was computed with (Kafka keeps a hash of it with the
+    group epoch, KIP-1101), so a coordinator's first metadata snapshot, which has nothing to compare with, asks the
+    target itself: every server assignor hands out every partition of the subscribed topics. A partition count
+    (or topic id) that changed while a failed coordinator was bumping the epoch for it would otherwise be lost and
+    the new partitions stay unowned (simulator seed 20117; the classic groups' seed 968)."""
+    if not group.members or group.group_epoch > group.target_assignment_epoch:
+        return False
+    counts = ctx.partition_counts or {}
+    held: dict[UUID, set[int]] = {}
+    for partitions in group.target_assignment.values():
+        for topic_id, ids in partitions.items():
+            held.setdefault(topic_id, set()).update(ids)
+    for name in sorted(group_topics(ctx, group)):
+        known = ctx.topic_ids.get(name)
+        if known is not None and name in counts and held.get(known, set()) != set(range(counts[name])):
+            return True
+    return False
 
 
 def load_consumer_groups(ctx: CoordinatorContext, now_ms: int) -> None:

@@ -1,6 +1,10 @@
 """Deterministic fault simulation of the coordinator core (issue 7): seeded schedules of member, clock, topic and
 coordinator-crash events, simulated eager and cooperative members, six invariants checked after every step, and a
-shrinker that turns a failure into a short, replayable schedule."""
+shrinker that turns a failure into a short, replayable schedule.
+
+Consumer groups (KIP-848, issue 30) run the same events with ``Schedule(protocol="consumer")``: members of the
+consumer protocol (:mod:`groupcoord.sim.consumer`), the world as the shell that computes target assignments, and
+invariants 7-11 (:mod:`groupcoord.sim.consumer_invariants`) besides 2, 3 and 6."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from groupcoord.sim.events import (
     Resume,
     Schedule,
     Snapshot,
+    Stall,
     Subscribe,
     Tick,
 )
@@ -50,6 +55,7 @@ __all__ = [
     "Resume",
     "Schedule",
     "Snapshot",
+    "Stall",
     "Subscribe",
     "Summary",
     "Tick",

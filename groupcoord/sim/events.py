@@ -14,6 +14,11 @@ CrashPoint = Literal["idle", "before-commit", "after-commit"]
 """Where a coordinator crash lands: between requests; after a batch was built but before it is durable (its
 records are lost and its responses never sent); or after it is durable but before any response is sent."""
 
+GroupProtocol = Literal["classic", "consumer"]
+"""The group protocol every member of a schedule speaks: the classic one (JoinGroup, SyncGroup; ``Schedule.mode``
+says eager or cooperative) or KIP-848's consumer protocol (ConsumerGroupHeartbeat; the coordinator assigns and
+members reconcile, so ``mode`` does not apply)."""
+
 Mode = Literal["eager", "cooperative"]
 """The members' rebalance protocol: eager revokes everything before rejoining; cooperative (KIP-429) keeps what
 it owns and revokes only what moves, in a follow-up rebalance."""
@@ -29,7 +34,8 @@ class Join:
 
 @dataclass(frozen=True)
 class Leave:
-    """The member closes: it commits, revokes and sends LeaveGroup. A paused member is killed silently instead."""
+    """The member closes: it commits, revokes and sends LeaveGroup (a consumer-protocol member heartbeats with
+    epoch -1, or -2 when static: a temporary leave). A paused member is killed silently instead."""
 
     member: str
 
@@ -44,6 +50,16 @@ class Pause:
 @dataclass(frozen=True)
 class Resume:
     """A paused member runs again: it reads what piled up, then heartbeats."""
+
+    member: str
+
+
+@dataclass(frozen=True)
+class Stall:
+    """The member's application thread stops (a long record batch) while its heartbeat thread runs on, until a
+    ``Resume``: heartbeats keep the membership and report what it owns, but nothing is revoked or taken meanwhile,
+    so a revocation waits (and past the rebalance timeout the member leaves, or is fenced). Only members of the
+    consumer protocol have such a thread: for a classic member it does nothing."""
 
     member: str
 
@@ -71,7 +87,9 @@ class Subscribe:
 @dataclass(frozen=True)
 class Commit:
     """An offset commit from the member: ``shift`` 0 commits its positions with its own generation; -1 and +1 send a
-    probe with the group's current generation minus or plus one, which the coordinator must reject."""
+    probe with the group's current generation minus or plus one, which the coordinator must reject. A member of the
+    consumer protocol probes with its member epoch (as the coordinator has it) plus one; with -1 it commits its
+    positions at its previous epoch, which Kafka accepts partition by partition (KIP-1251)."""
 
     member: str
     shift: int = 0
@@ -111,13 +129,15 @@ class Jump:
     ms: int
 
 
-Event = Join | Leave | Pause | Resume | Restart | Subscribe | Commit | Grow | Crash | Snapshot | Tick | Jump
+Event = (Join | Leave | Pause | Resume | Restart | Subscribe | Commit | Grow | Crash | Snapshot | Tick | Jump
+         | Stall)
 
 
 @dataclass(frozen=True)
 class Schedule:
     """One simulated run: the members' protocol, the initial topics and the events, in order. ``static`` members
-    join with ``group.instance.id`` = their name (KIP-345).
+    join with ``group.instance.id`` = their name (KIP-345). ``protocol`` is the group protocol (classic unless
+    said, so a schedule written before consumer groups were simulated means what it meant).
 
     ``seed`` only records where the schedule came from; running it never draws random numbers.
     """
@@ -127,6 +147,7 @@ class Schedule:
     topics: tuple[tuple[str, int], ...]
     events: tuple[Event, ...]
     static: bool = False
+    protocol: GroupProtocol = "classic"
 
     def with_events(self, events: tuple[Event, ...]) -> Schedule:
         """The same schedule with other events (for shrinking)."""

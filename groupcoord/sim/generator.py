@@ -13,6 +13,7 @@ from groupcoord.sim.events import (
     Commit,
     Crash,
     Event,
+    GroupProtocol,
     Grow,
     Join,
     Jump,
@@ -23,6 +24,7 @@ from groupcoord.sim.events import (
     Resume,
     Schedule,
     Snapshot,
+    Stall,
     Subscribe,
     Tick,
 )
@@ -85,6 +87,13 @@ class _Draft:
         self.paused.add(name + "~")
         return Restart(name)
 
+    def stall(self) -> Event | None:
+        name = self.pick(self.running - self.paused)
+        if name is None:
+            return None
+        self.paused.add(name)  # a Resume ends it
+        return Stall(name)
+
     def subscribe(self) -> Event | None:
         name = self.pick(self.running - self.paused)
         return None if name is None or len(self.topics) < 2 else Subscribe(name, self.subscription())
@@ -121,9 +130,12 @@ class _Draft:
         return Jump(self.rng.choice((2000, 6000, 12_000, 40_000)))
 
 
-def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedule:
+def generate(seed: int, *, length: int = 40, mode: Mode | None = None,
+             protocol: GroupProtocol = "classic") -> Schedule:
     """The schedule of ``seed``: eager or cooperative, static members in 30% of schedules, 1-2 topics, 2-5 member
-    names, a few joins, then random events up to ``length``."""
+    names, a few joins, then random events up to ``length``. ``protocol`` is not drawn, so classic seeds keep the
+    schedules they always had; under ``"consumer"`` the drawn mode does not apply, and ``Stall`` events are drawn
+    too."""
     rng = random.Random(seed)
     modes: tuple[Mode, Mode] = ("eager", "cooperative")
     chosen = mode if mode is not None else rng.choice(modes)
@@ -137,6 +149,7 @@ def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedu
         (draft.tick, 30), (draft.long_tick, 5), (draft.jump, 3), (draft.join, 9), (draft.leave, 4),
         (draft.pause, 6), (draft.resume, 6), (draft.subscribe, 3), (draft.commit, 6), (draft.probe, 5),
         (draft.grow, 3), (draft.crash, 6), (draft.snapshot, 2), (draft.restart, 2),
+        (draft.stall, 4 if protocol == "consumer" else 0),  # last and weightless for classic: their draws stay
     ]
     makers = [m for m, _ in weighted]
     weights = [w for _, w in weighted]
@@ -150,4 +163,4 @@ def generate(seed: int, *, length: int = 40, mode: Mode | None = None) -> Schedu
         event = rng.choices(makers, weights)[0]()
         if event is not None:
             events.append(event)
-    return Schedule(seed=seed, mode=chosen, topics=initial, events=tuple(events), static=static)
+    return Schedule(seed=seed, mode=chosen, topics=initial, events=tuple(events), static=static, protocol=protocol)

@@ -27,6 +27,9 @@
 6. Replay: the live hard state equals the replay of the durable log after every step; a restarted coordinator's
    full load reproduces it too.
 Besides, a well-behaved member must only ever get the errors a correct coordinator can give it (``protocol``).
+
+These are the classic protocol's; a consumer group (KIP-848) keeps 2, 3 (by member epoch) and 6, and its own 7-11
+(:mod:`groupcoord.sim.consumer_invariants`).
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Protocol
+from uuid import UUID
 
 from groupcoord.coordinator import CoordinatorResult, GroupCoordinator
 from groupcoord.coordinator.records import OffsetCommitRecord
 from groupcoord.group import GroupState
 from groupcoord.protocol.requests import GroupRequest, OffsetCommitRequest
 from groupcoord.protocol.responses import GroupResponse, OffsetCommitResponse
+from groupcoord.sim.consumer import SimConsumer
 from groupcoord.sim.member import Phase, SimMember
 
 Key = tuple[str, str, int]
@@ -50,8 +55,8 @@ class World(Protocol):
     """What the checker reads of the simulated world (:class:`groupcoord.sim.world.World`)."""
 
     @property
-    def members(self) -> Mapping[str, SimMember]:
-        """The simulated member processes by name."""
+    def members(self) -> Mapping[str, SimMember | SimConsumer]:
+        """The simulated member processes by name (classic ones only in a classic schedule)."""
 
     @property
     def coordinator(self) -> GroupCoordinator:
@@ -65,8 +70,16 @@ class World(Protocol):
     def counts(self) -> Mapping[str, int]:
         """Partition counts by topic."""
 
+    def topic_ids(self) -> Mapping[str, UUID]:
+        """Topic ids by name."""
+
     def describe(self) -> str:
         """The world's state in one line, for violation messages."""
+
+
+def classic_members(world: World) -> list[SimMember]:
+    """The classic-protocol processes of ``world``, by name."""
+    return [m for _, m in sorted(world.members.items()) if isinstance(m, SimMember)]
 
 class InvariantViolation(AssertionError):
     """An invariant broke; ``invariant`` names it ("1".."6", "protocol", "livelock")."""
@@ -79,6 +92,9 @@ class InvariantViolation(AssertionError):
 class Checker:
     """Tracks acknowledged offsets and generations, and checks the invariants of one run."""
 
+    convergence_invariant = "4"
+    """The invariant broken when the world does not settle after the last event."""
+
     def __init__(self) -> None:
         self.acked: dict[Key, int] = {}
         self.live_generation: dict[str, int] = {}
@@ -88,6 +104,12 @@ class Checker:
         self.quiescent_checks = 0
 
     # --- hooks the world calls ---------------------------------------------------------------------------------
+    def on_send(self, world: World, request: GroupRequest) -> None:
+        """A member sends ``request`` (before the coordinator handles it); consumer groups' checks use it."""
+
+    def on_answer(self, world: World, request: GroupRequest, response: GroupResponse) -> None:
+        """``response`` to ``request`` leaves the coordinator (durable); consumer groups' checks use it."""
+
     def on_request(self, request: GroupRequest, token: int, live_generation: int | None,
                    result: CoordinatorResult) -> None:
         """Invariant 3, for every OffsetCommit (request ``token``) the coordinator handled."""
@@ -147,7 +169,8 @@ class Checker:
 
     def _check_ownership(self, world: World) -> None:
         owners: dict[tuple[int, str, int], str] = {}  # processes sharing a group.instance.id are one identity
-        for name, member in sorted(world.members.items()):
+        for member in classic_members(world):
+            name = member.name
             if not member.alive or member.paused:
                 continue
             group = world.coordinator.group(member.group_id)
@@ -193,7 +216,7 @@ class Checker:
     # --- invariant 4 -------------------------------------------------------------------------------------------
     def quiescent(self, world: World) -> bool:
         """The precise "alive and stable, nothing pending" of invariant 4 (see the module docstring)."""
-        running = [m for m in world.members.values() if m.alive]
+        running = [m for m in classic_members(world) if m.alive]
         if not running or any(m.paused for m in running):
             return False
         group = world.coordinator.group(running[0].group_id)
@@ -211,7 +234,7 @@ class Checker:
         return True
 
     def _check_coverage(self, world: World) -> None:
-        running = [m for m in world.members.values() if m.alive]
+        running = [m for m in classic_members(world) if m.alive]
         owners: dict[tuple[str, int], list[str]] = defaultdict(list)
         for member in running:
             for topic, partition in member.owned:

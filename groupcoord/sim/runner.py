@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from groupcoord.coordinator import GroupCoordinator, decode_record
 from groupcoord.log.base import RecordLog
 from groupcoord.log.memory import InMemoryRecordLog
-from groupcoord.sim.events import Schedule
+from groupcoord.sim.events import GroupProtocol, Schedule
 from groupcoord.sim.generator import generate
 from groupcoord.sim.invariants import InvariantViolation
 from groupcoord.sim.shrink import shrink
@@ -90,7 +90,8 @@ def failure_report(original: Outcome, shrunk: Outcome | None = None) -> str:
     """What a failing run prints: the seed, the broken invariant, and a minimal schedule to replay."""
     minimal = shrunk if shrunk is not None and not shrunk.ok else original
     return "\n".join([
-        f"simulation failed: seed={original.schedule.seed} mode={original.schedule.mode} "
+        f"simulation failed: seed={original.schedule.seed} protocol={original.schedule.protocol} "
+        f"mode={original.schedule.mode} "
         f"at event {original.step} of {len(original.schedule.events)}",
         f"  {original.message}",
         f"minimal schedule ({len(minimal.schedule.events)} events, fails at event {minimal.step}: "
@@ -125,12 +126,13 @@ class Summary:
 
 
 def run_seeds(seeds: Iterable[int], log_factory: LogFactory = InMemoryRecordLog, *, length: int = 40,
-              shrink_failures: bool = True, max_reports: int = 5) -> Summary:
-    """Generate and run one schedule per seed; shrink (and report) up to ``max_reports`` failures."""
+              shrink_failures: bool = True, max_reports: int = 5, protocol: GroupProtocol = "classic") -> Summary:
+    """Generate and run one schedule per seed (of the group ``protocol``); shrink (and report) up to
+    ``max_reports`` failures."""
     summary = Summary()
     started = time.perf_counter()
     for seed in seeds:
-        outcome = run_schedule(generate(seed, length=length), log_factory)
+        outcome = run_schedule(generate(seed, length=length, protocol=protocol), log_factory)
         summary.ran += 1
         summary.restarts += outcome.restarts
         summary.commits_checked += outcome.commits_checked
@@ -162,12 +164,13 @@ def merge_summaries(parts: Iterable[Summary], *, max_reports: int = 5) -> Summar
     return total
 
 
-def _run_chunk(seeds: range, length: int) -> Summary:
-    return run_seeds(seeds, length=length)
+def _run_chunk(seeds: range, length: int, protocol: GroupProtocol) -> Summary:
+    return run_seeds(seeds, length=length, protocol=protocol)
 
 
 def run_seeds_in_parallel(seeds: range, *, workers: int, length: int = 40,
-                          progress: Callable[[Summary], None] | None = None) -> Summary:
+                          progress: Callable[[Summary], None] | None = None,
+                          protocol: GroupProtocol = "classic") -> Summary:
     """:func:`run_seeds` on the in-memory log, the seeds spread over ``workers`` processes (each schedule is
     independent and deterministic, so the counts equal one process's). Workers are spawned, not forked: the caller
     may hold a JVM or threads that a fork would copy half-way.
@@ -178,7 +181,7 @@ def run_seeds_in_parallel(seeds: range, *, workers: int, length: int = 40,
     started = time.perf_counter()
     done: dict[int, Summary] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_run_chunk, chunk, length): i for i, chunk in enumerate(chunks)}
+        futures = {pool.submit(_run_chunk, chunk, length, protocol): i for i, chunk in enumerate(chunks)}
         for future in as_completed(futures):
             done[futures[future]] = future.result()
             if progress is not None:

@@ -12,6 +12,7 @@ from typing import Literal
 import pytest
 
 from groupcoord.sim import (
+    Commit,
     Crash,
     Grow,
     Join,
@@ -206,3 +207,28 @@ def test_a_static_member_restarted_before_its_cooperative_follow_up_leaves_nothi
         Join("m0", ("t0",)), Join("m2", ("t0",)), Join("m1", ("t0",)), Tick(3000), Leave("m0"), Tick(11000),
         Tick(3000), Leave("m2"), Tick(1000), Join("m0", ("t0",)), Tick(1000), Leave("m1"), Join("m2", ("t0",)),
         Join("m1", ("t0",)))))
+
+
+def test_consumer_group_growth_lost_in_a_failover_is_assigned_after_the_restart() -> None:
+    """Seed 20117 (consumer protocol): t1 grows while a crash is armed, so the group epoch bumped for it dies with
+    the coordinator; the new one loaded the group Stable with a target for two partitions and t1-2 stayed unowned at
+    convergence (invariant 11) until the core fix (``consumer_membership.target_misses_partitions``; see
+    tests/coordinator/test_sim_findings.py)."""
+    outcome = assert_schedule_passes(Schedule(
+        seed=20117, mode='eager', topics=(('t0', 3), ('t1', 2)),
+        events=(Join(member='m1', topics=('t1',)), Crash(point='before-commit'), Grow(topic='t1', partitions=3)),
+        static=False, protocol='consumer'))
+    assert outcome.restarts == 1 and outcome.quiescent_checks > 0
+
+
+def test_a_consumer_probe_is_newer_than_the_epoch_the_coordinator_holds() -> None:
+    """Seed 22420 (consumer protocol; a bug in the simulated client): the answer that moved the member to epoch 2
+    was lost in an after-commit crash, so the member still heard epoch 1; its "epoch + 1" probe named epoch 2, the
+    member's real epoch, and was rightly accepted, and its huge offset then broke invariant 2. A probe now names
+    the epoch after the one the coordinator holds."""
+    outcome = assert_schedule_passes(Schedule(
+        seed=22420, mode='eager', topics=(('t0', 5),),
+        events=(Join(member='m0', topics=('t0',)), Tick(ms=5000), Grow(topic='t0', partitions=7), Tick(ms=500),
+                Crash(point='after-commit'), Tick(ms=500), Commit(member='m0', shift=1), Tick(ms=5000)),
+        static=True, protocol='consumer'))
+    assert outcome.stale_commits_rejected == 1

@@ -3,17 +3,27 @@ leader) and checks that the simulator reports exactly that invariant, with a sho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from uuid import UUID
+
 import pytest
 
+import groupcoord.coordinator.coordinator as coordinator_module
 import groupcoord.sim as sim
+import groupcoord.sim.world as world_module
 from groupcoord.assignors.algorithms import Group, Key, assign
-from groupcoord.coordinator import hard_state, offsets
+from groupcoord.coordinator import consumer_membership, consumer_offsets, hard_state, offsets
+from groupcoord.coordinator.consumer_epochs import NO_PARTITION_CHECK
+from groupcoord.coordinator.context import CoordinatorContext
 from groupcoord.coordinator.records import OffsetCommitRecord
+from groupcoord.group.consumer_group import NO_OWNER_EPOCH, ConsumerGroup
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.metadata import GroupMetadataValue
 from groupcoord.log.base import LoadedLog
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.sim import Commit, Crash, Join, Pause, Resume, Schedule, Subscribe, Tick, leader, run_schedule
+from groupcoord.sim.consumer import SimConsumer
+from groupcoord.sim.member import SimMember
 from groupcoord.sim.world import World
 
 TWO_MEMBERS = (Join("m0", ("t0",)), Join("m1", ("t0",)), Tick(8000), Tick(8000))
@@ -131,6 +141,7 @@ def test_a_member_with_a_rejoin_pending_is_not_quiescent() -> None:
     for event in world.schedule.events:
         world.run_event(event)
     member = world.members["m0"]
+    assert isinstance(member, SimMember)
     assert world.checker.quiescent(world) and member.owned
     member.retry_at_ms = world.now_ms() + member.timings.retry_backoff_ms  # as after a NOT_COORDINATOR
     member.subscribe(("t1",))
@@ -138,3 +149,106 @@ def test_a_member_with_a_rejoin_pending_is_not_quiescent() -> None:
     assert not world.checker.quiescent(world)
     world.run_event(Tick(1000))
     assert world.checker.quiescent(world) and {tp.topic for tp in member.owned} == {"t1"}
+
+
+# --- consumer groups (KIP-848): invariants 7-11 and 3 by member epoch ----------------------------------------------
+
+CONSUMER_PAIR = (Join("m0", ("t0",)), Tick(4000), Join("m1", ("t0",)), Tick(8000), Tick(8000))
+
+
+def _consumer_schedule(*events: sim.Event, topics: tuple[tuple[str, int], ...] = (("t0", 4),),
+                       static: bool = False) -> Schedule:
+    return Schedule(seed=0, mode="eager", topics=topics, events=events, static=static, protocol="consumer")
+
+
+def test_control_consumer_schedules_pass_on_the_real_coordinator() -> None:
+    """Control: the schedules below pass with nothing broken (each test breaks exactly one thing)."""
+    for schedule in (
+            _consumer_schedule(*CONSUMER_PAIR, Commit("m1", 1), Crash("idle"), Tick(4000)),
+            _consumer_schedule(Join("m0", ("t0",)), Join("m1", ("t1",)), Tick(4000), Subscribe("m0", ("t1",)),
+                               Tick(8000), topics=(("t0", 2), ("t1", 2)))):
+        outcome = run_schedule(schedule)
+        assert outcome.ok, outcome.message
+        assert outcome.quiescent_checks > 0
+
+
+def test_a_member_that_acknowledges_a_revocation_it_did_not_do_breaks_invariant_7(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that reports its revoked partitions gone but keeps consuming them: the coordinator rightly hands
+    them on, and two members own them at once."""
+    real_reconcile, real_heartbeat = SimConsumer._reconcile, SimConsumer._heartbeat
+    kept: dict[str, frozenset[tuple[str, int]]] = {}
+
+    def keep_revoked(self: SimConsumer, assignment: Mapping[UUID, frozenset[int]]) -> None:
+        before = self.owned
+        real_reconcile(self, assignment)
+        kept[self.name] = kept.get(self.name, frozenset()) | (before - self.owned)
+        self.owned |= kept[self.name]
+
+    def report_without_kept(self: SimConsumer) -> None:
+        owned, self.owned = self.owned, self.owned - kept.get(self.name, frozenset())
+        real_heartbeat(self)
+        self.owned = owned
+
+    monkeypatch.setattr(SimConsumer, "_reconcile", keep_revoked)
+    monkeypatch.setattr(SimConsumer, "_heartbeat", report_without_kept)
+    outcome = run_schedule(_consumer_schedule(*CONSUMER_PAIR))
+    assert outcome.invariant == "7" and "at the same time" in outcome.message, outcome.message
+
+
+def test_a_coordinator_that_assigns_unreleased_partitions_breaks_invariant_8(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reconciliation that takes every partition for free (nobody holds anything): the newcomer is given the
+    partitions the first member has not revoked yet."""
+    monkeypatch.setattr(ConsumerGroup, "current_partition_epoch", lambda self, topic_id, partition: NO_OWNER_EPOCH)
+    outcome = run_schedule(_consumer_schedule(*CONSUMER_PAIR))
+    assert outcome.invariant == "8" and "was given to m1-2 while m0-1 had not revoked it" in outcome.message, (
+        outcome.message)
+
+
+def test_a_load_that_resets_the_epochs_breaks_invariant_9(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load that starts every consumer group over at epoch 0 (its members keep theirs)."""
+    real_load = consumer_membership.load_consumer_groups
+
+    def load_from_zero(ctx: CoordinatorContext, now_ms: int) -> None:
+        for group_id in ctx.hard.consumer_group_ids():
+            group = ctx.hard.consumer_group(group_id)
+            assert group is not None
+            group.set_group_epoch(0)
+            group.set_target_assignment_epoch(0)
+        real_load(ctx, now_ms)
+
+    monkeypatch.setattr(coordinator_module, "load_consumer_groups", load_from_zero)
+    outcome = run_schedule(_consumer_schedule(*CONSUMER_PAIR, Crash("idle")))
+    assert outcome.invariant == "9" and "went from epoch 2" in outcome.message, outcome.message
+
+
+def test_a_member_that_never_sends_its_new_subscription_breaks_invariant_10(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that changes its subscription locally but never tells the coordinator: it keeps the partitions
+    of the topic it dropped."""
+    def subscribe_locally(self: SimConsumer, topics: tuple[str, ...]) -> None:
+        self.topics = tuple(sorted(topics))
+
+    monkeypatch.setattr(SimConsumer, "subscribe", subscribe_locally)
+    outcome = run_schedule(_consumer_schedule(Join("m0", ("t0",)), Join("m1", ("t1",)), Tick(4000),
+                                              Subscribe("m0", ("t1",)), Tick(8000), topics=(("t0", 2), ("t1", 2))))
+    assert outcome.invariant == "10" and "m0 owns t0-" in outcome.message, outcome.message
+
+
+def test_a_server_assignor_that_forgets_a_partition_breaks_invariant_11(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The uniform target without t0-0: the group settles with t0-0 unowned."""
+    def without_partition_0(group: Group, name: str) -> dict[Key, str]:
+        return {key: member for key, member in assign(group, name).items() if key != ("t0", 0)}
+
+    monkeypatch.setattr(world_module, "assign", without_partition_0)
+    outcome = run_schedule(_consumer_schedule(*CONSUMER_PAIR))
+    assert outcome.invariant == "11" and "t0-0 is owned by []" in outcome.message, outcome.message
+
+
+def test_accepting_commits_at_a_newer_member_epoch_breaks_invariant_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A consumer group's commit check that lets any epoch through: the probe at the member's epoch + 1 is
+    accepted."""
+    monkeypatch.setattr(consumer_offsets, "validate_offset_commit", lambda group, **_: NO_PARTITION_CHECK)
+    outcome = run_schedule(_consumer_schedule(*CONSUMER_PAIR, Commit("m1", 1)))
+    assert outcome.invariant == "3", outcome.message
