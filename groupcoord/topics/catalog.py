@@ -69,6 +69,11 @@ class TopicInfo:
         return self.racks[partition] if self.racks is not None else None
 
 
+def new_topic_id() -> uuid.UUID:
+    """The id of a topic being created: a random UUID, as Kafka's controller gives one (kept for the topic's life)."""
+    return uuid.uuid4()
+
+
 def check_partition_count(partitions: int) -> None:
     """Raise :class:`InvalidPartitionsError` unless ``partitions`` is a valid partition count (1 to 2**31-1)."""
     if partitions < 1:
@@ -175,7 +180,7 @@ class TopicCatalog:
             if found is not None:
                 return found
             now = datetime.now(UTC)
-            info = TopicInfo(name, str(uuid.uuid4()), partitions, rack_tuple, now, now)
+            info = TopicInfo(name, str(new_topic_id()), partitions, rack_tuple, now, now)
             self._write(table, {**topics, name: info}, operation="create", topic=name)
             return info
 

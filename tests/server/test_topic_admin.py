@@ -168,9 +168,13 @@ def test_delete_groups_v3_answers_as_kafka(tools: KafkaTools, target: str, reque
     busy, emptied = (f"{name}-{request.node.callspec.id}" for name in ("busy", "emptied"))
     topic = f"groups-{request.node.callspec.id}"
     assert _topics(tools, target, "--create", "--topic", topic, "--partitions", "1")["status"] == 0
-    members = [KafkaConsumer(topic, bootstrap_servers=target, group_id=group) for group in (busy, emptied)]
+    members = [KafkaConsumer(bootstrap_servers=target, group_id=group) for group in (busy, emptied)]
     try:
         for member in members:
+            # The topic's metadata before the join: kafka-python can lose a metadata-triggered rejoin for good
+            # (tests/server/test_kafka_python_rejoin.py), and this target runs without an initial rebalance delay.
+            assert member.partitions_for_topic(topic) == {0}
+            member.subscribe([topic])
             deadline = time.monotonic() + 60
             while not member.assignment():
                 assert time.monotonic() < deadline, "the member did not join in time"

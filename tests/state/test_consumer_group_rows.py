@@ -4,7 +4,6 @@ and a rebuild; ``groupcoord groups describe`` reads them as it reads classic gro
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ from groupcoord.state.materializer import CommittedBatch, Materializer
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
-from groupcoord.topics import TopicCatalog
+from groupcoord.topics import TopicCatalog, catalog
 from tests.coordinator.consumer_context import TOPICS, ConsumerGroupContext, T
 
 from .scenario import at, batches_after
@@ -60,7 +59,7 @@ def tables(root: StateRoot, monkeypatch: pytest.MonkeyPatch) -> ConsumerGroupTab
     """The catalog holds the core context's topics under the same ids, so the tables can name them."""
     ids = iter([topic_id for topic_id, _ in TOPICS.values()])
     with monkeypatch.context() as patch:
-        patch.setattr(uuid, "uuid4", lambda: next(ids))  # the catalog gives each new topic uuid.uuid4()
+        patch.setattr(catalog, "new_topic_id", lambda: next(ids))
         for name, (_, partitions) in TOPICS.items():
             TopicCatalog(root).create(name, partitions)
     assert TopicCatalog(root).topic_ids() == {name: topic_id for name, (topic_id, _) in TOPICS.items()}
