@@ -133,7 +133,7 @@ class ConsumerChecker(Checker):
     # --- after every step --------------------------------------------------------------------------------------
     def check_step(self, world: World) -> None:
         """Every invariant that holds at any step, and 10 and 11 once the group is settled."""
-        self._check_consumer_protocol(world)
+        self._check_protocol(world)
         self._check_consumer_ownership(world)
         self._check_epochs(world)  # before replay: an epoch that went back is the sharper diagnosis
         self._check_replay(world)
@@ -141,11 +141,6 @@ class ConsumerChecker(Checker):
         if self.quiescent(world):
             self.quiescent_checks += 1
             self._check_consumer_coverage(world)
-
-    def _check_consumer_protocol(self, world: World) -> None:
-        for member in world.members.values():
-            if member.unexpected:
-                raise InvariantViolation("protocol", "; ".join(member.unexpected))
 
     def _check_consumer_ownership(self, world: World) -> None:
         group = world.coordinator.consumer_group(GROUP_ID)

@@ -60,12 +60,14 @@ def test_a_leader_that_assigns_a_partition_twice_breaks_invariant_1(monkeypatch:
     assert outcome.invariant == "1", outcome.message
 
 
+def _without_partition_0(group: Group, name: str) -> dict[Key, str]:
+    """The real algorithm's plan without t0-0."""
+    return {key: member for key, member in assign(group, name).items() if key != ("t0", 0)}
+
+
 def test_a_leader_that_forgets_a_partition_breaks_invariant_4(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real algorithm's plan without t0-0."""
-    def without_partition_0(group: Group, name: str) -> dict[Key, str]:
-        return {key: member for key, member in assign(group, name).items() if key != ("t0", 0)}
-
-    monkeypatch.setattr(leader, "assign", without_partition_0)
+    monkeypatch.setattr(leader, "assign", _without_partition_0)
     outcome = run_schedule(_schedule(*TWO_MEMBERS))
     assert outcome.invariant == "4" and "t0-0 is owned by []" in outcome.message, outcome.message
 
@@ -238,10 +240,7 @@ def test_a_member_that_never_sends_its_new_subscription_breaks_invariant_10(
 
 def test_a_server_assignor_that_forgets_a_partition_breaks_invariant_11(monkeypatch: pytest.MonkeyPatch) -> None:
     """The uniform target without t0-0: the group settles with t0-0 unowned."""
-    def without_partition_0(group: Group, name: str) -> dict[Key, str]:
-        return {key: member for key, member in assign(group, name).items() if key != ("t0", 0)}
-
-    monkeypatch.setattr(world_module, "assign", without_partition_0)
+    monkeypatch.setattr(world_module, "assign", _without_partition_0)
     outcome = run_schedule(_consumer_schedule(*CONSUMER_PAIR))
     assert outcome.invariant == "11" and "t0-0 is owned by []" in outcome.message, outcome.message
 
