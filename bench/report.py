@@ -143,12 +143,25 @@ def render_misses(results: list[dict[str, Any]], reasons: dict[str, str]) -> str
     return "\n".join(parts)
 
 
+KNOWN_REGRESSIONS = Path(__file__).resolve().parent / "known_regressions.md"
+"""Regressions measured outside a ``make bench`` run (an A/B of two commits), each with its figures: shown under the
+missed targets until fixed, so that no bug found by a benchmark waits unnamed for the next full run."""
+
+
+def render_regressions(path: Path = KNOWN_REGRESSIONS) -> str:
+    """The known regressions' section, or nothing when the file is absent or empty."""
+    text = path.read_text(encoding="utf-8").strip() if path.is_file() else ""
+    return f"### Known regressions (from `bench/{path.name}`)\n\n{text}\n" if text else ""
+
+
 def render(results_dir: Path = RESULTS_DIR, reasons: dict[str, str] | None = None) -> str:
     """The whole document."""
     results = load_results(results_dir)
     reasons = known_misses() if reasons is None else reasons
     body = [render_result(r) for r in results] or ["_No results yet: run `make bench`._\n"]
-    return INTRO + "\n" + render_misses(results, reasons) + "\n" + "\n".join(body)
+    regressions = render_regressions()
+    return (INTRO + "\n" + render_misses(results, reasons) + "\n" + (regressions + "\n" if regressions else "")
+            + "\n".join(body))
 
 
 def main() -> int:
