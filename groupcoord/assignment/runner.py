@@ -49,20 +49,28 @@ _WARMED_CONTEXTS: set[str] = set()
 
 
 def spark_assignment_runner(root: StateRoot, *, spark: SparkSession | Callable[[], SparkSession],
-                            warm_up: bool = False) -> SparkAssignmentRunner:
+                            warm_up: bool = False, offered: Sequence[str] | None = None) -> SparkAssignmentRunner:
     """The batched Spark assignment runner over ``root``'s topic catalog and partition weights, on ``spark`` (a
     session, or a function that returns one, called at the first assignment that needs Spark:
     :func:`groupcoord.spark.session.active_or_local_session` for ``serve``). Hosts take it as their
     ``assignment_runner``.
 
     ``warm_up`` starts warming the planner at once on a background thread (``spark.groupcoord.assignor.warmup``);
-    without it, building the runner loads no Spark.
+    without it, building the runner loads no Spark. ``offered``, the protocols the coordinator's groups offer when
+    they are known (a job's driver), narrows the warm-up to the plans they would run on Spark for the catalog's
+    partitions (:func:`~groupcoord.assignment.warmup.plans_to_warm`): often none.
     """
+    from groupcoord.assignment.warmup import plans_to_warm
+
     catalog = TopicCatalog(root)
     session: Callable[[], SparkSession] = spark if callable(spark) else (lambda: spark)
     runner = SparkAssignmentRunner(catalog.partition_counts, session=session, weights_path=root.partition_weights_path)
     if warm_up:
-        runner.start_warm_up()
+        plans = plans_to_warm(offered, sum(catalog.partition_counts().values()))
+        if plans:
+            runner.start_warm_up(plans)
+        else:
+            log.info("no planner warm-up: the groups' assignors %s run on the driver", ", ".join(offered or ()))
     return runner
 
 
@@ -113,9 +121,11 @@ class SparkAssignmentRunner:
         self._busy = 0  # real calls waiting for the lock or running: the warm-up waits for them
         self._warm_up_stopped = threading.Event()
 
-    def start_warm_up(self) -> threading.Thread:
-        """Warm Spark's planner on a daemon thread (:mod:`groupcoord.assignment.warmup`); returns the thread."""
-        thread = threading.Thread(target=self.warm_up, name="assignor-warm-up", daemon=True)
+    def start_warm_up(self, assignors: Sequence[str] | None = None) -> threading.Thread:
+        """Warm Spark's planner on a daemon thread (:mod:`groupcoord.assignment.warmup`) for ``assignors`` (default:
+        :data:`~groupcoord.assignment.warmup.WARMUP_ORDER`); returns the thread."""
+        thread = threading.Thread(target=self.warm_up, kwargs={"assignors": assignors}, name="assignor-warm-up",
+                                  daemon=True)
         thread.start()
         return thread
 
@@ -123,13 +133,13 @@ class SparkAssignmentRunner:
         """Make a warm-up under way stop after its current call."""
         self._warm_up_stopped.set()
 
-    def warm_up(self, *, again: bool = False) -> int:
+    def warm_up(self, *, again: bool = False, assignors: Sequence[str] | None = None) -> int:
         """Blocking form of :meth:`start_warm_up`: returns the number of warm-up assignments made.
 
         The JVM stays warm for the life of its SparkContext, so a context that was warmed once (by any runner of
         this process) is not warmed again unless ``again``.
         """
-        from groupcoord.assignment.warmup import WARMUP_PARTITIONS, WARMUP_TOPIC, warm_up
+        from groupcoord.assignment.warmup import WARMUP_ORDER, WARMUP_PARTITIONS, WARMUP_TOPIC, warm_up
         from groupcoord.assignors.engine import assign_groups, choose_engine, group_facts
 
         with self._lock:
@@ -145,7 +155,8 @@ class SparkAssignmentRunner:
             with self._lock:
                 assign_groups(effect.assignor, groups, engine, session=session)
 
-        return warm_up(assign_one, busy=lambda: self._busy > 0, stopped=self._warm_up_stopped.is_set)
+        return warm_up(assign_one, busy=lambda: self._busy > 0, stopped=self._warm_up_stopped.is_set,
+                       assignors=WARMUP_ORDER if assignors is None else assignors)
 
     def _ensure_session(self) -> SparkSession:
         if self._session is None:

@@ -9,6 +9,11 @@ shared planner, on a synthetic small group (three members, one 12-partition topi
 a fresh group, then a rebalance where one member left and another joined (owned partitions take another plan). It
 runs on a daemon thread when the runner is built and gives way to real work: between two calls it waits while a
 Spark assignment is waiting or running, and a real Spark call waits at most for the warm-up call under way.
+
+A coordinator in a job's driver (``run_members``, the registered source) knows the assignors its groups offer
+(``spark.groupcoord.assignors``): :func:`plans_to_warm` keeps only those that would run a Spark plan for the
+catalog's partitions, so a job whose assignments all run on the driver warms nothing: the warm-up's Spark jobs would
+only take task slots and cores from the job's own first batches. ``serve`` warms both, for any client's choice.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from groupcoord.assignors.engine import Facts, choose_engine
 from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import TopicPartitions
 
@@ -28,6 +34,22 @@ WARMUP_ORDER: tuple[str, ...] = ("weighted", "cooperative-sticky")
 """The plans warmed: ``weighted`` always runs on Spark; ``cooperative-sticky`` (ServerSideAssignor's default) stands
 for the others, which run on Spark only past ``DRIVER_PARTITIONS`` (the fewer calls, the sooner the cores are
 left to a fresh driver's first rebalances)."""
+
+
+SERVER_PREFIX = "server-"
+"""The protocol name prefix of the assignors the coordinator runs (``server-cooperative-sticky``)."""
+
+
+def plans_to_warm(offered: Sequence[str] | None, partitions: int) -> tuple[str, ...]:
+    """The assignors to warm for a coordinator whose groups offer the protocols ``offered`` (``None``: unknown, any
+    client's choice: :data:`WARMUP_ORDER`): the server-side ones that would assign a group of up to ``partitions``
+    partitions with a Spark plan rather than on the driver."""
+    if offered is None:
+        return WARMUP_ORDER
+    names = dict.fromkeys(p.removeprefix(SERVER_PREFIX) for p in offered if p.startswith(SERVER_PREFIX))
+    return tuple(name for name in names
+                 if choose_engine(Facts(assignor=name, held="driver", subscriptions="homogeneous",
+                                        partitions=partitions)) != "python")
 
 
 def _member(name: str, owned: Sequence[int]) -> AssignmentMember:

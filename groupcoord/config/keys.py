@@ -207,9 +207,10 @@ REGISTRY.define("assignor.reserved.slots", int, 1,
                 "Task slots run_members keeps free beside its member tasks for the coordinator's assignment jobs; "
                 "it needs members + this many slots.", minimum=0, maximum=10000)
 REGISTRY.define("assignor.warmup", bool, True,
-                "Warm Spark's planner for server-side assignment when the coordinator starts (serve, run_members), "
-                "on a background thread that gives way to real assignments: a fresh driver's first rebalance then "
-                "does not pay for a cold planner.")
+                "Warm Spark's planner for server-side assignment when the coordinator starts (serve, run_members, "
+                "the registered source), on a background thread that gives way to real assignments: a fresh "
+                "driver's first rebalance then does not pay for a cold planner. In a job's driver only the plans "
+                "its assignors would run on Spark are warmed (none for assignments that run on the driver).")
 REGISTRY.define("assignors", str, "server-cooperative-sticky",
                 "Comma-separated assignors the ingestion job's members offer, preferred first: server-* names are "
                 "assigned by the coordinator (in Python on the driver, or with Spark for large groups), others "

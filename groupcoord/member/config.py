@@ -10,6 +10,9 @@ from pathlib import Path
 from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.member.heartbeat import HeartbeatTiming
 
+DEFAULT_ASSIGNORS: tuple[str, ...] = ("server-cooperative-sticky",)
+"""What a member offers when it is not told: the coordinator's cooperative sticky assignor."""
+
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky", "server-cooperative-sticky"})
 """Assignors that support KIP-429 incremental (cooperative) rebalancing."""
 

@@ -37,7 +37,7 @@ from typing import NoReturn, TypedDict
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from groupcoord.member.backoff import Backoff
-from groupcoord.member.config import MemberConfig, MemberOptions, parse_bootstrap
+from groupcoord.member.config import DEFAULT_ASSIGNORS, MemberConfig, MemberOptions, parse_bootstrap
 from groupcoord.member.discovery import CoordinatorLocator, bootstrap_candidates, lease_candidates
 from groupcoord.member.errors import (
     CommitFailedError,
@@ -134,7 +134,7 @@ class GroupMember:
         session_timeout_ms: int = 45000,
         heartbeat_interval_ms: int = 3000,
         rebalance_timeout_ms: int = 300000,
-        assignors: Sequence[str] = ("server-cooperative-sticky",),
+        assignors: Sequence[str] = DEFAULT_ASSIGNORS,
         enable_auto_commit: bool = False,
         listener: RebalanceListener | None = None,
         options: MemberOptions | None = None,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groupcoord.config import PREFIX, REGISTRY, ConfigError, resolve_config
-from groupcoord.member.config import MemberOptions
+from groupcoord.member.config import DEFAULT_ASSIGNORS, MemberOptions
 
 log = logging.getLogger("groupcoord.source.options")
 
@@ -91,7 +91,6 @@ MEMBER_TIMING_OPTIONS = {"session.timeout.ms": 45000, "heartbeat.interval.ms": 3
 
 _GROUPCOORD_KEYS = ("group.id", "state.root", "assignors", *(k.name for k in REGISTRY if k.name.startswith("member.")))
 
-_DEFAULT_ASSIGNORS = ("server-cooperative-sticky",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,7 +111,7 @@ class SourceOptions:
     bootstrap_servers: str | None = None
     kafka_settings: Mapping[str, str] = field(default_factory=dict)
     mirror_commits: bool = False
-    assignors: tuple[str, ...] = _DEFAULT_ASSIGNORS
+    assignors: tuple[str, ...] = DEFAULT_ASSIGNORS
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 3000
     rebalance_timeout_ms: int = 300000
@@ -197,7 +196,7 @@ def _build(given: dict[str, str], groupcoord: dict[str, str], kafka: dict[str, s
         include_headers=_bool(given, "includeHeaders", False), fail_on_data_loss=_bool(given, "failOnDataLoss", True),
         poll_timeout_ms=_required_int(given, "kafkaConsumer.pollTimeoutMs", 120000),
         bootstrap_servers=servers, kafka_settings=dict(kafka), mirror_commits=mirror,
-        assignors=tuple(a.strip() for a in str(config["assignors"]).split(",") if a.strip()) or _DEFAULT_ASSIGNORS,
+        assignors=tuple(a.strip() for a in str(config["assignors"]).split(",") if a.strip()) or DEFAULT_ASSIGNORS,
         session_timeout_ms=timing["session.timeout.ms"], heartbeat_interval_ms=timing["heartbeat.interval.ms"],
         rebalance_timeout_ms=timing["rebalance.timeout.ms"],
         member=MemberOptions.from_config(config),

@@ -57,6 +57,7 @@ from kafka.structs import TopicPartition
 
 from groupcoord.config import Config, full_name, resolve_config
 from groupcoord.member import GroupMember, GroupMemberSettings, MemberOptions
+from groupcoord.member.config import DEFAULT_ASSIGNORS
 from groupcoord.state_root import StateRoot, StateRootError
 
 if TYPE_CHECKING:
@@ -160,7 +161,8 @@ def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None
     coordinator: BackgroundCoordinator | None = None
     address = None
     if root is not None:
-        coordinator, address = _ensure_coordinator(spark, config, root)
+        offered = member_options.get("assignors") or DEFAULT_ASSIGNORS
+        coordinator, address = _ensure_coordinator(spark, config, root, offered)
     try:
         results = _run_member_job(sc, spec, num_members, work)
     finally:
@@ -217,9 +219,10 @@ def _open_root(location: str | Path) -> StateRoot:
         raise RunMembersError(f"run_members: {exc}") from None
 
 
-def _ensure_coordinator(spark: SparkSession, config: Config,
-                        root: StateRoot) -> tuple[BackgroundCoordinator | None, str]:
-    """Start a coordinator in this driver, or use the live lease holder; returns (ours or None, its address)."""
+def _ensure_coordinator(spark: SparkSession, config: Config, root: StateRoot,
+                        offered: Sequence[str]) -> tuple[BackgroundCoordinator | None, str]:
+    """Start a coordinator in this driver, or use the live lease holder; returns (ours or None, its address).
+    ``offered``: the members' assignors, which decide what the planner warm-up warms."""
     from groupcoord.assignment.runner import spark_assignment_runner
     from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
     from groupcoord.log.lease import current_holder
@@ -230,7 +233,7 @@ def _ensure_coordinator(spark: SparkSession, config: Config,
         return None, holder.address
     conf = spark.sparkContext.getConf()
     listen = None if conf.contains(full_name("listen")) else f"{driver_host(spark)}:0"
-    runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
+    runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"], offered=offered)
     coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, target_assignment_runner=runner.targets,
                                         listen=listen)
     try:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groupcoord.config import PREFIX, full_name, resolve_config
+from groupcoord.config.binding import split_list
 from groupcoord.state_root import StateRoot
 
 if TYPE_CHECKING:
@@ -99,7 +100,9 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
         conf = session_groupcoord_conf(spark)
         config = resolve_config(spark_conf=conf)
         listen = None if full_name("listen") in conf else f"{driver_host(spark)}:0"
-        runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"])
+        # The queries' own "assignors" options are not known yet: the session's default stands for them.
+        runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"],
+                                         offered=split_list(str(config["assignors"])))
         coordinator = BackgroundCoordinator(root, config, assignment_runner=runner,
                                             target_assignment_runner=runner.targets, listen=listen)
         address = coordinator.start_or_stand_by(COORDINATOR_START_TIMEOUT_S)

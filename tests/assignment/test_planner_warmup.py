@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from groupcoord.assignment.runner import SparkAssignmentRunner
-from groupcoord.assignment.warmup import WARMUP_ORDER, WARMUP_PARTITIONS, synthetic_groups, warm_up
+from groupcoord.assignment.warmup import WARMUP_ORDER, WARMUP_PARTITIONS, plans_to_warm, synthetic_groups, warm_up
+from groupcoord.assignors.engine import DRIVER_PARTITIONS
 from groupcoord.coordinator.effects import AssignmentMember, NeedsAssignment
 from groupcoord.protocol.consumer_protocol import decode_assignment
 
@@ -26,6 +27,18 @@ def test_synthetic_groups_are_a_fresh_group_then_a_rebalance_with_owned_partitio
     owned = [p for m in rebalance.members for tp in m.owned for p in tp.partitions]
     assert len(owned) == 2 * WARMUP_PARTITIONS // 3 and len(set(owned)) == len(owned)
     assert (fresh.generation_id, rebalance.generation_id) == (1, 2)
+
+
+def test_a_job_warms_only_the_plans_its_assignors_run_on_spark() -> None:
+    """A job's coordinator whose groups offer driver-assigned protocols warms nothing (its Spark jobs would take the
+    job's task slots); ``weighted`` always runs on Spark; past the driver's threshold the balanced ones do too;
+    leader-side assignors are not the coordinator's; an unknown set (``serve``) warms the default order."""
+    assert plans_to_warm(("server-cooperative-sticky", "range"), 12) == ()
+    assert plans_to_warm(("server-weighted", "server-range"), 12) == ("weighted",)
+    assert plans_to_warm(("server-cooperative-sticky", "server-sticky"), DRIVER_PARTITIONS + 1) == (
+        "cooperative-sticky", "sticky")
+    assert plans_to_warm(("cooperative-sticky",), DRIVER_PARTITIONS + 1) == ()
+    assert plans_to_warm(None, 12) == WARMUP_ORDER
 
 
 def test_warm_up_runs_every_assignor_twice(spark: SparkSession) -> None:
