@@ -198,7 +198,8 @@ def main(full: bool) -> None:
         summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
                  "offered_offsets_per_s": loads[1].rate},
         notes=("Both coordinators started fresh in this run with default settings, Kafka's first, each alone on "
-               "the machine. Kafka acknowledges a commit once it is appended to __consumer_offsets (one replica, "
+               "the machine; the broker's JVM as kafka-server-start.sh starts it (1 GB heap, G1). Kafka acknowledges "
+               "a commit once it is appended to __consumer_offsets (one replica, "
                "acks from the local log, no fsync per commit: Kafka's default); groupcoord once its Delta "
                "record-log commit is durable (fsynced). The committers run in the benchmark process "
                "(client_cpu_share: its CPU seconds per second), so on 2 cores they compete with the coordinator "

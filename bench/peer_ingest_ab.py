@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.peer_ingest import MASTERS, PARTITIONS, QUICK_RECORDS, TOPIC, records
 from bench.results_io import write_result
-from groupcoord.devbroker import KafkaBroker
+from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker
 
 FIGURES = ("cold_s", "first_in_process_s", "warm_s")
 SIDES = ("before", "after")
@@ -51,7 +51,7 @@ def collect(checkouts: dict[str, Path], runs: int) -> list[dict[str, Any]]:
     """Every sample: ``runs`` rounds, each master, each side (the order swapped every round)."""
     samples: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-ingest-ab-") as tmp, \
-            KafkaBroker.start(Path(tmp) / "kafka") as broker:
+            KafkaBroker.start(Path(tmp) / "kafka", jvm_options=PEER_JVM_OPTIONS) as broker:
         broker.create_topic(TOPIC, partitions=PARTITIONS)
         broker.produce(TOPIC, records(QUICK_RECORDS))
         for run in range(runs):

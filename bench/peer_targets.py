@@ -21,7 +21,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 
 from bench.loadgen import Connection
 from bench.serve_process import ServeProcess
-from groupcoord.devbroker import KafkaBroker
+from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker
 
 KAFKA = "kafka"
 GROUPCOORD = "groupcoord"
@@ -61,7 +61,7 @@ def coordinator(side: str, work: Path, settings: Mapping[str, Any], *,
     """
     work.mkdir(parents=True, exist_ok=True)
     if side == KAFKA:
-        with KafkaBroker.start(work / "kafka", properties=dict(settings)) as broker:
+        with KafkaBroker.start(work / "kafka", properties=dict(settings), jvm_options=PEER_JVM_OPTIONS) as broker:
             if on_start is not None:
                 on_start(broker)
             endpoint = Endpoint(side, broker.host, broker.port, broker.process.pid)

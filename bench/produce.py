@@ -148,7 +148,8 @@ def main(full: bool, *, seconds: float | None = None) -> None:
         rows=side_by_side(rows, ("case",), ("records_per_s", "ack_p50_ms", "ack_p99_ms"),
                           extras=("records", "errors", "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "partitions": PARTITIONS, "value_bytes": len(VALUE)},
-        notes=("Both sides started fresh in this run with default settings, Kafka's first, each alone on the machine. "
+        notes=("Both sides started fresh in this run with default settings, Kafka's first, each alone on the machine; "
+               "the broker's JVM as kafka-server-start.sh starts it (1 GB heap, G1). "
                "Kafka acknowledges acks=all once the batch is in its local log (one replica, no fsync per batch: "
                "Kafka's default); groupcoord once the Delta commit holding it is written (no fsync either: a topic log "
                "does not fsync), one commit per "
