@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peer_ingest import MASTERS, PARTITIONS, QUICK_RECORDS, TOPIC, records
-from bench.results_io import write_result
+from bench.results_io import Check, write_result
 from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker
 
 FIGURES = ("cold_s", "first_in_process_s", "warm_s")
@@ -81,10 +81,24 @@ def summarise(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def spread_checks(samples: list[dict[str, Any]]) -> list[Check]:
+    """Per master and figure: the after side's median no slower than the before side's slowest sample (the later
+    commit stays within the earlier one's spread)."""
+    checks = []
+    for master, _ in MASTERS:
+        for figure in FIGURES:
+            before = [s[figure] for s in samples if s["master"] == master and s["checkout"] == "before"]
+            after = [s[figure] for s in samples if s["master"] == master and s["checkout"] == "after"]
+            checks.append(Check("peer_ingest_ab", f"after_median_{figure}[{master}]", "speed",
+                                statistics.median(after), "<=", max(before)))
+    return checks
+
+
 def record(samples: list[dict[str, Any]], commits: dict[str, str], command: str | None = None) -> Path:
     """Write ``bench/results/peer_ingest_ab.json`` from ``samples``."""
     return write_result(
         "peer_ingest_ab",
+        checks=spread_checks(samples),
         title="A/B of two commits: the groupcoord side of peer_ingest (members engine), alternated",
         rows=summarise(samples), summary={"before": commits["before"], "after": commits["after"],
                                           "records": QUICK_RECORDS,

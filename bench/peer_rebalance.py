@@ -31,7 +31,7 @@ from typing import Any
 
 from kafka.protocol.consumer import LeaveGroupRequest
 
-from bench.loadgen import Connection, percentile
+from bench.loadgen import MIN_SAMPLES_FOR_P99, Connection, p99_or_none, percentile
 from bench.peer_targets import RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
 from bench.rebalance_latency import Group
 from bench.results_io import write_result
@@ -39,7 +39,6 @@ from bench.results_io import write_result
 INITIAL_DELAY_MS = 1000
 HEARTBEAT_MS = 500
 SIZES = (3, 100)
-MIN_RUNS_FOR_P99 = 100
 SETTLE_TIMEOUT_S = 120.0
 
 
@@ -96,7 +95,8 @@ def _row(side: str, size: int, scenario: str, latencies: list[float], errors: in
     warm = latencies[1:] or latencies
     return {"side": side, "members": size, "scenario": scenario, "runs": len(latencies),
             "first_s": round(latencies[0], 3), "p50_s": round(percentile(warm, 0.5) / 1000, 3),
-            "p99_s": round(percentile(latencies, 0.99) / 1000, 3) if len(latencies) >= MIN_RUNS_FOR_P99 else None,
+            "p99_s": round(p99 / 1000, 3) if (p99 := p99_or_none(latencies)) is not None else None,
+            "max_s": round(percentile(latencies, 1.0) / 1000, 3),
             "member_errors": errors, "load_avg_1m": load_average()}
 
 
@@ -116,7 +116,7 @@ async def measure_side(endpoint: Endpoint, runs: Runs) -> list[dict[str, Any]]:
 
 def main(full: bool) -> None:
     """Kafka's coordinator, then groupcoord's, on the same scenarios; writes ``bench/results/peer_rebalance.json``."""
-    runs = Runs(form=MIN_RUNS_FOR_P99, changes=MIN_RUNS_FOR_P99) if full else Runs(form=5, changes=5)
+    runs = Runs(form=MIN_SAMPLES_FOR_P99, changes=MIN_SAMPLES_FOR_P99) if full else Runs(form=5, changes=5)
     settings = {"group.initial.rebalance.delay.ms": INITIAL_DELAY_MS}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-rebalance-") as work:
@@ -138,5 +138,5 @@ def main(full: bool) -> None:
                f"heartbeat interval ({HEARTBEAT_MS} ms) on both sides; every form latency holds the initial "
                f"rebalance delay ({INITIAL_DELAY_MS} ms). first_s: the scenario's first run in the process (the "
                "3-member form row is the process's very first group: cold); p50_s: the later runs (warm); p99_s: "
-               f"only with at least {MIN_RUNS_FOR_P99} runs (make bench-full)."),
+               f"only with at least {MIN_SAMPLES_FOR_P99} runs (make bench-full)."),
     )

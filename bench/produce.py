@@ -26,7 +26,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from bench.loadgen import cpu_seconds, percentile
+from bench.loadgen import cpu_seconds, p99_or_none, percentile
 from bench.peer_targets import GROUPCOORD, RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
 from bench.results_io import write_result
 from groupcoord.devbroker import KafkaBroker
@@ -115,7 +115,8 @@ def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, Any]]:
         rows.append({
             "side": endpoint.side, "case": load.name, "records": produced,
             "records_per_s": round(len(deliveries.latencies) / elapsed),
-            "ack_p50_ms": percentile(deliveries.latencies, 0.5), "ack_p99_ms": percentile(deliveries.latencies, 0.99),
+            "ack_p50_ms": percentile(deliveries.latencies, 0.5), "ack_p99_ms": p99_or_none(deliveries.latencies),
+            "ack_max_ms": percentile(deliveries.latencies, 1.0),
             "errors": deliveries.errors, "client_cpu_share": round((cpu_seconds() - cpu) / elapsed, 2),
             "coordinator_cpu_share": round((endpoint.cpu_seconds() - served) / elapsed, 2),
             "load_avg_1m": load_average(),

@@ -25,3 +25,14 @@ def test_side_by_side_merges_the_sides_of_each_case() -> None:
         {"case": "b", "kafka_p50_s": 3.0, "groupcoord_p50_s": None, "p50_s_ratio": None, "kafka_errors": 1,
          "groupcoord_errors": None},
     ]
+
+
+def test_a_p99_needs_a_hundred_samples() -> None:
+    """Below 100 samples there is no p99 (the maximum is reported beside it); from 100 on, the nearest rank."""
+    from bench.loadgen import MIN_SAMPLES_FOR_P99, p99_or_none, percentile
+
+    few = [i / 1000 for i in range(MIN_SAMPLES_FOR_P99 - 1)]
+    assert p99_or_none(few) is None
+    assert percentile(few, 1.0) == 98.0
+    enough = [i / 1000 for i in range(200)]
+    assert p99_or_none(enough) == 198.0
