@@ -34,7 +34,17 @@ from typing import Any
 from kafka.protocol.consumer import OffsetCommitRequest
 
 from bench.loadgen import CLIENT_ID, Connection, cpu_seconds, p99_or_none, percentile, read_payload
-from bench.peer_targets import GROUPCOORD, RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
+from bench.peer_targets import (
+    GROUPCOORD,
+    RATIO_MEANING,
+    REPETITIONS,
+    Endpoint,
+    alternated,
+    coordinator,
+    load_average,
+    medians,
+    side_by_side,
+)
 from bench.results_io import write_result
 from groupcoord.devbroker import KafkaBroker
 from groupcoord.state_root import StateRoot
@@ -42,6 +52,7 @@ from groupcoord.topics import TopicCatalog
 
 TOPIC = "commits"
 OFFSET_VARIANTS = 4
+FIGURES = ("offsets_per_s", "ack_p50_ms", "ack_p99_ms", "ack_max_ms")
 TARGET_RATE = 100_000
 """Offered offsets/s: the target of bench/commit_throughput.py."""
 
@@ -173,8 +184,9 @@ async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, 
     return rows
 
 
-def main(full: bool) -> None:
-    """Kafka's coordinator, then groupcoord's, at the same loads; writes ``bench/results/peer_commits.json``."""
+def main(full: bool, runs: int = REPETITIONS) -> None:
+    """Kafka's coordinator and groupcoord's at the same loads, ``runs`` times each, alternated; writes
+    ``bench/results/peer_commits.json`` (each figure's median over the runs, and its spread)."""
     committers, partitions_each = 200, 50
     loads = [Load(committers, partitions_each, 30 if full else 10),
              Load(committers, partitions_each, 60 if full else 10, rate=TARGET_RATE)]
@@ -184,21 +196,24 @@ def main(full: bool) -> None:
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-commits-") as work:
-        for side in SIDES:
-            with coordinator(side, Path(work) / side, {}, on_start=create_topic) as endpoint:
+        for run, side in alternated(runs):
+            where = Path(work) / f"{side}-{run}"
+            with coordinator(side, where, {}, on_start=create_topic) as endpoint:
                 if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
-                    TopicCatalog(StateRoot.open(Path(work) / side / "root")).create(TOPIC, partitions_each)
+                    TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, partitions_each)
                 rows += asyncio.run(measure_side(endpoint, loads))
     write_result(
         "peer_commits",
         title="Offset commits: groupcoord serve vs Kafka 4.4.0's group coordinator (same committers, same load)",
-        rows=side_by_side(rows, ("case",), ("offsets_per_s", "ack_p50_ms", "ack_p99_ms", "ack_max_ms"),
-                          extras=("requests", "errors", "coordinator_cpu_share", "client_cpu_share",
-                                  "load_avg_1m")),
+        rows=side_by_side(medians(rows, ("case",), FIGURES), ("case",), FIGURES,
+                          extras=("runs", *(f"{f}_spread" for f in FIGURES), "requests", "errors",
+                                  "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
                  "offered_offsets_per_s": loads[1].rate},
-        notes=("Both coordinators started fresh in this run with default settings, Kafka's first, each alone on "
-               "the machine; the broker's JVM as kafka-server-start.sh starts it (1 GB heap, G1). Kafka acknowledges "
+        notes=(f"Both coordinators started fresh {runs} times in this run with default settings, the order "
+               "swapped every run (Kafka first in the first), each alone on the machine; figures are medians over the "
+               "runs, their spread beside them; the broker's JVM as kafka-server-start.sh starts it (1 GB heap, "
+               "G1). Kafka acknowledges "
                "a commit once it is appended to __consumer_offsets (one replica, "
                "acks from the local log, no fsync per commit: Kafka's default); groupcoord once its Delta "
                "record-log commit is durable (fsynced). The committers run in the benchmark process "

@@ -36,3 +36,15 @@ def test_a_p99_needs_a_hundred_samples() -> None:
     assert percentile(few, 1.0) == 98.0
     enough = [i / 1000 for i in range(200)]
     assert p99_or_none(enough) == 198.0
+
+
+def test_sides_alternate_and_runs_fold_into_medians_with_their_spread() -> None:
+    from bench.peer_targets import alternated, medians
+
+    assert alternated(3) == [(0, "kafka"), (0, "groupcoord"), (1, "groupcoord"), (1, "kafka"), (2, "kafka"),
+                             (2, "groupcoord")]
+    rows = [{"side": "kafka", "case": "c", "rate": rate, "p99": p99, "extra": i}
+            for i, (rate, p99) in enumerate([(10.0, 1.0), (30.0, None), (20.0, 3.0)])]
+    (merged,) = medians(rows, ("case",), ("rate", "p99"))
+    assert merged == {"side": "kafka", "case": "c", "rate": 20.0, "rate_spread": "10.0-30.0", "p99": None,
+                      "p99_spread": None, "extra": 0, "runs": 3}
