@@ -205,8 +205,8 @@ def main(full: bool, runs: int = REPETITIONS) -> None:
     write_result(
         "peer_commits",
         title="Offset commits: groupcoord serve vs Kafka 4.4.0's group coordinator (same committers, same load)",
-        rows=side_by_side(medians(rows, ("case",), FIGURES), ("case",), FIGURES,
-                          extras=("runs", *(f"{f}_spread" for f in FIGURES), "requests", "errors",
+        rows=side_by_side(medians(rows, ("case",), FIGURES, totals=("requests", "errors")), ("case",), FIGURES,
+                          extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "requests", "errors",
                                   "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
                  "offered_offsets_per_s": loads[1].rate},

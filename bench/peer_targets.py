@@ -136,16 +136,18 @@ def alternated(runs: int = REPETITIONS, sides: tuple[str, ...] = SIDES) -> list[
     return [(run, side) for run in range(runs) for side in (sides if run % 2 == 0 else sides[::-1])]
 
 
-def medians(rows: list[dict[str, Any]], key: tuple[str, ...], figures: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One row per side and ``key`` out of several runs' rows: each of ``figures`` as its median over the runs, with
-    ``<figure>_spread`` (``"min-max"``) beside it and ``runs``; other columns as in the first run's row. A figure
-    missing (``None``) in any run stays ``None``."""
+def medians(rows: list[dict[str, Any]], key: tuple[str, ...], figures: tuple[str, ...],
+            totals: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """One row per side and ``key`` out of several runs' rows: each of ``figures`` as its median over the runs,
+    with ``<figure>_spread`` (``"min-max"``) beside it and ``repetitions`` (how many runs); each of ``totals``
+    (counts: errors, requests) summed over the runs; other columns as in the first run's row. A figure missing
+    (``None``) in any run stays ``None``."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["side"], *(row[k] for k in key)), []).append(row)
     merged = []
     for runs in groups.values():
-        row = {**runs[0], "runs": len(runs)}
+        row = {**runs[0], "repetitions": len(runs), **{t: sum(r[t] for r in runs) for t in totals}}
         for figure in figures:
             values = [r.get(figure) for r in runs]
             known = [v for v in values if v is not None]

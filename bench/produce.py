@@ -159,8 +159,8 @@ def main(full: bool, *, seconds: float | None = None, runs: int = REPETITIONS) -
     write_result(
         "produce",
         title="Produce: groupcoord serve vs Kafka 4.4.0's broker (the same librdkafka producer)",
-        rows=side_by_side(medians(rows, ("case",), FIGURES), ("case",), FIGURES,
-                          extras=("runs", *(f"{f}_spread" for f in FIGURES), "records", "errors",
+        rows=side_by_side(medians(rows, ("case",), FIGURES, totals=("records", "errors")), ("case",), FIGURES,
+                          extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "records", "errors",
                                   "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "partitions": PARTITIONS, "value_bytes": len(VALUE)},
         notes=(f"Both sides started fresh {runs} times in this run with default settings, the order swapped every "

@@ -45,6 +45,6 @@ def test_sides_alternate_and_runs_fold_into_medians_with_their_spread() -> None:
                              (2, "groupcoord")]
     rows = [{"side": "kafka", "case": "c", "rate": rate, "p99": p99, "extra": i}
             for i, (rate, p99) in enumerate([(10.0, 1.0), (30.0, None), (20.0, 3.0)])]
-    (merged,) = medians(rows, ("case",), ("rate", "p99"))
+    (merged,) = medians(rows, ("case",), ("rate", "p99"), totals=("extra",))
     assert merged == {"side": "kafka", "case": "c", "rate": 20.0, "rate_spread": "10.0-30.0", "p99": None,
-                      "p99_spread": None, "extra": 0, "runs": 3}
+                      "p99_spread": None, "extra": 3, "repetitions": 3}
