@@ -16,9 +16,10 @@ Cases, per side:
   seconds whatever the latency; latency runs from the moment a request was due (a committer has one request in
   flight at a time, so a slow answer delays the next ones and shows in their latency). Warm: the first case ran.
 
-200 committers x 50 partitions, 100,000 offsets/s offered (the target of bench/commit_throughput.py); 10 s per
-case, ``--full``: 30 s capacity and 60 s offered. Command: ``python -m bench.run
-peer_commits`` (or ``--full``).
+200 committers x 50 partitions, 100,000 offsets/s offered (the target of bench/commit_throughput.py); each case
+runs :data:`WARMUP_S` unmeasured, then 30 s measured (``--full``: 60 s), in steady state. Each side runs
+:data:`~bench.peer_targets.REPETITIONS` times, alternated with the other, each time a fresh process. Command:
+``python -m bench.run peer_commits`` (or ``--full``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import asyncio
 import random
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,8 @@ from groupcoord.topics import TopicCatalog
 TOPIC = "commits"
 OFFSET_VARIANTS = 4
 FIGURES = ("offsets_per_s", "ack_p50_ms", "ack_p99_ms", "ack_max_ms")
+WARMUP_S = 5.0
+"""Each load runs this long, unmeasured, before its measured window."""
 TARGET_RATE = 100_000
 """Offered offsets/s: the target of bench/commit_throughput.py."""
 
@@ -171,6 +174,7 @@ async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, 
         rows = [_row(endpoint.side, "first commit (cold)", None, committers[:1], time.monotonic() - started,
                      cpu_seconds() - cpu, endpoint.cpu_seconds() - served)]
         for load in loads:
+            await _drive(committers, replace(load, seconds=WARMUP_S))  # to steady state: not measured
             for committer in committers:
                 committer.latencies, committer.errors, committer.offsets = [], 0, 0
             cpu, served = cpu_seconds(), endpoint.cpu_seconds()
@@ -188,8 +192,8 @@ def main(full: bool, runs: int = REPETITIONS) -> None:
     """Kafka's coordinator and groupcoord's at the same loads, ``runs`` times each, alternated; writes
     ``bench/results/peer_commits.json`` (each figure's median over the runs, and its spread)."""
     committers, partitions_each = 200, 50
-    loads = [Load(committers, partitions_each, 30 if full else 10),
-             Load(committers, partitions_each, 60 if full else 10, rate=TARGET_RATE)]
+    loads = [Load(committers, partitions_each, 60 if full else 30),
+             Load(committers, partitions_each, 60 if full else 30, rate=TARGET_RATE)]
 
     def create_topic(broker: KafkaBroker) -> None:
         broker.create_topic(TOPIC, partitions=partitions_each)
