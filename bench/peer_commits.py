@@ -18,7 +18,8 @@ Cases, per side:
 
 200 committers x 50 partitions, 100,000 offsets/s offered (the target of bench/commit_throughput.py); each case
 runs :data:`WARMUP_S` unmeasured, then 30 s measured (``--full``: 60 s), in steady state. Each side runs
-:data:`~bench.peer_targets.REPETITIONS` times, alternated with the other, each time a fresh process. Command:
+:data:`~bench.peer_targets.REPETITIONS` times, alternated with the other, each time a fresh process, at each of the
+two :data:`DURABILITY` levels (acknowledged from the page cache, or once flushed). Command:
 ``python -m bench.run peer_commits`` (or ``--full``).
 """
 
@@ -37,6 +38,7 @@ from kafka.protocol.consumer import OffsetCommitRequest
 from bench.loadgen import CLIENT_ID, Connection, cpu_seconds, p99_or_none, percentile, read_payload
 from bench.peer_targets import (
     GROUPCOORD,
+    KAFKA,
     RATIO_MEANING,
     REPETITIONS,
     Endpoint,
@@ -54,6 +56,11 @@ from groupcoord.topics import TopicCatalog
 TOPIC = "commits"
 OFFSET_VARIANTS = 4
 FIGURES = ("offsets_per_s", "ack_p50_ms", "ack_p99_ms", "ack_max_ms")
+DURABILITY: dict[str, dict[str, dict[str, Any]]] = {
+    "page cache": {KAFKA: {}, GROUPCOORD: {"spark.groupcoord.log.fsync": "false"}},
+    "fsync": {KAFKA: {"log.flush.interval.messages": 1}, GROUPCOORD: {}},
+}
+"""The two durability levels compared like for like: each side's settings (the broker's properties, serve's conf)."""
 WARMUP_S = 5.0
 """Each load runs this long, unmeasured, before its measured window."""
 TARGET_RATE = 100_000
@@ -200,27 +207,29 @@ def main(full: bool, runs: int = REPETITIONS) -> None:
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-commits-") as work:
-        for run, side in alternated(runs):
-            where = Path(work) / f"{side}-{run}"
-            with coordinator(side, where, {}, on_start=create_topic) as endpoint:
-                if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
-                    TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, partitions_each)
-                rows += asyncio.run(measure_side(endpoint, loads))
+        for durability, settings in DURABILITY.items():
+            for run, side in alternated(runs):
+                where = Path(work) / f"{durability}-{side}-{run}"
+                with coordinator(side, where, settings[side], on_start=create_topic) as endpoint:
+                    if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
+                        TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, partitions_each)
+                    rows += [{"durability": durability, **row} for row in asyncio.run(measure_side(endpoint, loads))]
+    key = ("durability", "case")
     write_result(
         "peer_commits",
         title="Offset commits: groupcoord serve vs Kafka 4.4.0's group coordinator (same committers, same load)",
-        rows=side_by_side(medians(rows, ("case",), FIGURES, totals=("requests", "errors")), ("case",), FIGURES,
+        rows=side_by_side(medians(rows, key, FIGURES, totals=("requests", "errors")), key, FIGURES,
                           extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "requests", "errors",
                                   "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
                  "offered_offsets_per_s": loads[1].rate},
-        notes=(f"Both coordinators started fresh {runs} times in this run with default settings, the order "
-               "swapped every run (Kafka first in the first), each alone on the machine; figures are medians over the "
-               "runs, their spread beside them; the broker's JVM as kafka-server-start.sh starts it (1 GB heap, "
-               "G1). Kafka acknowledges "
-               "a commit once it is appended to __consumer_offsets (one replica, "
-               "acks from the local log, no fsync per commit: Kafka's default); groupcoord once its Delta "
-               "record-log commit is durable (fsynced). The committers run in the benchmark process "
+        notes=(f"Both coordinators started fresh {runs} times per durability in this run, the order swapped every "
+               "run (Kafka first in the first), each alone on the machine; figures are medians over the runs, their "
+               "spread beside them; the broker's JVM as kafka-server-start.sh starts it (1 GB heap, G1). Durability "
+               "'page cache': both acknowledge before the commit reaches the disk (Kafka's default: appended to "
+               "__consumer_offsets, no flush; groupcoord with spark.groupcoord.log.fsync=false). 'fsync': both "
+               "acknowledge a flushed commit (Kafka with log.flush.interval.messages=1, which reaches "
+               "__consumer_offsets; groupcoord's default). The committers run in the benchmark process "
                "(client_cpu_share: its CPU seconds per second), so on 2 cores they compete with the coordinator "
                "(coordinator_cpu_share: the broker's JVM, or the serve process). "
                "ack_p99_ms only from at least 100 requests."),

@@ -289,7 +289,7 @@ def _errors(column: str) -> Rule:
     def rule(name: str, result: dict[str, Any]) -> list[Check]:
         checks = []
         for row in result.get("rows", []):
-            case = ", ".join(str(v) for k, v in row.items() if k in ("case", "members", "scenario"))
+            case = ", ".join(str(v) for k, v in row.items() if k in ("durability", "case", "members", "scenario"))
             checks.append(Check(name, f"{column}[{case}]", "correctness", row.get(column), "==", 0))
         return checks
     return rule
