@@ -16,9 +16,17 @@ from typing import Any
 
 import pytest
 
-from tests.parity.observe import Observation, assert_parity, differs
+from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import OTHER_TOPIC, TOPIC, Target, group_name
-from tests.parity.wire import RawMember, Wire, commit_partition, offset_commit, rebalance, versions_for
+from tests.parity.wire import (
+    RawMember,
+    Wire,
+    assignment,
+    commit_partition,
+    offset_commit,
+    rebalance,
+    versions_for,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration]
 
@@ -331,22 +339,42 @@ def test_empty_groups_change_protocol_both_ways(targets: tuple[Target, Target], 
 
 
 def a_live_classic_group_meets_the_consumer_protocol(target: Target, group: str) -> Observation:
-    """A classic group with a member, and a consumer-protocol member joining it: the first step of a rolling upgrade."""
+    """A rolling upgrade and its way back (Kafka's default ``group.consumer.migration.policy``, ``bidirectional``): a
+    classic group with a member meets a consumer-protocol member, which converts it to a consumer group; the classic
+    member, told to rejoin, rejoins and syncs inside it, first revoking what moves, then at the new epoch; the
+    consumer member gets what was released; once it leaves, the group is a classic group again and its member
+    rejoins the classic way."""
     observation = Observation()
     wire = ConsumerWire(target, observation)
     member = RawMember(target, observation, group, versions_for(9), "classic")
+    a = member_id(group, "a")
     try:
         rebalance("a classic member forms the group", [member])
-        wire.join("a consumer-protocol member joins", group, member_id(group, "a"), [TOPIC])
+        joined = wire.join("a consumer-protocol member joins", group, a, [TOPIC])
+        member.heartbeat("the classic member is told to rejoin")
+        member.join("the classic member rejoins: it must revoke first")
+        member.sync("the classic member syncs what it keeps")
+        member.heartbeat("the classic member is told to rejoin once it revoked")
+        member.join("the classic member rejoins at the new epoch")
+        member.sync("the classic member syncs at the new epoch")
+        settled = wire.heartbeat("the consumer member gets the released partitions", group, a, joined["MemberEpoch"],
+                                 owned=wire.owned_after(joined))
+        wire.describe_consumer_group("the consumer group with a classic member", group)
+        wire.describe("DescribeGroups of it", group)
+        wire.heartbeat("the consumer member leaves", group, a, LEAVE_EPOCH)
+        wire.describe("a classic group again, rebalancing", group)
+        member.heartbeat("the classic member is told to rejoin the classic group")
+        member.join("the classic member rejoins the classic group")
+        member.sync("the classic member syncs", {member.member_id: assignment({TOPIC: [0, 1, 2]})})
+        wire.describe("the classic group, stable", group)
+        member.leave("the classic member leaves")
+        assert settled["ErrorCode"] == 0
     finally:
         member.close()
         wire.close()
     return observation
 
 
-@differs("a consumer-protocol member joining a classic group with members: Kafka upgrades the group online (the "
-         "classic members stay in a consumer group and rebalance through JoinGroup/SyncGroup); groupcoord answers "
-         "GROUP_ID_NOT_FOUND (it does not upgrade a group with members yet)")
 def test_a_live_classic_group_meets_the_consumer_protocol(targets: tuple[Target, Target],
                                                           request: pytest.FixtureRequest) -> None:
     assert_parity(targets, a_live_classic_group_meets_the_consumer_protocol, group_name(request.node.name))
