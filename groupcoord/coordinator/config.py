@@ -46,8 +46,8 @@ class CoordinatorConfig(KeyedConfig):
 
     The ``consumer_group_*`` settings are Kafka's ``group.consumer.*`` broker settings of consumer groups (KIP-848),
     with Kafka's defaults: session timeout, heartbeat interval, maximum size, the server assignors (the first is
-    the default, ``uniform`` as in Kafka) and the migration policy between the two group types, from the
-    ``group.consumer.*`` keys.
+    the default, ``uniform`` as in Kafka), the least time between two target assignments of a group (0: at once) and
+    the migration policy between the two group types, from the ``group.consumer.*`` keys.
     """
 
     min_session_timeout_ms: int = field(default=6000, metadata=from_key("group.min.session.timeout.ms"))
@@ -68,6 +68,8 @@ class CoordinatorConfig(KeyedConfig):
     consumer_group_max_size: int = field(default=2**31 - 1, metadata=from_key("group.consumer.max.size"))
     consumer_group_assignors: tuple[str, ...] = field(
         default=("uniform", "range"), metadata=from_key("group.consumer.assignors", convert=assignor_names))
+    consumer_group_assignment_interval_ms: int = field(
+        default=0, metadata=from_key("group.consumer.assignment.interval.ms"))
     consumer_group_migration_policy: MigrationPolicy = field(
         default=MigrationPolicy.BIDIRECTIONAL,
         metadata=from_key("group.consumer.migration.policy", convert=MigrationPolicy))

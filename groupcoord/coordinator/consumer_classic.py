@@ -41,6 +41,7 @@ from groupcoord.coordinator.consumer_membership import (
     request_target,
     schedule_session_timeout,
     subscribed_topic_ids,
+    target_is_coming,
 )
 from groupcoord.coordinator.consumer_migration import classic_assignment, partitions_by_id
 from groupcoord.coordinator.consumer_reconciliation import maybe_reconcile
@@ -185,8 +186,9 @@ def handle_classic_join(ctx: CoordinatorContext, group: ConsumerGroup, request: 
     assert current is not None
     if current.group_epoch > current.target_assignment_epoch:
         request_target(ctx, group.group_id)
-        park(ctx, group.group_id, parked)
-        return
+        if target_is_coming(ctx, current):
+            park(ctx, group.group_id, parked)
+            return
     _reconcile_and_answer_join(ctx, group.group_id, member_id, owned, token, now_ms)
 
 

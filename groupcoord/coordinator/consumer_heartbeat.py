@@ -33,6 +33,7 @@ from groupcoord.coordinator.consumer_membership import (
     replace_static_member,
     request_target,
     schedule_session_timeout,
+    target_is_coming,
 )
 from groupcoord.coordinator.consumer_migration import upgrade_classic_group
 from groupcoord.coordinator.consumer_records import (
@@ -100,8 +101,11 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
     heartbeat = ParkedHeartbeat(token, request, member_id, member, subscription_changed)
     if group.group_epoch > group.target_assignment_epoch:
         request_target(ctx, group_id)
-        park(ctx, group_id, heartbeat)
-        return
+        if target_is_coming(ctx, group):
+            park(ctx, group_id, heartbeat)
+            return
+        group = ctx.hard.consumer_group(group_id)
+        assert group is not None
     reconcile_and_respond(ctx, group, heartbeat, now_ms)
 
 

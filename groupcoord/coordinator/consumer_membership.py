@@ -40,6 +40,7 @@ from groupcoord.coordinator.context import (
     Parked,
     ParkedClassicJoin,
     ParkedHeartbeat,
+    consumer_assignment_key,
     consumer_join_key,
     consumer_rebalance_key,
     consumer_session_key,
@@ -98,7 +99,9 @@ def bump_group_epoch(ctx: CoordinatorContext, group_id: str, reason: str) -> Non
 
 def request_target(ctx: CoordinatorContext, group_id: str) -> None:
     """Make sure the target of the current group epoch is coming: written at once for a group without members,
-    else asked of the shell once per epoch (an earlier failed or lost request is asked again)."""
+    else asked of the shell once per epoch (an earlier failed or lost request is asked again), or, within
+    ``group.consumer.assignment.interval.ms`` of the group's last target, once that interval has passed (Kafka's
+    ``canComputeNextTargetAssignment``: the first target of a coordinator's term is never deferred)."""
     group = ctx.hard.consumer_group(group_id)
     if group is None or group.group_epoch <= group.target_assignment_epoch:
         return
@@ -111,6 +114,13 @@ def request_target(ctx: CoordinatorContext, group_id: str) -> None:
         ctx.pending_targets.pop(group_id, None)
         return
     if ctx.pending_targets.get(group_id) == group.group_epoch:
+        return
+    last = ctx.last_targets_ms.get(group_id)
+    interval = ctx.config.consumer_group_assignment_interval_ms
+    if last is not None and interval > 0 and ctx.now_ms < last + interval:
+        key = consumer_assignment_key(group_id)
+        if ctx.timers.deadline(key) is None:
+            ctx.timers.schedule(key, last + interval, lambda _at: request_target(ctx, group_id))
         return
     ctx.pending_targets[group_id] = group.group_epoch
     members = tuple(
@@ -150,7 +160,15 @@ def complete_target(ctx: CoordinatorContext, answer: CompleteTargetAssignment, n
     for member_id in sorted(set(group.target_assignment) - set(group.members)):
         ctx.append(new_target_member_tombstone(group.group_id, member_id))
     ctx.append(new_target_epoch_record(group.group_id, answer.group_epoch))
+    ctx.last_targets_ms[group.group_id] = now_ms
     release_parked(ctx, group.group_id, now_ms)
+
+
+def target_is_coming(ctx: CoordinatorContext, group: ConsumerGroup) -> bool:
+    """True when the shell computes the target of ``group``'s epoch now; false when it is written already, or
+    deferred by ``group.consumer.assignment.interval.ms`` (a heartbeat then reconciles against the current target
+    and is answered at once, as in Kafka)."""
+    return ctx.pending_targets.get(group.group_id) == group.group_epoch > group.target_assignment_epoch
 
 
 def release_parked(ctx: CoordinatorContext, group_id: str, now_ms: int) -> None:
@@ -381,5 +399,7 @@ def delete_consumer_group(ctx: CoordinatorContext, group: ConsumerGroup, *, with
     ctx.append(new_target_epoch_tombstone(group_id))
     ctx.append(new_consumer_group_epoch_tombstone(group_id))
     ctx.pending_targets.pop(group_id, None)
+    ctx.last_targets_ms.pop(group_id, None)
+    ctx.timers.cancel(consumer_assignment_key(group_id))
     ctx.parked_heartbeats.pop(group_id, None)
 

@@ -39,7 +39,7 @@ from groupcoord.coordinator.consumer_records import (
     new_target_member_tombstone,
 )
 from groupcoord.coordinator.consumer_replay import consumer_group_records
-from groupcoord.coordinator.context import CoordinatorContext, ParkedClassicJoin
+from groupcoord.coordinator.context import CoordinatorContext, ParkedClassicJoin, consumer_assignment_key
 from groupcoord.coordinator.records import new_group_metadata_record, new_group_tombstone
 from groupcoord.group.consumer_group import ConsumerGroup
 from groupcoord.group.consumer_member import (
@@ -207,6 +207,8 @@ def downgrade_to_classic_group(ctx: CoordinatorContext, group: ConsumerGroup, le
             ctx.respond(parked.token, ConsumerGroupHeartbeatResponse(
                 error=Errors.UNKNOWN_MEMBER_ID, error_message=f"Group {group_id} is not a consumer group."))
     ctx.pending_targets.pop(group_id, None)
+    ctx.last_targets_ms.pop(group_id, None)
+    ctx.timers.cancel(consumer_assignment_key(group_id))
     for member_id in sorted(group.members):
         for record in member_tombstones(group, member_id):
             ctx.append(record)

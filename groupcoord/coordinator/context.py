@@ -63,6 +63,11 @@ def consumer_rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-rebalance-{group_id}-{member_id}"
 
 
+def consumer_assignment_key(group_id: str) -> str:
+    """Timer key of a consumer group's next target assignment, deferred by ``group.consumer.assignment.interval.ms``."""
+    return f"consumer-assignment-{group_id}"
+
+
 def consumer_join_key(group_id: str, member_id: str) -> str:
     """Timer key of a classic member's deadline to rejoin its consumer group once told to (its rebalance
     timeout; Kafka's ``consumer-group-join-timeout-...``)."""
@@ -112,7 +117,9 @@ class CoordinatorContext:
     ``groups`` are the live classic groups; consumer groups (KIP-848) live in ``hard`` (all of their state is
     hard), with three soft books here: ``topic_ids`` (topic name to id, from the last metadata snapshot),
     ``parked_heartbeats`` (heartbeats, and classic members' JoinGroups, waiting for a target assignment, by group)
-    and ``pending_targets`` (the group epoch whose target assignment the shell was asked for, by group).
+    and ``pending_targets`` (the group epoch whose target assignment the shell was asked for, by group), with
+    ``last_targets_ms`` (when each group's last target was written, for ``group.consumer.assignment.interval.ms``).
+    ``now_ms`` is the time of the call (or timer) in progress.
     """
 
     def __init__(self, config: CoordinatorConfig, member_id_factory: MemberIdFactory) -> None:
@@ -125,6 +132,8 @@ class CoordinatorContext:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.parked_heartbeats: dict[str, list[Parked]] = {}
         self.pending_targets: dict[str, int] = {}
+        self.last_targets_ms: dict[str, int] = {}
+        self.now_ms = 0
         self._records: list[Record] = []
         self._responses: list[tuple[Token, GroupResponse]] = []
         self._effects: list[Effect] = []

@@ -277,7 +277,9 @@ class GroupCoordinator:
         self._ensure_expiration_timer(now_ms)
         while (due := self._ctx.timers.pop_due(now_ms)) is not None:
             deadline, op = due
+            self._ctx.now_ms = deadline
             op(deadline)
+        self._ctx.now_ms = now_ms
         self._now_ms = now_ms if self._now_ms is None else max(self._now_ms, now_ms)
 
     def _ensure_expiration_timer(self, now_ms: int) -> None:
