@@ -61,7 +61,7 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
         # everything: a coordinator that just loaded waits for its first snapshot of the catalog.
         raise ProtocolError(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator has no topic metadata yet.")
     group_id = request.group_id
-    _maybe_convert_classic_group(ctx, group_id, request.member_epoch, now_ms)
+    _maybe_convert_classic_group(ctx, request, now_ms)
     existing = ctx.hard.consumer_group(group_id)
     throw_if_consumer_group_not_found(existing, group_id, request.member_epoch)
     view = existing if existing is not None else ConsumerGroup(group_id)
@@ -133,16 +133,25 @@ def _leave(ctx: CoordinatorContext, group: ConsumerGroup, request: ConsumerGroup
         error=Errors.NONE, member_id=decision.response_member_id, member_epoch=decision.response_member_epoch))
 
 
-def _maybe_convert_classic_group(ctx: CoordinatorContext, group_id: str, member_epoch: int, now_ms: int) -> None:
+def _maybe_convert_classic_group(ctx: CoordinatorContext, request: ConsumerGroupHeartbeatRequest, now_ms: int) -> None:
     """A classic group of ``group_id`` becomes a consumer group when a member joins: an empty one is dropped (its
     offsets stay), one with members is upgraded online when ``group.consumer.migration.policy`` allows it
     (:func:`~groupcoord.coordinator.consumer_migration.upgrade_classic_group`). A heartbeat that does not join
     finds no consumer group."""
+    group_id = request.group_id
     classic = ctx.groups.get(group_id)
     if classic is None or classic.is_in(GroupState.DEAD):
         return
-    if member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+    if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
         raise ProtocolError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+    # Kafka writes a conversion only with the heartbeat's own records: what would refuse the joining member
+    # afterwards refuses it first here, so that a refused join leaves the classic group as it was.
+    if request.subscribed_topic_regex:
+        compiled_regex(request.subscribed_topic_regex)
+    max_size = ctx.config.consumer_group_max_size
+    if classic.size >= max_size and classic.current_static_member_id(request.instance_id) is None:
+        raise ProtocolError(Errors.GROUP_MAX_SIZE_REACHED,
+                            f"The consumer group has reached its maximum capacity of {max_size} members.")
     if classic.is_in(GroupState.EMPTY):
         if ctx.hard.group(group_id) is not None:
             ctx.append(new_group_tombstone(group_id))

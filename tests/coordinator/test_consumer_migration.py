@@ -18,6 +18,7 @@ from groupcoord.group import GroupState
 from groupcoord.group.consumer_member import MemberState
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import (
+    ConsumerGroupHeartbeatRequest,
     Errors,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -278,3 +279,33 @@ def test_the_upgraded_group_replays_with_its_classic_members(ctx: ConsumerGroupC
     member = present(fresh.coordinator.consumer_group("g")).members[a]
     assert member.uses_classic_protocol and present(member.classic).protocols[0].name == "range"
     assert classic_heartbeat(fresh, a, generation).error == Errors.REBALANCE_IN_PROGRESS
+
+
+def test_a_refused_join_leaves_the_classic_group_as_it_was(ctx: ConsumerGroupContext) -> None:
+    """A joining member that would be refused anyway (a regex RE2 cannot compile) converts nothing."""
+    classic_group_of_two(ctx)
+    refused = ctx.heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="c", member_epoch=0, rebalance_timeout_ms=REBALANCE_MS, subscribed_topic_regex="t(",
+        topic_partitions={}))
+    assert refused.error == Errors.INVALID_REGULAR_EXPRESSION
+    assert present(ctx.coordinator.group("g")).state is GroupState.STABLE
+    assert ctx.coordinator.consumer_group("g") is None
+
+
+def test_a_classic_static_member_rolls_to_the_consumer_protocol_under_its_instance_id(
+        ctx: ConsumerGroupContext) -> None:
+    """A static classic member restarted with ``group.protocol=consumer`` and the same ``group.instance.id`` takes
+    its own place at once (no UNRELEASED_INSTANCE_ID: a classic holder never leaves with epoch -2) and keeps its
+    partitions."""
+    metadata = encode_subscription(Subscription(version=1, topics=("t",)))
+    token = ctx.call(JoinGroupRequest(
+        group_id="g", session_timeout_ms=CLASSIC_SESSION_MS, rebalance_timeout_ms=REBALANCE_MS,
+        group_instance_id="i1", protocol_type="consumer", protocols=(JoinGroupProtocol("range", metadata),),
+        client_id="s"))
+    first = joined(ctx, token)
+    classic_sync(ctx, first.member_id, first.generation_id, {first.member_id: {"t": [0, 1, 2, 3]}})
+    rolled = ctx.join("s-consumer", instance_id="i1")
+    assert rolled.error == Errors.NONE
+    group = present(ctx.coordinator.consumer_group("g"))
+    assert set(group.members) == {"s-consumer"} and not group.members["s-consumer"].uses_classic_protocol
+    assert dict(present(rolled.assignment)) == parts(T, 0, 1, 2, 3)
