@@ -18,6 +18,8 @@ from groupcoord.group import GroupState
 from groupcoord.group.consumer_member import MemberState
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     Errors,
     HeartbeatRequest,
@@ -143,6 +145,10 @@ def test_a_consumer_member_upgrades_a_live_classic_group(ctx: ConsumerGroupConte
     assert dict(member_a.assigned_partitions) == parts(T, 0, 1) and dict(member_b.assigned_partitions) == parts(T, 2, 3)
     assert dict(answer.assignment or {}) == {}  # c's partitions are still held: it waits for their release
     assert all(len(held) == 1 for held in owners(ctx).values())
+    described = expect(ctx.response(ctx.call(ConsumerGroupDescribeRequest(groups=("g",)))),
+                       ConsumerGroupDescribeResponse)
+    assert {m.member_id: m.uses_classic_protocol for m in described.groups[0].members} == {a: True, b: True,
+                                                                                          "c": False}
 
 
 def test_classic_members_rebalance_inside_the_consumer_group(ctx: ConsumerGroupContext) -> None:
