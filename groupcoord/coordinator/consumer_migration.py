@@ -20,7 +20,8 @@ would lose).
 **Downgrade.** When the last member of the consumer protocol leaves (a leave, a session or rebalance timeout) and
 members of the classic protocol remain, the consumer group becomes a classic group (``convertToClassicGroup`` and
 ``ClassicGroup.fromConsumerGroup``): its generation is the group epoch, its members the classic ones with their
-protocols and their current partitions as their assignment, the protocol the members vote for, Stable; then it
+protocols and their partitions in the target assignment as their assignment, the protocol the members vote for,
+Stable; then it
 prepares a rebalance, as Kafka does, so the members rejoin the classic way. Not when the policy does not allow
 downgrades or more members remain than ``group.max.size``: the group then stays a consumer group.
 """
@@ -89,16 +90,17 @@ def partitions_by_name(ctx: CoordinatorContext, partitions: Mapping[UUID, frozen
                  if topic_id in names)
 
 
-def classic_assignment(ctx: CoordinatorContext, member: ConsumerGroupMember) -> bytes:
-    """The member's partitions as a ConsumerProtocol assignment, at the version of the subscription it offered
-    first (Kafka's ``prepareAssignment``)."""
+def classic_assignment(ctx: CoordinatorContext, member: ConsumerGroupMember,
+                       partitions: Mapping[UUID, frozenset[int]] | None = None) -> bytes:
+    """``partitions`` (by default the member's own) as a ConsumerProtocol assignment, at the version of the
+    subscription the member offered first (Kafka's ``prepareAssignment``)."""
     assert member.classic is not None
     try:
         version = decode_subscription(member.classic.protocols[0].metadata).version
     except ConsumerProtocolError:
         version = 0
-    return encode_assignment(Assignment(version=version,
-                                        partitions=partitions_by_name(ctx, member.assigned_partitions)))
+    chosen = member.assigned_partitions if partitions is None else partitions
+    return encode_assignment(Assignment(version=version, partitions=partitions_by_name(ctx, chosen)))
 
 
 # --- upgrade -----------------------------------------------------------------------------------------------------
@@ -229,7 +231,8 @@ def downgrade_to_classic_group(ctx: CoordinatorContext, group: ConsumerGroup, le
 
 def _classic_generation(ctx: CoordinatorContext, group: ConsumerGroup, leaving: frozenset[str],
                         now_ms: int) -> ClassicGroup:
-    """The classic group a downgrade writes: the remaining members, in member-id order (the first leads)."""
+    """The classic group a downgrade writes: the remaining members, in member-id order (the first leads), each
+    assigned its share of the consumer group's target, as Kafka's ``ClassicGroup.fromConsumerGroup``."""
     classic = ClassicGroup(group.group_id, now_ms=now_ms)
     classic.generation_id = group.group_epoch
     for member_id, member in sorted(group.members.items()):
@@ -239,6 +242,7 @@ def _classic_generation(ctx: CoordinatorContext, group: ConsumerGroup, leaving: 
             member_id=member_id, group_instance_id=member.instance_id, client_id=member.client_id,
             client_host=member.client_host, rebalance_timeout_ms=member.rebalance_timeout_ms,
             session_timeout_ms=member.classic.session_timeout_ms, protocol_type=CONSUMER_PROTOCOL_TYPE,
-            protocols=member.classic.protocols, assignment=classic_assignment(ctx, member)))
+            protocols=member.classic.protocols,
+            assignment=classic_assignment(ctx, member, group.target_assignment_of(member_id))))
     classic.protocol_name = classic.select_protocol()
     return classic
