@@ -27,7 +27,7 @@ from typing import Any
 
 import confluent_kafka
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -163,6 +163,12 @@ def log_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+def group_type(admin: AdminClient, group: str) -> ConsumerGroupType:
+    """The group's type as the admin client describes it (ConsumerGroupDescribe: consumer; else classic)."""
+    described = admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group].result()
+    return ConsumerGroupType(described.type)
+
+
 def never_back(history: list[Mapping[int, int]]) -> bool:
     """Each snapshot of committed offsets is at or past the one before, partition by partition."""
     return all(later.get(p, 0) >= offset for earlier, later in itertools.pairwise(history)
@@ -189,6 +195,7 @@ def test_classic_consumers_roll_to_the_consumer_protocol(bootstrap: str, request
             wait_for(lambda: each_partition_owned_once(members) and bool(rolled.assignment()),  # noqa: B023
                      f"the group to settle with consumer-{i} owning a share")
             history.append(committed_offsets(admin, name, name))
+            assert group_type(admin, name) is ConsumerGroupType.CONSUMER  # upgraded at the first step
         producer.stop()
         ends = log_end_offsets(bootstrap, name)
         wait_for(lambda: committed_offsets(admin, name, name) == ends, "every record to be consumed and committed")
@@ -197,7 +204,7 @@ def test_classic_consumers_roll_to_the_consumer_protocol(bootstrap: str, request
         assert not ledger.uncovered_duplicates, f"records consumed again after a commit covered them: " \
                                                 f"{ledger.uncovered_duplicates[:10]}"
         assert never_back(history), history
-        assert {key for key in ledger.seen} == {(p, o) for p, end in ends.items() for o in range(end)}
+        assert set(ledger.seen) == {(p, o) for p, end in ends.items() for o in range(end)}
         described = admin.describe_consumer_groups([name], request_timeout=TIMEOUT_S)[name].result()
         assert len(described.members) == CONSUMERS
     finally:
