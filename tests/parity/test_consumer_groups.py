@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from groupcoord.protocol.consumer_protocol import decode_assignment
 from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import OTHER_TOPIC, TOPIC, Target, group_name
 from tests.parity.wire import (
@@ -341,22 +342,26 @@ def test_empty_groups_change_protocol_both_ways(targets: tuple[Target, Target], 
 def a_live_classic_group_meets_the_consumer_protocol(target: Target, group: str) -> Observation:
     """A rolling upgrade and its way back (Kafka's default ``group.consumer.migration.policy``, ``bidirectional``): a
     classic group with a member meets a consumer-protocol member, which converts it to a consumer group; the classic
-    member, told to rejoin, rejoins and syncs inside it, first revoking what moves, then at the new epoch; the
-    consumer member gets what was released; once it leaves, the group is a classic group again and its member
-    rejoins the classic way."""
+    member, told to rejoin, rejoins and syncs inside it: reporting the partitions it owns (a cooperative client's
+    subscription), it first keeps its epoch and gives up what moves, then rejoins at the new epoch; the consumer
+    member gets what was released; once it leaves, the group is a classic group again and its member rejoins the
+    classic way."""
     observation = Observation()
     wire = ConsumerWire(target, observation)
     member = RawMember(target, observation, group, versions_for(9), "classic")
     a = member_id(group, "a")
     try:
         rebalance("a classic member forms the group", [member])
+        member.owned = {TOPIC: [0, 1, 2]}
         joined = wire.join("a consumer-protocol member joins", group, a, [TOPIC])
         member.heartbeat("the classic member is told to rejoin")
-        member.join("the classic member rejoins: it must revoke first")
-        member.sync("the classic member syncs what it keeps")
+        revoking = member.join("the classic member rejoins owning everything: it must revoke first")
+        kept = member.sync("the classic member syncs what it keeps")
+        member.owned = {tp.topic: list(tp.partitions) for tp in decode_assignment(kept.assignment).partitions}
         member.heartbeat("the classic member is told to rejoin once it revoked")
-        member.join("the classic member rejoins at the new epoch")
+        moved_on = member.join("the classic member rejoins at the new epoch")
         member.sync("the classic member syncs at the new epoch")
+        member.heartbeat("the classic member heartbeats at the new epoch")
         settled = wire.heartbeat("the consumer member gets the released partitions", group, a, joined["MemberEpoch"],
                                  owned=wire.owned_after(joined))
         wire.describe_consumer_group("the consumer group with a classic member", group)
@@ -364,11 +369,12 @@ def a_live_classic_group_meets_the_consumer_protocol(target: Target, group: str)
         wire.heartbeat("the consumer member leaves", group, a, LEAVE_EPOCH)
         wire.describe("a classic group again, rebalancing", group)
         member.heartbeat("the classic member is told to rejoin the classic group")
+        member.owned = None
         member.join("the classic member rejoins the classic group")
         member.sync("the classic member syncs", {member.member_id: assignment({TOPIC: [0, 1, 2]})})
         wire.describe("the classic group, stable", group)
         member.leave("the classic member leaves")
-        assert settled["ErrorCode"] == 0
+        assert settled["ErrorCode"] == 0 and revoking.generation_id < moved_on.generation_id
     finally:
         member.close()
         wire.close()
