@@ -1,10 +1,13 @@
-"""A rolling upgrade from the classic protocol to the consumer protocol (KIP-848), with librdkafka (confluent-kafka).
+"""Rolling upgrades between the classic protocol and the consumer protocol (KIP-848), with librdkafka
+(confluent-kafka), both ways.
 
 Three consumers of one group consume a topic that a producer keeps writing to, committing each record as they go.
 One by one, each classic consumer closes and a consumer with ``group.protocol=consumer`` takes its place, while the
 others keep consuming: the first one converts the live classic group to a consumer group (Kafka's default
 ``group.consumer.migration.policy``, ``bidirectional``), the classic members rebalance inside it through JoinGroup,
 SyncGroup and Heartbeat, and the last classic member's leave leaves a consumer group of consumer-protocol members.
+The way back rolls consumer-protocol consumers to classic ones: they join the consumer group as classic members, and
+the last consumer-protocol member's leave turns the group into a classic group again (the downgrade).
 
 What must hold, against ``serve`` as against Kafka 4.4.0 (``GROUPCOORD_CLIENTS_ORACLE=kafka``):
 
@@ -134,7 +137,9 @@ class Producer:
             time.sleep(PRODUCE_INTERVAL_S)
 
     def stop(self) -> None:
-        """Stop producing and wait until every record is acknowledged."""
+        """Stop producing and wait until every record is acknowledged (once; later calls do nothing)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._thread.join(timeout=30)
         assert self.producer.flush(TIMEOUT_S) == 0, "records left unacknowledged"
@@ -175,27 +180,29 @@ def never_back(history: list[Mapping[int, int]]) -> bool:
                for p, offset in earlier.items())
 
 
-def test_classic_consumers_roll_to_the_consumer_protocol(bootstrap: str, request: pytest.FixtureRequest) -> None:
-    name = "rolling-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-30:]
+def roll(bootstrap: str, name: str, start: str, end: str, expected_types: list[ConsumerGroupType]) -> None:
+    """Three consumers of protocol ``start`` consume topic ``name`` (group ``name``) while a producer writes; one by
+    one each is closed and one of protocol ``end`` takes its place. After step ``i`` the group must be of type
+    ``expected_types[i]``; see the module docs for what else must hold."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(name, num_partitions=PARTITIONS, replication_factor=1)]).values():
         future.result(timeout=TIMEOUT_S)
     ledger = Ledger()
     producer = Producer(bootstrap, name)
-    members = [RollingConsumer(bootstrap, name, name, f"classic-{i}", "classic", ledger) for i in range(CONSUMERS)]
+    members = [RollingConsumer(bootstrap, name, name, f"{start}-{i}", start, ledger) for i in range(CONSUMERS)]
     history: list[Mapping[int, int]] = []
     try:
         wait_for(lambda: each_partition_owned_once(members) and len(ledger.committed) == PARTITIONS,
-                 "the classic group to own and commit every partition")
+                 f"the {start} group to own and commit every partition")
         history.append(committed_offsets(admin, name, name))
         for i in range(CONSUMERS):
             members[i].close()
-            members[i] = RollingConsumer(bootstrap, name, name, f"consumer-{i}", "consumer", ledger)
+            members[i] = RollingConsumer(bootstrap, name, name, f"{end}-{i}", end, ledger)
             rolled = members[i]
             wait_for(lambda: each_partition_owned_once(members) and bool(rolled.assignment()),  # noqa: B023
-                     f"the group to settle with consumer-{i} owning a share")
+                     f"the group to settle with {end}-{i} owning a share")
             history.append(committed_offsets(admin, name, name))
-            assert group_type(admin, name) is ConsumerGroupType.CONSUMER  # upgraded at the first step
+            assert group_type(admin, name) is expected_types[i], f"after step {i}"
         producer.stop()
         ends = log_end_offsets(bootstrap, name)
         wait_for(lambda: committed_offsets(admin, name, name) == ends, "every record to be consumed and committed")
@@ -210,5 +217,17 @@ def test_classic_consumers_roll_to_the_consumer_protocol(bootstrap: str, request
     finally:
         for member in members:
             member.close()
-        if not producer._stop.is_set():
-            producer.stop()
+        producer.stop()
+
+
+def test_classic_consumers_roll_to_the_consumer_protocol(bootstrap: str, request: pytest.FixtureRequest) -> None:
+    """The upgrade: the first consumer-protocol consumer converts the classic group, which stays a consumer group."""
+    roll(bootstrap, "rolling-up-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-30:], "classic", "consumer",
+         [ConsumerGroupType.CONSUMER] * CONSUMERS)
+
+
+def test_consumer_protocol_consumers_roll_back_to_classic(bootstrap: str, request: pytest.FixtureRequest) -> None:
+    """The way back: classic consumers join the consumer group as members of the classic protocol, and when the last
+    consumer-protocol consumer leaves the group becomes a classic group again (the downgrade)."""
+    roll(bootstrap, "rolling-down-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-30:], "consumer", "classic",
+         [ConsumerGroupType.CONSUMER] * (CONSUMERS - 1) + [ConsumerGroupType.CLASSIC])
