@@ -15,6 +15,10 @@ A classic member is a consumer-group member with :class:`~groupcoord.group.consu
   revoke partitions, or the partitions it waits for are free now.
 - **LeaveGroup** removes the members named (members of the classic protocol only), with one new group epoch.
 
+A new member gets a member id in Kafka's form for this case, a bare uuid (``kafka_uuid_member_id``). A static member
+whose instance id is held by the last member of the consumer protocol replaces it and turns the group into a classic
+group at once (Kafka's downgrade "with stale assignment").
+
 A member must rejoin within its rebalance timeout once told to, and sync within it after a join; else it is fenced,
 as is a member whose session (its own timeout) runs out. When the last member of the consumer protocol leaves, the
 group may become a classic group again (:mod:`groupcoord.coordinator.consumer_migration`).
@@ -34,6 +38,7 @@ from groupcoord.coordinator.consumer_epochs import (
 )
 from groupcoord.coordinator.consumer_membership import (
     bump_group_epoch,
+    cancel_member_timers,
     fence_member,
     fence_members,
     park,
@@ -43,7 +48,12 @@ from groupcoord.coordinator.consumer_membership import (
     subscribed_topic_ids,
     target_is_coming,
 )
-from groupcoord.coordinator.consumer_migration import classic_assignment, partitions_by_id
+from groupcoord.coordinator.consumer_migration import (
+    classic_assignment,
+    downgrade_allowed,
+    downgrade_to_classic_group,
+    partitions_by_id,
+)
 from groupcoord.coordinator.consumer_reconciliation import maybe_reconcile
 from groupcoord.coordinator.consumer_records import new_current_assignment_record, new_member_metadata_record
 from groupcoord.coordinator.context import (
@@ -51,6 +61,7 @@ from groupcoord.coordinator.context import (
     ParkedClassicJoin,
     consumer_join_key,
     consumer_sync_key,
+    kafka_uuid_member_id,
 )
 from groupcoord.coordinator.validation import (
     throw_if_invalid_group_id,
@@ -154,7 +165,7 @@ def handle_classic_join(ctx: CoordinatorContext, group: ConsumerGroup, request: 
     throw_if_classic_member_cannot_join(ctx, group)
     instance_id = request.group_instance_id
     is_unknown = request.member_id == UNKNOWN_MEMBER_ID
-    member_id = ctx.new_member_id(instance_id or request.client_id) if is_unknown else request.member_id
+    member_id = kafka_uuid_member_id() if is_unknown else request.member_id
     throw_if_group_full(group, member_id, instance_id, ctx.config.consumer_group_max_size)
     if not supports_classic_protocols(group, request.protocol_type, [p.name for p in request.protocols]):
         raise ProtocolError(Errors.INCONSISTENT_GROUP_PROTOCOL,
@@ -167,6 +178,11 @@ def handle_classic_join(ctx: CoordinatorContext, group: ConsumerGroup, request: 
     except ConsumerProtocolError:
         raise ProtocolError(Errors.INCONSISTENT_GROUP_PROTOCOL,
                             f"Member {member_id} sent a malformed consumer protocol subscription.") from None
+    holder = None if instance_id is None or not is_unknown else group.static_member(instance_id)
+    if holder is not None and not holder.uses_classic_protocol and downgrade_allowed(
+            ctx, group, frozenset({holder.member_id}), replaced_by_classic=True):
+        _downgrade_by_replacement(ctx, group, holder, member_id, request, subscription, token, now_ms)
+        return
     member = _joining_member(ctx, group, member_id, instance_id, is_unknown)
     updated = _updated_member(member, request, subscription)
     subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
@@ -190,6 +206,25 @@ def handle_classic_join(ctx: CoordinatorContext, group: ConsumerGroup, request: 
             park(ctx, group.group_id, parked)
             return
     _reconcile_and_answer_join(ctx, group.group_id, member_id, owned, token, now_ms)
+
+
+def _downgrade_by_replacement(ctx: CoordinatorContext, group: ConsumerGroup, holder: ConsumerGroupMember,
+                              member_id: str, request: JoinGroupRequest, subscription: Subscription, token: Token,
+                              now_ms: int) -> None:
+    """A classic static member replaces the last member of the consumer protocol under its instance id: the group
+    becomes a classic group at once, Stable at the group epoch, the newcomer taking the replaced member's share of
+    the target (Kafka's "downgrade ... with stale assignment"), and a rebalance only when the newcomer subscribes to
+    other topics; the JoinGroup is answered with that generation, as a follower."""
+    joining = _updated_member(holder.rejoined_as(member_id), request, subscription)
+    for existing in list(group.members):
+        cancel_member_timers(ctx, group.group_id, existing)
+    classic = downgrade_to_classic_group(
+        ctx, group, frozenset({holder.member_id}), now_ms, joining=(joining, holder.member_id),
+        rebalance_now=joining.subscribed_topic_names != holder.subscribed_topic_names)
+    assert joining.classic is not None
+    ctx.respond(token, JoinGroupResponse(
+        error=Errors.NONE, generation_id=classic.generation_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
+        protocol_name=joining.classic.protocol_name, leader="", member_id=member_id))
 
 
 def _joining_member(ctx: CoordinatorContext, group: ConsumerGroup, member_id: str, instance_id: str | None,

@@ -23,7 +23,10 @@ members of the classic protocol remain, the consumer group becomes a classic gro
 protocols and their partitions in the target assignment as their assignment, the protocol the members vote for,
 Stable; then it
 prepares a rebalance, as Kafka does, so the members rejoin the classic way. Not when the policy does not allow
-downgrades or more members remain than ``group.max.size``: the group then stays a consumer group.
+downgrades or more members remain than ``group.max.size``: the group then stays a consumer group. A classic static
+member replacing the last consumer-protocol member under its instance id downgrades the group too, at once and without
+a rebalance unless it subscribes to other topics (Kafka's "with stale assignment"): it takes the replaced member's
+share of the target.
 """
 
 from __future__ import annotations
@@ -177,18 +180,20 @@ def _converted_member(ctx: CoordinatorContext, classic: ClassicGroup, member: Me
 
 # --- downgrade ---------------------------------------------------------------------------------------------------
 
-def downgrade_allowed(ctx: CoordinatorContext, group: ConsumerGroup, leaving: frozenset[str]) -> bool:
-    """True when removing ``leaving`` leaves only members of the classic protocol (at least one) and the policy
-    and ``group.max.size`` allow the group to become a classic group (Kafka's
-    ``validateOnlineDowngradeWithFencedMembers``)."""
+def downgrade_allowed(ctx: CoordinatorContext, group: ConsumerGroup, leaving: frozenset[str], *,
+                      replaced_by_classic: bool = False) -> bool:
+    """True when removing ``leaving`` leaves only members of the classic protocol (at least one, unless a classic
+    member takes the leaving one's place: ``replaced_by_classic``) and the policy and ``group.max.size`` allow the
+    group to become a classic group (Kafka's ``validateOnlineDowngradeWithFencedMembers`` and
+    ``validateOnlineDowngradeWithReplacedMember``)."""
     remaining = [m for member_id, m in group.members.items() if member_id not in leaving]
-    if not remaining or not all(m.uses_classic_protocol for m in remaining):
+    if not (remaining or replaced_by_classic) or not all(m.uses_classic_protocol for m in remaining):
         return False
     if not ctx.config.consumer_group_migration_policy.downgrade_enabled:
         log.info("Cannot downgrade consumer group %s to classic group because the online downgrade is disabled.",
                  group.group_id)
         return False
-    if len(remaining) > ctx.config.group_max_size:
+    if len(remaining) + replaced_by_classic > ctx.config.group_max_size:
         log.info("Cannot downgrade consumer group %s to classic group because its group size is greater than "
                  "classic group max size.", group.group_id)
         return False
@@ -196,12 +201,14 @@ def downgrade_allowed(ctx: CoordinatorContext, group: ConsumerGroup, leaving: fr
 
 
 def downgrade_to_classic_group(ctx: CoordinatorContext, group: ConsumerGroup, leaving: frozenset[str],
-                               now_ms: int) -> None:
+                               now_ms: int, *, joining: tuple[ConsumerGroupMember, str] | None = None,
+                               rebalance_now: bool = True) -> ClassicGroup:
     """Replace the consumer group by a classic group of its remaining (classic) members, Stable at the group epoch,
-    then prepare a rebalance (see the module docs). The caller checked :func:`downgrade_allowed` and stopped the
-    members' consumer-group timers."""
+    then prepare a rebalance unless ``rebalance_now`` is off (see the module docs); ``joining`` is a classic static
+    member taking the place of the member it names (with that member's share of the target). The caller checked
+    :func:`downgrade_allowed` and stopped the members' consumer-group timers. Returns the classic group."""
     group_id = group.group_id
-    value = _classic_generation(ctx, group, leaving, now_ms).to_metadata_value()
+    value = _classic_generation(ctx, group, leaving, now_ms, joining).to_metadata_value()
     for parked in ctx.parked_heartbeats.pop(group_id, []):
         if isinstance(parked, ParkedClassicJoin):
             parked.fail(Errors.REBALANCE_IN_PROGRESS, None)
@@ -225,24 +232,30 @@ def downgrade_to_classic_group(ctx: CoordinatorContext, group: ConsumerGroup, le
         rebalance.heartbeat(ctx, classic, member, now_ms)
     log.info("group %s: converted the consumer group to a classic group (generation %d)", group_id,
              classic.generation_id)
-    rebalance.prepare_rebalance(ctx, classic, now_ms, f"Downgrade group {group_id} from consumer to classic for "
-                                                      "member leaving.")
+    if rebalance_now:
+        rebalance.prepare_rebalance(ctx, classic, now_ms, f"Downgrade group {group_id} from consumer to classic for "
+                                                          "member leaving.")
+    return classic
 
 
-def _classic_generation(ctx: CoordinatorContext, group: ConsumerGroup, leaving: frozenset[str],
-                        now_ms: int) -> ClassicGroup:
-    """The classic group a downgrade writes: the remaining members, in member-id order (the first leads), each
-    assigned its share of the consumer group's target, as Kafka's ``ClassicGroup.fromConsumerGroup``."""
+def _classic_generation(ctx: CoordinatorContext, group: ConsumerGroup, leaving: frozenset[str], now_ms: int,
+                        joining: tuple[ConsumerGroupMember, str] | None) -> ClassicGroup:
+    """The classic group a downgrade writes: the remaining members, in member-id order (the first leads), then the
+    joining member, each assigned its share of the consumer group's target (the joining member the share of the
+    member it replaces), as Kafka's ``ClassicGroup.fromConsumerGroup``."""
     classic = ClassicGroup(group.group_id, now_ms=now_ms)
     classic.generation_id = group.group_epoch
-    for member_id, member in sorted(group.members.items()):
-        if member_id in leaving or member.classic is None:
+    members = [(m, group.target_assignment_of(member_id)) for member_id, m in sorted(group.members.items())
+               if member_id not in leaving]
+    if joining is not None:
+        members.append((joining[0], group.target_assignment_of(joining[1])))
+    for member, target in members:
+        if member.classic is None:
             continue
         classic.add(Member(
-            member_id=member_id, group_instance_id=member.instance_id, client_id=member.client_id,
+            member_id=member.member_id, group_instance_id=member.instance_id, client_id=member.client_id,
             client_host=member.client_host, rebalance_timeout_ms=member.rebalance_timeout_ms,
             session_timeout_ms=member.classic.session_timeout_ms, protocol_type=CONSUMER_PROTOCOL_TYPE,
-            protocols=member.classic.protocols,
-            assignment=classic_assignment(ctx, member, group.target_assignment_of(member_id))))
+            protocols=member.classic.protocols, assignment=classic_assignment(ctx, member, target)))
     classic.protocol_name = classic.select_protocol()
     return classic

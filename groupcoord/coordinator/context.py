@@ -7,6 +7,7 @@ coordinator runtime does.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,12 @@ MemberIdFactory = Callable[[str], str]
 def random_member_id(prefix: str) -> str:
     """Kafka's form: ``<client id or instance id>-<uuid>``."""
     return f"{prefix or 'member'}-{uuid.uuid4()}"
+
+
+def kafka_uuid_member_id() -> str:
+    """A member id as Kafka's group coordinator makes one for a classic member joining a consumer group: a random
+    uuid in Kafka's ``Uuid.toString()`` form (URL-safe base64 of its 16 bytes, unpadded: 22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:

@@ -315,3 +315,28 @@ def test_a_classic_static_member_rolls_to_the_consumer_protocol_under_its_instan
     group = present(ctx.coordinator.consumer_group("g"))
     assert set(group.members) == {"s-consumer"} and not group.members["s-consumer"].uses_classic_protocol
     assert dict(present(rolled.assignment)) == parts(T, 0, 1, 2, 3)
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_at_once(
+        ctx: ConsumerGroupContext) -> None:
+    """As Kafka 4.4 answers it: the static consumer-protocol member's instance comes back classic; the group becomes
+    a classic group at once, Stable at the group epoch, the newcomer holding the replaced member's share of the
+    target and the other classic member its own (stale: it learns of it at its next rebalance)."""
+    a, b, generation = classic_group_of_two(ctx)
+    ctx.join("s", instance_id="i1")
+    group = present(ctx.coordinator.consumer_group("g"))
+    epoch, target_of_s = group.group_epoch, dict(group.target_assignment_of("s"))
+    metadata = encode_subscription(Subscription(version=1, topics=("t",)))
+    answer = joined(ctx, ctx.call(JoinGroupRequest(
+        group_id="g", session_timeout_ms=CLASSIC_SESSION_MS, rebalance_timeout_ms=REBALANCE_MS,
+        group_instance_id="i1", protocol_type="consumer", protocols=(JoinGroupProtocol("range", metadata),),
+        client_id="s")))
+    assert (answer.error, answer.generation_id, answer.leader) == (Errors.NONE, epoch, "")
+    assert ctx.coordinator.consumer_group("g") is None
+    classic = present(ctx.coordinator.group("g"))
+    assert classic.state is GroupState.STABLE and classic.generation_id == epoch
+    assert set(classic.members) == {a, b, answer.member_id}
+    sync = classic_sync(ctx, answer.member_id, epoch)
+    assert {T: frozenset(assigned(sync).get("t", set()))} == (target_of_s or {T: frozenset()})
+    assert classic_heartbeat(ctx, a, epoch).error == Errors.NONE
+    assert generation < epoch
