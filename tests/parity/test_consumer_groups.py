@@ -384,3 +384,39 @@ def a_live_classic_group_meets_the_consumer_protocol(target: Target, group: str)
 def test_a_live_classic_group_meets_the_consumer_protocol(targets: tuple[Target, Target],
                                                           request: pytest.FixtureRequest) -> None:
     assert_parity(targets, a_live_classic_group_meets_the_consumer_protocol, group_name(request.node.name))
+
+
+def a_classic_static_member_replaces_the_last_consumer_member(target: Target, group: str) -> Observation:
+    """A rolling downgrade by instance id: a static classic group upgraded by a static consumer-protocol member, whose
+    instance then comes back speaking the classic protocol. It replaces the last consumer-protocol member, and the
+    group is a classic group at once, Stable at the group epoch, the newcomer holding the replaced member's
+    partitions (Kafka's downgrade "with stale assignment")."""
+    observation = Observation()
+    wire = ConsumerWire(target, observation)
+    classic = RawMember(target, observation, group, versions_for(9), "classic", instance_id="classic-1")
+    restarted = RawMember(target, observation, group, versions_for(9), "restarted", instance_id="static-1")
+    s = member_id(group, "s")
+    try:
+        rebalance("a static classic member forms the group", [classic])
+        joined = wire.join("a static consumer-protocol member joins", group, s, [TOPIC], instance_id="static-1")
+        classic.heartbeat("the classic member is told to rejoin")
+        classic.join("the classic member rejoins")
+        classic.sync("the classic member syncs")
+        wire.heartbeat("the consumer member gets the released partitions", group, s, joined["MemberEpoch"],
+                       owned=wire.owned_after(joined), instance_id="static-1")
+        restarted.join("the static member comes back speaking the classic protocol")
+        wire.describe("a classic group again, at once", group)
+        classic.heartbeat("the other classic member heartbeats")
+        restarted.sync("the restarted member syncs")
+        restarted.leave("the restarted member leaves")
+        classic.leave("the classic member leaves")
+    finally:
+        classic.close()
+        restarted.close()
+        wire.close()
+    return observation
+
+
+def test_a_classic_static_member_replaces_the_last_consumer_member(targets: tuple[Target, Target],
+                                                                  request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, a_classic_static_member_replaces_the_last_consumer_member, group_name(request.node.name))
