@@ -34,8 +34,10 @@ from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType, Top
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from tests.clients.conftest import java_client
 from tests.clients.polled import PolledMember
-from tests.clients.scenarios import HEARTBEAT_MS, SESSION_MS, TIMEOUT_S, wait_for
+from tests.clients.scenarios import HEARTBEAT_MS, SESSION_MS, TIMEOUT_S, Client, Member, split_evenly, wait_for
+from tests.clients.scenarios import PARTITIONS as SCENARIO_PARTITIONS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -231,3 +233,45 @@ def test_consumer_protocol_consumers_roll_back_to_classic(bootstrap: str, reques
     consumer-protocol consumer leaves the group becomes a classic group again (the downgrade)."""
     roll(bootstrap, "rolling-down-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-30:], "consumer", "classic",
          [ConsumerGroupType.CONSUMER] * (CONSUMERS - 1) + [ConsumerGroupType.CLASSIC])
+
+
+def roll_members(old: Client, new: Client, group: str, count: int = 2) -> None:
+    """``count`` consumers of ``old`` split the topic and commit; one by one each closes and a consumer of ``new``
+    takes its place and commits on: after each step every partition has one owner and no committed offset went
+    back."""
+    members: list[Member] = [old.join(group, f"old-{i}") for i in range(count)]
+    committed: dict[int, int] = {}
+
+    def commit_all(step: int) -> None:
+        for member in members:
+            offsets = {p: step for p in member.assignment()}
+            assert member.commit(offsets) is None, f"step {step}: {member} could not commit {offsets}"
+            committed.update(offsets)
+
+    wait_for(lambda: split_evenly(*members), "the old consumers to split the topic")
+    commit_all(1)
+    for i in range(count):
+        members[i].close()
+        members[i] = new.join(group, f"new-{i}")
+        wait_for(lambda: split_evenly(*members) and bool(members[i].assignment()),  # noqa: B023
+                 f"the group to settle with new-{i} owning a share")
+        assert old.group_offsets(group) == committed, f"after step {i}: offsets went back"
+        commit_all(i + 2)
+    assert new.group_offsets(group) == committed == dict.fromkeys(range(SCENARIO_PARTITIONS), count + 1)
+    for member in members:
+        member.close()
+
+
+@pytest.mark.jvm
+def test_java_consumers_roll_to_the_consumer_protocol(bootstrap: str, request: pytest.FixtureRequest,
+                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Kafka's Java consumer rolled from ``group.protocol=classic`` to ``consumer`` (two JVMs, one per protocol). A
+    consumer-protocol member gets a share only once the classic group was converted (a classic group refuses it)."""
+    logs = tmp_path_factory.getbasetemp()
+    classic = java_client(bootstrap, logs / "java-rolling-classic.log", group_protocol="classic")
+    consumer = java_client(bootstrap, logs / "java-rolling-consumer.log", group_protocol="consumer")
+    try:
+        roll_members(classic, consumer, "rolling-java-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-30:])
+    finally:
+        classic.close()
+        consumer.close()
