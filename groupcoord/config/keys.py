@@ -110,6 +110,10 @@ REGISTRY.define("log.linger.ms", int, 5,
 REGISTRY.define("log.min.commit.interval.ms", int, 50,
                 "Least time between the starts of two record-log commits; caps the Delta commit rate.",
                 minimum=0, maximum=60000)
+REGISTRY.define("log.fsync", bool, True,
+                "fsync each record-log commit's files before offset commits and group changes are acknowledged. "
+                "false acknowledges from the page cache, as Kafka does by default (log.flush.interval.messages "
+                "unset): faster, but a machine crash (not a process crash) may lose the last acknowledged commits.")
 REGISTRY.define("log.checkpoint.interval", int, 10,
                 "Delta checkpoint interval of the record log (delta.checkpointInterval), in commits.",
                 minimum=1, maximum=INT32_MAX)

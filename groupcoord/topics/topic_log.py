@@ -38,6 +38,7 @@ from deltalake import DeltaTable
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import BackgroundCheckpointer
 from groupcoord.storage.files import FileAppend, append_file, split_by_partition
+from groupcoord.storage.freshness import TableFreshness
 from groupcoord.storage.tables import table_dataset
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
@@ -140,6 +141,7 @@ class TopicLog:
         self._path = root.topic_path(topic)
         self._checkpointer = BackgroundCheckpointer(self._path, interval=CHECKPOINT_INTERVAL)
         self._table: DeltaTable | None = None
+        self._freshness = TableFreshness(self._path)
         self._cached: tuple[int, dict[int, PartitionOffsets]] = (-1, {})
         """The bounds at a version: the newest this writer knows (its own last commit, or the table's as read)."""
 
@@ -289,7 +291,7 @@ class TopicLog:
     def _refreshed(self) -> DeltaTable:
         if self._table is None:
             return self._open()
-        self._table.update_incremental()
+        self._freshness.refresh(self._table)
         return self._table
 
     def _latest(self, table: DeltaTable) -> tuple[int, dict[int, PartitionOffsets]]:
