@@ -340,3 +340,35 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_a
     assert {T: frozenset(assigned(sync).get("t", set()))} == (target_of_s or {T: frozenset()})
     assert classic_heartbeat(ctx, a, epoch).error == Errors.NONE
     assert generation < epoch
+
+
+def test_a_classic_member_that_does_not_rejoin_within_its_rebalance_timeout_is_fenced(
+        ctx: ConsumerGroupContext) -> None:
+    """Told to rejoin (REBALANCE_IN_PROGRESS), a classic member must rejoin within its rebalance timeout, however
+    often it heartbeats; then it is fenced and its partitions go to the others."""
+    a, b, generation = classic_group_of_two(ctx)
+    epoch = ctx.join("c").member_epoch
+    assert classic_heartbeat(ctx, a, generation).error == Errors.REBALANCE_IN_PROGRESS
+    b_join = joined(ctx, classic_join(ctx, "b", b))
+    classic_sync(ctx, b, b_join.generation_id)
+    for _ in range(REBALANCE_MS // 5000):
+        ctx.sleep(5000)
+        classic_heartbeat(ctx, a, generation)
+        classic_heartbeat(ctx, b, b_join.generation_id)
+        ctx.beat("c", epoch, {})
+    assert a not in present(ctx.coordinator.consumer_group("g")).members
+
+
+def test_a_classic_member_that_does_not_sync_after_its_join_is_fenced(ctx: ConsumerGroupContext) -> None:
+    """After its JoinGroup a classic member must sync within its rebalance timeout, however often it heartbeats."""
+    a, b, generation = classic_group_of_two(ctx)
+    epoch = ctx.join("c").member_epoch
+    a_join = joined(ctx, classic_join(ctx, "a", a))
+    for _ in range(REBALANCE_MS // 5000 - 1):
+        ctx.sleep(5000)
+        assert classic_heartbeat(ctx, a, a_join.generation_id).error == Errors.NONE
+        classic_heartbeat(ctx, b, generation)
+        ctx.beat("c", epoch, {})
+    assert a in present(ctx.coordinator.consumer_group("g")).members
+    ctx.sleep(5000)
+    assert a not in present(ctx.coordinator.consumer_group("g")).members
