@@ -79,6 +79,10 @@ class LineMember:
         """The partitions it owns now."""
         return frozenset(self._process.call("assignment", member=self._handle))
 
+    def owned(self) -> list[str]:
+        """What it owns now, as ``<topic>-<partition>`` names (the Java client only)."""
+        return sorted(self._process.call("owned", member=self._handle))
+
     def assignments(self) -> int:
         """How many assignments it received."""
         return int(self._process.call("assignments", member=self._handle))
@@ -111,9 +115,12 @@ class LineClient:
         self.fenced_error = fenced_error
         self._members: list[LineMember] = []
 
-    def join(self, group: str, name: str, *, instance_id: str | None = None) -> LineMember:
-        """A new consumer in the process."""
-        member = LineMember(self.process, self.process.call("join", group=group, name=name, instance_id=instance_id))
+    def join(self, group: str, name: str, *, instance_id: str | None = None, pattern: str | None = None
+             ) -> LineMember:
+        """A new consumer in the process, subscribed to the client's topic or (the Java client, consumer protocol)
+        to a regular expression ``pattern``."""
+        member = LineMember(self.process, self.process.call("join", group=group, name=name, instance_id=instance_id,
+                                                            pattern=pattern))
         self._members.append(member)
         return member
 

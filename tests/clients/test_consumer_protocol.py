@@ -119,6 +119,25 @@ def test_a_regex_subscription_takes_a_new_matching_topic(bootstrap: str, request
         consumer.close()
 
 
+@pytest.mark.jvm
+def test_a_java_subscription_pattern_takes_a_new_matching_topic(bootstrap: str, java: LineClient,
+                                                               request: pytest.FixtureRequest) -> None:
+    """Kafka's Java consumer subscribes with a ``SubscriptionPattern`` (KIP-848: the coordinator resolves it, in RE2
+    syntax, against whole topic names); a topic created later that matches joins its assignment, one that does not
+    stays out."""
+    prefix = "pattern-" + re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-30:]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    _create(admin, f"{prefix}-a", f"other-{prefix}")
+    member = java.join(prefix, "a", pattern=f"{re.escape(prefix)}-.*")
+    try:
+        wait_for(lambda: member.owned() == [f"{prefix}-a-0", f"{prefix}-a-1"], "the first matching topic")
+        _create(admin, f"{prefix}-b")
+        wait_for(lambda: len(member.owned()) == 4, "the new matching topic")
+        assert member.owned() == [f"{prefix}-a-0", f"{prefix}-a-1", f"{prefix}-b-0", f"{prefix}-b-1"]
+    finally:
+        member.close()
+
+
 def _owned(consumer: confluent_kafka.Consumer) -> list[tuple[str, int]]:
     return sorted((tp.topic, tp.partition) for tp in consumer.assignment())
 

@@ -25,6 +25,8 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
+_ZERO_UUID = uuid.UUID(int=0)
+
 TopicKey = str | uuid.UUID
 """A requested topic: by name, or (v10+, a null name) by id."""
 
@@ -33,11 +35,14 @@ def requested_topics(body: Any, api_version: int) -> list[TopicKey] | None:
     """The topics a Metadata request asks for, by name or by id; ``None`` means every topic.
 
     In v0 an empty list means every topic; from v1 on only a null list does. From v10 an entry may name its topic
-    by id instead (the consumer group protocol's clients look up the ids of their assignment so).
+    by id instead (the consumer group protocol's clients look up the ids of their assignment so): as Kafka reads it,
+    an entry with a non-zero id asks by id, whatever its name says (Kafka's Java consumer sends ``""`` beside the id,
+    librdkafka a null).
     """
     if body.topics is None or (api_version == 0 and not body.topics):
         return None
-    return [topic.name if topic.name is not None or api_version < 10 else topic.topic_id for topic in body.topics]
+    return [topic.topic_id if api_version >= 10 and topic.topic_id not in (None, _ZERO_UUID) else topic.name
+            for topic in body.topics]
 
 
 class MetadataAdapter:

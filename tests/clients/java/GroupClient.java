@@ -34,6 +34,7 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -102,12 +103,16 @@ public final class GroupClient {
             case "join": {
                 String handle = "m" + members.size();
                 JsonNode instance = request.get("instance_id");
+                JsonNode pattern = request.get("pattern");
                 members.put(handle, new Member(request.get("group").asText(), request.get("name").asText(),
-                        instance == null || instance.isNull() ? null : instance.asText()));
+                        instance == null || instance.isNull() ? null : instance.asText(),
+                        pattern == null || pattern.isNull() ? null : pattern.asText()));
                 return handle;
             }
             case "assignment":
                 return new TreeSet<>(member(request).owned);
+            case "owned":
+                return new TreeSet<>(member(request).ownedByTopic);
             case "assignments":
                 return member(request).assignments;
             case "commit":
@@ -216,6 +221,14 @@ public final class GroupClient {
         admin.close(Duration.ofSeconds(10));
     }
 
+    private static TreeSet<String> namesOf(Collection<TopicPartition> owned) {
+        TreeSet<String> names = new TreeSet<>();
+        for (TopicPartition tp : owned) {
+            names.add(tp.topic() + "-" + tp.partition());
+        }
+        return names;
+    }
+
     private static TreeSet<Integer> partitionsOf(Collection<TopicPartition> owned) {
         TreeSet<Integer> numbers = new TreeSet<>();
         for (TopicPartition tp : owned) {
@@ -236,12 +249,15 @@ public final class GroupClient {
         final BlockingQueue<FutureTask<?>> calls = new LinkedBlockingQueue<>();
         final Thread thread;
         volatile Set<Integer> owned = Set.of();
+        volatile Set<String> ownedByTopic = Set.of();
         volatile int assignments;
         volatile boolean stopped;
         volatile boolean held;
         volatile Exception failure;
 
-        Member(String group, String name, String instanceId) {
+        /** Subscribed to the client's topic, or (group protocol {@code consumer}) to {@code pattern}: a
+         * {@link SubscriptionPattern}, which the coordinator resolves in RE2 syntax. */
+        Member(String group, String name, String instanceId, String pattern) {
             this.name = name;
             Properties settings = new Properties();
             settings.put("bootstrap.servers", bootstrap);
@@ -260,7 +276,7 @@ public final class GroupClient {
             settings.put("key.deserializer", ByteArrayDeserializer.class.getName());
             settings.put("value.deserializer", ByteArrayDeserializer.class.getName());
             consumer = new KafkaConsumer<>(settings);
-            consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
                 }
@@ -269,7 +285,12 @@ public final class GroupClient {
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
                     assignments++;
                 }
-            });
+            };
+            if (pattern == null) {
+                consumer.subscribe(List.of(topic), listener);
+            } else {
+                consumer.subscribe(new SubscriptionPattern(pattern), listener);
+            }
             thread = new Thread(this, "member-" + name);
             thread.setDaemon(true);
             thread.start();
@@ -281,7 +302,9 @@ public final class GroupClient {
                 if (failure == null && !held) {
                     try {
                         consumer.poll(Duration.ofMillis(100));
-                        owned = partitionsOf(consumer.assignment());
+                        Set<TopicPartition> assigned = consumer.assignment();
+                        owned = partitionsOf(assigned);
+                        ownedByTopic = namesOf(assigned);
                     } catch (Exception e) { // fatal for the consumer (fenced): keep answering calls
                         failure = e;
                     }
