@@ -88,16 +88,16 @@ server's credentials in its JVM's environment (:func:`_s3_session_setup`)."""
 
 def _s3_session_setup(session: pytest.Session) -> tuple[dict[str, str], dict[str, str]]:
     """The Spark settings and JVM environment the S3 Spark tests need, when this run holds any: the ``s3`` jars
-    (fetched on first use, about 690 MB) beside Delta's, and the test server's credentials (its fixed test keys), in
-    the environment the JVM starts with as a user's would (never in a conf). Their per-bucket S3A settings are set
-    at run time (:func:`groupcoord.spark.s3a.use_s3a`), so one session serves every bucket."""
+    (fetched on first use, about 690 MB) on the driver's classpath, and the test server's credentials (its fixed
+    test keys) in the environment the JVM starts with, as a user's would (never in a conf). Their per-bucket S3A
+    settings are set at run time (:func:`groupcoord.spark.s3a.use_s3a`), so one session serves every bucket."""
     if not any(item.nodeid.startswith(S3_SPARK_TESTS) and item.get_closest_marker("spark") is not None
                for item in session.items):
         return {}, {}
     from bench.s3_server import ACCESS_KEY, REGION, SECRET_KEY
-    from groupcoord.config.jars import s3_jars_setting, spark_jars_setting
+    from groupcoord.config.jars import s3_classpath
 
-    jars = {"spark.jars": f"{spark_jars_setting()},{s3_jars_setting()}"}
+    jars = {"spark.driver.extraClassPath": s3_classpath()}  # local[...]: the executors are this JVM
     return jars, {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
 
 

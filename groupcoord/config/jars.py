@@ -90,6 +90,12 @@ def s3_jars_setting(*, fetch: bool = True) -> str:
     return ",".join(str(jar) for jar in s3_jars(fetch=fetch))
 
 
+def s3_classpath(*, fetch: bool = True) -> str:
+    """The S3 jars as a classpath (``spark.driver.extraClassPath`` of a local master: Spark copies every jar of
+    ``spark.jars`` into each executor's directory, the driver's own in local mode, and the AWS SDK bundle is 686 MB)."""
+    return os.pathsep.join(str(jar) for jar in s3_jars(fetch=fetch))
+
+
 def spark_jars_setting() -> str:
     """The comma-separated value of ``spark.jars`` (and of spark-submit's ``--jars``)."""
     return ",".join(str(jar) for jar in spark_jars())

@@ -28,7 +28,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from groupcoord.config.jars import s3_jars_setting
+from groupcoord.config.jars import s3_classpath, s3_jars_setting
 from groupcoord.storage.location import TableLocation
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ CHECKPOINT_FILE_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBas
 an abortable stream, instead of to a temporary file renamed (a copy and a delete on S3)."""
 
 CHECKPOINT_MANAGER_KEY = "spark.sql.streaming.checkpointFileManagerClass"
+DRIVER_CLASSPATH_KEY = "spark.driver.extraClassPath"
 _S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 _SECRETS = {"aws_access_key_id": "AWS_ACCESS_KEY_ID", "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
             "aws_session_token": "AWS_SESSION_TOKEN"}
@@ -72,15 +73,18 @@ def bucket_settings(location: TableLocation) -> dict[str, str]:
     return settings
 
 
-def spark_conf(*locations: TableLocation, checkpoints: bool = False, jars: bool = True) -> dict[str, str]:
+def spark_conf(*locations: TableLocation, checkpoints: bool = False, jars: bool = True,
+               local: bool = False) -> dict[str, str]:
     """The static Spark conf for ``locations`` on S3: ``spark.hadoop.*`` per bucket, the ``s3`` jar set (``jars``;
-    fetched on first use; add it to the other jars of ``spark.jars``) and, with ``checkpoints`` (every query's
-    checkpoint is on S3: the manager refuses a local one), :data:`CHECKPOINT_FILE_MANAGER`. Never a secret."""
+    fetched on first use) and, with ``checkpoints`` (every query's checkpoint is on S3: the manager refuses a local
+    one), :data:`CHECKPOINT_FILE_MANAGER`. Never a secret. The jars are ``spark.jars`` (add them to the others
+    there), or, on a ``local`` master, ``spark.driver.extraClassPath``: the executors are the driver's JVM, and Spark
+    would copy every jar of ``spark.jars`` into its work directory (686 MB for the AWS SDK bundle)."""
     conf = {f"spark.hadoop.{key}": value for location in locations for key, value in bucket_settings(location).items()}
     if not conf:
         return {}
     if jars:
-        conf["spark.jars"] = s3_jars_setting()
+        conf.update({DRIVER_CLASSPATH_KEY: s3_classpath()} if local else {"spark.jars": s3_jars_setting()})
     if checkpoints:
         conf[CHECKPOINT_MANAGER_KEY] = CHECKPOINT_FILE_MANAGER
     return conf

@@ -58,6 +58,7 @@ _ALIASES = {"-c": "--conf"}
 _JARS_KEY = "spark.jars"
 _DRIVER_JAVA_KEY = "spark.driver.extraJavaOptions"
 _EXECUTOR_JAVA_KEY = "spark.executor.extraJavaOptions"
+_DRIVER_CLASSPATH_KEY = "spark.driver.extraClassPath"
 
 
 def spark_home() -> Path:
@@ -95,24 +96,29 @@ def submit_command(args: Sequence[str]) -> list[str]:
     """The spark-submit command line for ``args`` (spark-submit's own flags, the application, its arguments)."""
     options, application = _split_options(args)
     merged = {_JARS_KEY: [spark_jars_setting()], _DRIVER_JAVA_KEY: [driver_java_options()],
-              _EXECUTOR_JAVA_KEY: [UTC_JAVA_OPTION]}
-    s3 = spark_conf(*s3_locations(args))
-    if s3:
-        merged[_JARS_KEY].append(s3.pop(_JARS_KEY))
+              _EXECUTOR_JAVA_KEY: [UTC_JAVA_OPTION], _DRIVER_CLASSPATH_KEY: []}
     passed: list[str] = []
     masters = [value for name, value in options if name == "--master"]
-    local = [] if masters and not (masters[-1] or "").startswith("local") else [
-        arg for key, value in LOCAL_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
+    on_local = not masters or (masters[-1] or "").startswith("local")
+    local = [arg for key, value in LOCAL_SETTINGS.items() for arg in ("--conf", f"{key}={value}")] if on_local else []
+    s3 = spark_conf(*s3_locations(args), local=on_local)
+    for key in (_JARS_KEY, _DRIVER_CLASSPATH_KEY):
+        if key in s3:
+            merged[key].append(s3.pop(key))
     for name, value in options:
         key, _, setting = (value or "").partition("=")
         if name == "--jars" and value:
             merged[_JARS_KEY].append(value)
         elif name == "--driver-java-options" and value:
             merged[_DRIVER_JAVA_KEY].append(value)
+        elif name == "--driver-class-path" and value:
+            merged[_DRIVER_CLASSPATH_KEY].append(value)
         elif name == "--conf" and key in merged:
             merged[key].append(setting)
         else:
             passed += [name] if value is None else [name, value]
+    classpath = [arg for arg in ("--driver-class-path", os.pathsep.join(merged[_DRIVER_CLASSPATH_KEY]))
+                 if merged[_DRIVER_CLASSPATH_KEY]]
     return [
         str(spark_home() / "bin" / "spark-submit"),
         "--jars", ",".join(merged[_JARS_KEY]),
@@ -120,7 +126,7 @@ def submit_command(args: Sequence[str]) -> list[str]:
         "--conf", f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
         "--driver-java-options", " ".join(merged[_DRIVER_JAVA_KEY]),
         "--conf", f"{_EXECUTOR_JAVA_KEY}={' '.join(merged[_EXECUTOR_JAVA_KEY])}",
-        *(arg for key, value in s3.items() for arg in ("--conf", f"{key}={value}")),
+        *classpath, *(arg for key, value in s3.items() for arg in ("--conf", f"{key}={value}")),
         *local, *passed, *application,
     ]
 
