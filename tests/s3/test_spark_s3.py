@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pytest
-from chispa import assert_df_equality
 from kafka.structs import TopicPartition
 from pyspark.sql import SparkSession
 
@@ -121,9 +120,7 @@ def test_the_pipeline_on_s3_writes_every_record_once_across_a_restart(spark: Spa
     rows = sink.read_all(COLUMNS)
     expected = embedded_rows(pipeline.root, [TOPIC]).select(COLUMNS)
     assert rows.num_rows == expected.num_rows == pipeline.records
-    schema = "topic string, partition int, offset long, value binary"
-    assert_df_equality(spark.createDataFrame(rows.to_pylist(), schema),
-                       spark.createDataFrame(expected.to_pylist(), schema), ignore_row_order=True, ignore_nullable=True)
+    assert _sorted(rows) == _sorted(expected)  # every record, once (pyarrow: no Spark job for the comparison)
     use_s3a(spark, pipeline.sink)
     assert spark.read.format("delta").load(pipeline.sink.spark_uri).count() == pipeline.records
     ends = {(TOPIC, p): n for p, n in _log_ends(expected).items()}
@@ -135,17 +132,15 @@ def test_the_pipeline_on_s3_writes_every_record_once_across_a_restart(spark: Spa
 
 def test_delta_spark_reads_the_state_tables_through_s3a(spark: SparkSession, pipeline: Pipeline,
                                                         s3_env: dict[str, str]) -> None:
-    """The state views through delta-spark equal delta-rs's (latest), time travel to the first version and to a
-    time, and DESCRIBE HISTORY of a state table on S3."""
+    """The state views through delta-spark equal delta-rs's (latest), time travel to the first version, and
+    DESCRIBE HISTORY of a state table on S3 (a time resolves to a version first, then reads the same way:
+    ``tests/state`` covers it)."""
     latest = state.offsets(spark, pipeline.root)
     mine = read_view(pipeline.root, OFFSETS)
     assert sorted((r["topic"], r["partition"], r["offset"]) for r in latest.collect() if r["group_id"] == GROUP) == \
         sorted((r["topic"], r["partition"], r["offset"]) for r in mine.to_pylist() if r["group_id"] == GROUP)
     first = state.offsets(spark, pipeline.root, as_of=0).where(f"group_id = '{GROUP}'").collect()
     assert sum(r["offset"] for r in first) < pipeline.records  # the first flush, before the rest was committed
-    now = state.offsets(spark, pipeline.root, as_of="2100-01-01T00:00:00Z").where(f"group_id = '{GROUP}'")
-    assert sorted(r["offset"] for r in now.collect()) == sorted(r["offset"] for r in latest.collect()
-                                                                   if r["group_id"] == GROUP)
     table = pipeline.root.state_table_path("offsets").spark_uri
     history = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").select("version").collect()
     assert {r["version"] for r in history} >= {0, 1}
@@ -156,20 +151,25 @@ def test_the_checkpoint_job_writes_its_tables_on_s3(spark: SparkSession, pipelin
     """``jobs/offset_checkpoint.py``'s main on the S3 root: delta-spark writes ``offset_checkpoints`` and
     ``partition_weights`` through s3a (their only writer), and delta-rs reads both back."""
     storage = [arg for key, value in pipeline.storage.items() for arg in ("--conf", f"{key}={value}")]
-    for run in ("run-1", "run-2"):
-        code = checkpoint_job.main(["--state-root", pipeline.root.location.uri, "--run-id", run, *storage],
-                                   spark=spark)
-        assert code == 0
+    code = checkpoint_job.main(["--state-root", pipeline.root.location.uri, "--run-id", "run-1", *storage],
+                               spark=spark)
+    assert code == 0
     window = read_window(pipeline.root.location / CHECKPOINT_TABLE, 10)
-    mine = window.filter(pa.compute.equal(window.column("group_id"), GROUP))
-    assert sorted(set(mine.column("run_id").to_pylist())) == ["run-1", "run-2"]
-    assert set(mine.column("lag").to_pylist()) == {0}
+    assert set(window.column("run_id").to_pylist()) == {"run-1"}
+    assert set(window.column("group_id").to_pylist()) == {GROUP} and set(window.column("lag").to_pylist()) == {0}
     weights = read_partition_weights(pipeline.root.partition_weights_path, [GROUP])
     assert weights == {(GROUP, TOPIC, p): 1.0 for p in range(PARTITIONS)}
 
 
 def _partitions() -> list[TopicPartition]:
     return [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+
+
+KEYED = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.binary())])
+
+
+def _sorted(rows: pa.Table) -> list[tuple[object, ...]]:
+    return sorted(tuple(row.values()) for row in rows.cast(KEYED).to_pylist())
 
 
 def _log_ends(records: pa.Table) -> dict[int, int]:
