@@ -142,13 +142,16 @@ def load_after_commits(store: Store, log: TableLocation, written: dict[str, Any]
             "write_s": written["write_s"], "read_s": loaded["read_s"], "replay_s": loaded["replay_s"]}
 
 
-def sink_writer(store: Store) -> dict[str, Any]:
-    """Batches through the sink's writer into a fresh table."""
-    table = store.location("sink")
+def sink_writer(store: Store, *, kept: bool) -> dict[str, Any]:
+    """Batches through the sink's writer into a fresh table: the table opened for every batch (``kept`` false: as
+    the ``groupcoord-delta`` sink's driver commits, in a Python worker that keeps nothing between batches) or one
+    handle brought up to date (``kept``: as each member task of the members engine does)."""
+    table = store.location(f"sink-{'kept' if kept else 'opened'}")
     schema = pa.schema([pa.field("topic", pa.string(), nullable=False),
                         pa.field("partition", pa.int32(), nullable=False),
                         pa.field("offset", pa.int64(), nullable=False), pa.field("value", pa.binary())])
     ensure_table(table, schema)
+    handle = open_table(table) if kept else None
     per = SINK_ROWS // SINK_PARTITIONS
     took = []
     before = store.requests()
@@ -160,10 +163,11 @@ def sink_writer(store: Store) -> dict[str, Any]:
                          "value": [os.urandom(100) for _ in range(SINK_ROWS)]}, schema=schema)
         ranges = {("events", p): BatchRange(low, low + per) for p in range(SINK_PARTITIONS)}
         started = time.perf_counter()
-        append_batch(table, "bench", ranges, rows.to_batches(), resets=dict)
+        append_batch(table, "bench", ranges, rows.to_batches(), resets=dict, table=handle)
         took.append(time.perf_counter() - started)
     after = store.requests()
-    return {"case": "sink writer", **_ms(took), "per_s": round(SINK_ROWS * len(took) / sum(took)),
+    return {"case": f"sink writer, table {'kept open' if kept else 'opened per batch'}", **_ms(took),
+            "per_s": round(SINK_ROWS * len(took) / sum(took)),
             "requests_per_op": _per(None if before is None or after is None else after - before, SINK_BATCHES)}
 
 
@@ -189,7 +193,8 @@ def main(full: bool) -> None:
         histories: dict[str, tuple[TableLocation, dict[str, Any]]] = {}
         for store in stores:
             cases: list[Callable[[Store], dict[str, Any]]] = [
-                record_log_append, lambda where: serve_commits(where, Path(work)), sink_writer]
+                record_log_append, lambda where: serve_commits(where, Path(work)),
+                lambda where: sink_writer(where, kept=False), lambda where: sink_writer(where, kept=True)]
             for case in cases:
                 row = {"store": store.name, **case(store)}
                 rows.append(row)
