@@ -21,11 +21,12 @@ from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.records import decode_record, encode_record
 from groupcoord.log.delta import DeltaRecordLog
+from groupcoord.storage.location import TableLocation
 
 BATCH = 5000
 
 
-def write_history(path: Path, *, commits: int) -> dict[str, Any]:
+def write_history(path: Path | TableLocation, *, commits: int) -> dict[str, Any]:
     """Write ``commits`` offset commits to a new log at ``path`` as the host would; returns what was written."""
     log = DeltaRecordLog(path)
     version = log.takeover(1, expected_version=-1)
@@ -47,7 +48,7 @@ def write_history(path: Path, *, commits: int) -> dict[str, Any]:
             "tail_records": tail, "write_s": round(time.monotonic() - started, 1)}
 
 
-def time_load(path: Path) -> dict[str, Any]:
+def time_load(path: Path | TableLocation) -> dict[str, Any]:
     """Time a new holder's load of the log at ``path``: reading, then replaying into a fresh core."""
     started = time.monotonic()
     loaded = DeltaRecordLog(path).load().compacted()

@@ -21,7 +21,7 @@ class ServeProcess:
     ``spark=True`` lets the coordinator start Spark for server-side (``server-*``) assignment.
     """
 
-    def __init__(self, root: Path, *args: str, log_path: Path, env: dict[str, str] | None = None,
+    def __init__(self, root: Path | str, *args: str, log_path: Path, env: dict[str, str] | None = None,
                  spark: bool = False) -> None:
         command = [sys.executable, "-m", "groupcoord", "serve", "--state-root", str(root), "--listen",
                    "127.0.0.1:0", *([] if spark else ["--no-spark"]), *args]

@@ -6,8 +6,13 @@ Two dependency sets, never mixed on one classpath:
   ships (any version of the same artifact) is left out, so Spark's classpath holds one copy of each library.
 - ``jvm/kafka/pom.xml``: Apache Kafka's broker, clients and group coordinator, for the dev broker, the parity suite
   and the Java bench harness.
+- ``jvm/s3/pom.xml``: Hadoop's S3A filesystem (``hadoop-aws``, with the AWS SDK bundle: about 600 MB) and Spark's
+  cloud checkpoint file manager, added to Spark's classpath only for a state root or a table on S3. Not fetched by
+  ``make install``: ``python jvm/install_jars.py s3`` fetches it, and :func:`groupcoord.config.jars.s3_jars` runs
+  that on first use (the S3 tests' Spark session, ``bin/spark-submit`` with an ``s3://`` or ``s3a://`` argument).
 
-Maven follows the machine's settings (mirrors, proxies). A set is fetched again only when its pom changed.
+``python jvm/install_jars.py [SET ...]`` fetches the sets named (default: ``spark kafka``). Maven follows the
+machine's settings (mirrors, proxies). A set is fetched again only when its pom changed.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 JVM_DIR = Path(__file__).resolve().parent
@@ -56,12 +62,28 @@ def fetch(name: str, target: Path, *, skip: set[str]) -> int:
     return len(list(target.glob("*.jar")))
 
 
-def main() -> int:
-    """Fetch both sets into ``sys.prefix/jars`` (the venv running this script)."""
-    root = Path(sys.prefix) / "jars"
-    spark = fetch("spark", root / "spark", skip=_pyspark_artifacts())
-    kafka = fetch("kafka", root / "kafka", skip=set())
-    print(f"jvm jars: {spark} for Spark in {root / 'spark'}, {kafka} for Kafka in {root / 'kafka'}")
+SETS = ("spark", "kafka", "s3")
+DEFAULT_SETS = ("spark", "kafka")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fetch the sets named in ``argv`` (default :data:`DEFAULT_SETS`) into ``sys.prefix/jars`` (the venv running this
+    script), or ``$GROUPCOORD_JARS``."""
+    import os
+
+    names = list(argv if argv is not None else sys.argv[1:]) or list(DEFAULT_SETS)
+    unknown = [name for name in names if name not in SETS]
+    if unknown:
+        print(f"install_jars: unknown set {unknown[0]!r} (the sets: {', '.join(SETS)})", file=sys.stderr)
+        return 2
+    root = Path(os.environ.get("GROUPCOORD_JARS") or Path(sys.prefix) / "jars")
+    for name in names:
+        started = time.monotonic()
+        # the Spark-side sets leave out what pyspark ships; the Kafka set is a classpath of its own
+        count = fetch(name, root / name, skip=set() if name == "kafka" else _pyspark_artifacts())
+        size = sum(jar.stat().st_size for jar in (root / name).glob("*.jar"))
+        print(f"jvm jars: {count} for {name} in {root / name} ({size / 1e6:.0f} MB, "
+              f"{time.monotonic() - started:.1f} s)")
     return 0
 
 

@@ -81,14 +81,44 @@ about half of one). ``tests/assignors/test_batch.py`` took 126 s with code gener
 are the same either way (Spark's own tests run both paths); the jobs and the coordinator keep Spark's defaults."""
 
 
+S3_SPARK_TESTS = "tests/s3/"
+"""Where the Spark tests on S3 are: a session that will run one of them starts with the ``s3`` jars and the S3
+server's credentials in its JVM's environment (:func:`_s3_session_setup`)."""
+
+
+def _s3_session_setup(session: pytest.Session) -> tuple[dict[str, str], dict[str, str]]:
+    """The Spark settings and JVM environment the S3 Spark tests need, when this run holds any: the ``s3`` jars
+    (fetched on first use, about 690 MB) on the driver's classpath, and the test server's credentials (its fixed
+    test keys) in the environment the JVM starts with, as a user's would (never in a conf). Their per-bucket S3A
+    settings are set at run time (:func:`groupcoord.spark.s3a.use_s3a`), so one session serves every bucket."""
+    if not any(item.nodeid.startswith(S3_SPARK_TESTS) and item.get_closest_marker("spark") is not None
+               for item in session.items):
+        return {}, {}
+    from bench.s3_server import ACCESS_KEY, REGION, SECRET_KEY
+    from groupcoord.config.jars import s3_classpath
+
+    jars = {"spark.driver.extraClassPath": s3_classpath()}  # local[...]: the executors are this JVM
+    return jars, {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
     """``local[4,4]`` (4 slots, task retries), UI off, 2 shuffle partitions, UTC, interpreted (:data:`INTERPRETED`).
-    Built once per test session."""
+    Built once per test session (with the ``s3`` jars when the run holds Spark tests on S3)."""
     from groupcoord.spark.session import local_session
 
-    session = local_session(master="local[4,4]", app_name="groupcoord-tests",
-                            extra={"spark.default.parallelism": "4", **INTERPRETED})
+    extra, environment = _s3_session_setup(request.session)
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)  # the JVM inherits them; this process gets its own back below
+    try:
+        session = local_session(master="local[4,4]", app_name="groupcoord-tests",
+                                extra={"spark.default.parallelism": "4", **INTERPRETED, **extra})
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     yield session
     session.stop()
 

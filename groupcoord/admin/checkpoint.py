@@ -16,8 +16,9 @@ One run:
 The job is the only writer of its two tables, and a Spark job, so it writes them with delta-spark (the session needs
 Delta's jars and SQL extension). It creates them with their non-null columns and pinned to protocol (1,2), no deletion
 vectors and no column mapping (:data:`TABLE_PROPERTIES`), so delta-rs (the weighted assignor, the CLI) reads them
-too. Two runs of the job at the same time on one local state root are not supported: delta-spark's local log store
-is safe only inside one JVM (``docs/state-tables.md``).
+too. Two runs of the job at the same time on one state root are not supported: delta-spark's local log store is
+safe only inside one JVM, and its S3 log store (``S3SingleDriverLogStore``, for a root on S3, through ``s3a://``)
+inside one driver (``docs/state-tables.md``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.state.schema import GROUPS, OFFSETS, TIMESTAMP
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.location import TableLocation, parse_location
 from groupcoord.storage.tables import open_if_exists, table_dataset
 
 if TYPE_CHECKING:
@@ -95,9 +97,12 @@ class CheckpointConfig(KeyedConfig):
     table: str | None = field(default=None, metadata=from_key("checkpoint.table"))
     prometheus_file: str | None = field(default=None, metadata=from_key("checkpoint.prometheus.file"))
 
-    def table_path(self, root: StateRoot) -> Path:
-        """Where the ``offset_checkpoints`` table lives: ``checkpoint.table``, else ``<root>/offset_checkpoints``."""
-        return Path(self.table) if self.table else root.path / CHECKPOINT_TABLE
+    def table_path(self, root: StateRoot) -> TableLocation:
+        """Where the ``offset_checkpoints`` table lives: ``checkpoint.table`` (a path or an ``s3://`` / ``s3a://``
+        URI, with the root's storage settings), else ``<root>/offset_checkpoints``."""
+        if self.table:
+            return parse_location(self.table, settings=root.location.settings)
+        return root.location / CHECKPOINT_TABLE
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,7 @@ class CheckpointResult:
     run_id: str
     run_time: dt.datetime
     rows: int
-    table_path: Path
+    table_path: TableLocation
     groups: tuple[GroupReport, ...]
 
 
@@ -160,12 +165,12 @@ def run_checkpoint(spark: SparkSession, root: StateRoot, *, config: CheckpointCo
     return CheckpointResult(run_id, run_time, snapshot.num_rows, path, evaluate(snapshot, window, members))
 
 
-def write_snapshot(spark: SparkSession, path: Path, snapshot: pa.Table, run_id: str) -> None:
+def write_snapshot(spark: SparkSession, path: TableLocation, snapshot: pa.Table, run_id: str) -> None:
     """Replace the rows of ``run_id`` in the checkpoint table with ``snapshot`` in one Delta commit (delta-spark's
     ``replaceWhere``: a re-run of the run id rewrites its rows, other runs' rows stay)."""
     writer = _writer(spark, path, snapshot, CHECKPOINT_SCHEMA,
                      description="groupcoord offset checkpoints: committed offsets and lag per run")
-    writer.mode("overwrite").option("replaceWhere", f"run_id = '{run_id}'").save(str(path))
+    writer.mode("overwrite").option("replaceWhere", f"run_id = '{run_id}'").save(path.spark_uri)
 
 
 def write_weights(spark: SparkSession, root: StateRoot, snapshot: pa.Table, *, run_id: str,
@@ -182,29 +187,32 @@ def write_weights(spark: SparkSession, root: StateRoot, snapshot: pa.Table, *, r
         "run_id": pa.array([run_id] * snapshot.num_rows, pa.string()),
         "updated_at": pa.array([run_time] * snapshot.num_rows, TIMESTAMP),
     }).cast(WEIGHTS_SCHEMA)
-    path = root.partition_weights_path.local_path  # delta-spark writes it: a local root only, so far
+    path = root.partition_weights_path
     writer = _writer(spark, path, weights, WEIGHTS_SCHEMA,
                      description="groupcoord partition weights (1 + lag) for the weighted assignor")
-    writer.mode("overwrite").save(str(path))
+    writer.mode("overwrite").save(path.spark_uri)
 
 
-def _writer(spark: SparkSession, path: Path, rows: pa.Table, schema: pa.Schema, *,
+def _writer(spark: SparkSession, path: TableLocation, rows: pa.Table, schema: pa.Schema, *,
             description: str) -> DataFrameWriter:
     """A delta-spark writer of ``rows`` into the table at ``path``, which is created first (empty, with
     ``schema``'s non-null columns and :data:`TABLE_PROPERTIES`) if it does not exist."""
     from delta.tables import DeltaTable as SparkDeltaTable
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    from groupcoord.spark.s3a import use_s3a
+
+    use_s3a(spark, path)
     spark_schema = from_arrow_schema(schema)
     # A DataFrame write would create the table with every column nullable: the builder keeps NOT NULL.
-    builder = SparkDeltaTable.createIfNotExists(spark).location(str(path)).addColumns(spark_schema)
+    builder = SparkDeltaTable.createIfNotExists(spark).location(path.spark_uri).addColumns(spark_schema)
     for key, value in TABLE_PROPERTIES.items():
         builder = builder.property(key, value)
     builder.comment(description).execute()
     return spark.createDataFrame(rows.select(schema.names).cast(schema), spark_schema).write.format("delta")
 
 
-def read_window(path: Path, runs: int) -> pa.Table:
+def read_window(path: Path | TableLocation, runs: int) -> pa.Table:
     """The rows of the latest ``runs`` runs of the checkpoint table, ordered by run time."""
     table = open_if_exists(path)
     rows = CHECKPOINT_SCHEMA.empty_table() if table is None else table_dataset(table).to_table(

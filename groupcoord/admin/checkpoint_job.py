@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
         if not config["state.root"]:
             raise ConfigError("no state root: pass --state-root DIR or set spark.groupcoord.state.root")
         settings = CheckpointConfig.from_config(config)
-        root = StateRoot.open(config["state.root"])
+        root = StateRoot.open(config["state.root"], storage=config.section("storage."))
         result = run_checkpoint(spark, root, config=settings, run_id=args.run_id)
         print(report_text(result))
         if settings.prometheus_file:

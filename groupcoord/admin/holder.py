@@ -55,7 +55,7 @@ def admin_session(root: StateRoot, config: Config) -> Iterator[AdminClient]:
         return
     from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
 
-    log.info("no coordinator holds the lease of %s: taking it for this write", root.path)
+    log.info("no coordinator holds the lease of %s: taking it for this write", root.location)
     coordinator = BackgroundCoordinator(root, config, listen=_LOOPBACK_ANY_PORT)
     try:
         address = coordinator.start(settings.lease_wait_ms / 1000)

@@ -4,11 +4,18 @@
 and their dependencies that pyspark does not ship) and ``kafka`` (Apache Kafka's broker, clients and group
 coordinator). The two are never put on one classpath. ``$GROUPCOORD_JARS`` points somewhere else (a folder holding
 ``spark/`` and ``kafka/``).
+
+A third set, ``s3`` (Hadoop's S3A filesystem with the AWS SDK bundle, about 690 MB, and Spark's cloud checkpoint file
+manager), joins Spark's classpath only where a state root or a table is on S3. It is fetched on first use
+(:func:`s3_jars`: ``jvm/install_jars.py s3``, about 30 s on a fast link), not by ``make install``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -44,6 +51,49 @@ def spark_jars() -> list[Path]:
 def kafka_jars() -> list[Path]:
     """Apache Kafka's jars: the broker, its clients and its group coordinator (never on Spark's classpath)."""
     return _jars("kafka")
+
+
+INSTALL_SCRIPT = Path(__file__).resolve().parents[2] / "jvm" / "install_jars.py"
+"""The checkout's jar installer (absent from an installed wheel)."""
+
+
+def s3_jars(*, fetch: bool = True) -> list[Path]:
+    """The S3 set (``hadoop-aws``, the AWS SDK bundle, ``spark-hadoop-cloud``), fetched with Maven first when it is
+    missing and ``fetch`` (one process at a time: a lock file beside the set)."""
+    folder = jars_root() / "s3"
+    jars = sorted(folder.glob("*.jar"))
+    if jars or not fetch:
+        if not jars:
+            raise JarsMissingError(f"no S3 jars in {folder}: run `python jvm/install_jars.py s3`")
+        return jars
+    if not INSTALL_SCRIPT.is_file():
+        raise JarsMissingError(f"no S3 jars in {folder}, and no jvm/install_jars.py to fetch them with: fetch "
+                               f"org.apache.hadoop:hadoop-aws:3.5.0 and its dependencies into {folder}")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / ".s3.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not any(folder.glob("*.jar")):
+                done = subprocess.run([sys.executable, str(INSTALL_SCRIPT), "s3"], capture_output=True, text=True,
+                                      env={**os.environ, JARS_ENV: str(jars_root())}, check=False)
+                if done.returncode != 0:
+                    last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+                    raise JarsMissingError(f"fetching the S3 jars failed ({done.returncode}): {last[0]}")
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock, fcntl.LOCK_UN)
+    return _jars("s3")
+
+
+def s3_jars_setting(*, fetch: bool = True) -> str:
+    """The comma-separated S3 jars, to add to ``spark.jars`` (``--jars``)."""
+    return ",".join(str(jar) for jar in s3_jars(fetch=fetch))
+
+
+def s3_classpath(*, fetch: bool = True) -> str:
+    """The S3 jars as a classpath (``spark.driver.extraClassPath`` of a local master: Spark copies every jar of
+    ``spark.jars`` into each executor's directory, the driver's own in local mode, and the AWS SDK bundle is 686 MB)."""
+    return os.pathsep.join(str(jar) for jar in s3_jars(fetch=fetch))
 
 
 def spark_jars_setting() -> str:

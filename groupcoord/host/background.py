@@ -116,10 +116,10 @@ class BackgroundCoordinator:
         self.stop()
         if failure is not None:
             raise CoordinatorStartError(
-                f"the coordinator of {self.root.path} failed while starting: {failure}") from failure
+                f"the coordinator of {self.root.location} failed while starting: {failure}") from failure
         held = f"the lease is held by {holder}" if holder else "it did not finish loading"
         raise CoordinatorStartError(
-            f"could not become the coordinator of {self.root.path} within {timeout_s:g} s: {held}")
+            f"could not become the coordinator of {self.root.location} within {timeout_s:g} s: {held}")
 
     def start_or_stand_by(self, timeout_s: float = 30.0) -> str | None:
         """Start the thread; return the address once this process serves, or ``None`` once it stands by behind
@@ -132,12 +132,12 @@ class BackgroundCoordinator:
             failure = self._failure
             self.stop()
             raise CoordinatorStartError(
-                f"the coordinator of {self.root.path} failed while starting: {failure}") from failure
+                f"the coordinator of {self.root.location} failed while starting: {failure}") from failure
         address = self.address
         if address is None and not self._standing_by.is_set():
             self.stop()
             raise CoordinatorStartError(
-                f"could not become the coordinator of {self.root.path} within {timeout_s:g} s: "
+                f"could not become the coordinator of {self.root.location} within {timeout_s:g} s: "
                 "it did not finish loading")
         return address
 
@@ -153,7 +153,7 @@ class BackgroundCoordinator:
                 loop.call_soon_threadsafe(stop.set)
         thread.join(timeout_s)
         if thread.is_alive():
-            log.warning("the background coordinator of %s did not stop within %.1f s", self.root.path, timeout_s)
+            log.warning("the background coordinator of %s did not stop within %.1f s", self.root.location, timeout_s)
         with self._lock:
             self._address = None
 
@@ -172,7 +172,7 @@ class BackgroundCoordinator:
             raise CoordinatorStartError("this BackgroundCoordinator was already started")
         loop_ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(loop_ready,), daemon=True,
-                                        name=f"groupcoord-coordinator-{self.root.path.name}")
+                                        name=f"groupcoord-coordinator-{self.root.location.name}")
         self._thread.start()
         loop_ready.wait()
 
@@ -185,7 +185,7 @@ class BackgroundCoordinator:
         try:
             asyncio.run(main())
         except BaseException as exc:  # reported to start(); the thread must not die silently
-            log.exception("the background coordinator of %s failed", self.root.path)
+            log.exception("the background coordinator of %s failed", self.root.location)
             self._failure = exc
         finally:
             loop_ready.set()
@@ -194,7 +194,7 @@ class BackgroundCoordinator:
     def _on_ready(self, bound: BrokerAddress) -> None:
         with self._lock:
             self._address = self.host_config.advertised
-        log.info("background coordinator of %s serving at %s (bound %s:%d)", self.root.path, self._address,
+        log.info("background coordinator of %s serving at %s (bound %s:%d)", self.root.location, self._address,
                  bound.host, bound.port)
         self._ready.set()
 

@@ -15,14 +15,9 @@ engine is :func:`~groupcoord.ingest.structured.run_structured`, which shares :fu
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Unpack
 
 from groupcoord.config import Config, ConfigError
@@ -30,6 +25,7 @@ from groupcoord.ingest.catalog_sync import CatalogSync, topic_filter
 from groupcoord.ingest.config import SINK_SCHEMA, IngestConfig
 from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
 from groupcoord.ingest.sources import SourceSpec
+from groupcoord.ingest.stop import StopMarker, stop_on_signal
 from groupcoord.ingest.worker import IngestPlan, IngestWork, LeaveAfter, Targets
 from groupcoord.sink.commit import ensure_table
 from groupcoord.sink.table import SinkTable
@@ -79,28 +75,12 @@ def available_now_targets(source: SourceSpec, catalog: TopicCatalog, topics: lis
     return {(tp.topic, tp.partition): bounds[tp].end for tp in partitions}
 
 
-def create_sink(config: IngestConfig) -> SinkTable:
+def create_sink(config: IngestConfig, storage: Mapping[str, str] | None = None) -> SinkTable:
     """The job's sink table, created empty with :data:`~groupcoord.ingest.config.SINK_SCHEMA` when missing (once,
-    here, rather than raced by every member or query)."""
-    sink = SinkTable(config.sink, config.group_id)
-    ensure_table(str(sink.path), SINK_SCHEMA)
+    here, rather than raced by every member or query); ``storage``: its ``storage.*`` settings on S3."""
+    sink = SinkTable(config.sink, config.group_id, storage)
+    ensure_table(sink.location, SINK_SCHEMA)
     return sink
-
-
-@contextlib.contextmanager
-def stop_on_signal(stop_file: Path) -> Iterator[None]:
-    """While inside, SIGTERM and SIGINT create ``stop_file`` (the members' signal to commit and leave)."""
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        log.warning("received %s: the members stop, commit and leave", signal.Signals(signum).name)
-        stop_file.parent.mkdir(parents=True, exist_ok=True)
-        stop_file.touch()
-
-    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, demo_leave_after: int | None = None,
@@ -118,7 +98,7 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
     from groupcoord.spark.members import run_members
     wanted = topic_filter(config.topics, config.pattern)
     sync: CatalogSync | None = None
-    sink = create_sink(config)
+    sink = create_sink(config, root.location.settings)
     if source.is_kafka:
         sync = CatalogSync(source.log_view(), wanted=wanted, interval_ms=config.metadata_refresh_ms)
         try:
@@ -132,23 +112,23 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
         if targets is not None:
             log.info("available-now: consuming up to %d records in %d partition(s)", sum(targets.values()),
                      len(targets))
-        stop_file = root.path / "_groupcoord" / "ingest" / f"stop-{uuid.uuid4().hex}"
+        marker = StopMarker.new(root)
         plan = IngestPlan(
-            group_id=config.group_id, source=source, sink=config.sink,
+            group_id=config.group_id, source=source, sink=config.sink, sink_storage=dict(root.location.settings),
             max_records_per_batch=config.max_records_per_batch, auto_offset_reset=config.auto_offset_reset,
-            targets=targets, stop_file=str(stop_file),
+            targets=targets, stop=marker,
             leave_after=LeaveAfter(member_index=0, records=demo_leave_after) if demo_leave_after else None,
         )
         monitor = ProgressMonitor(root, source, sink, config.group_id, wanted, interval_s=progress_interval_s,
                                   tty=tty)
-        options: RunMembersOptions = {"state_root": str(root.path), "assignors": config.assignors, **member_options}
+        options: RunMembersOptions = {"state_root": root.location.uri, "assignors": config.assignors, **member_options}
         if config.pattern is not None:
             options.setdefault("pattern", config.pattern)
-        with stop_on_signal(stop_file), monitor:
+        with stop_on_signal(marker), monitor:
             result = run_members(spark, config.group_id, list(config.topics) if config.topics else None,
                                  config.members, work_type(plan), config=config_keys, **options)
             final = monitor.stop()
-        stop_file.unlink(missing_ok=True)
+        marker.remove()
         log.info("ingestion of group %s finished: %s", config.group_id, final.line())
         return IngestResult(final, targets, result)
     finally:

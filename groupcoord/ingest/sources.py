@@ -8,7 +8,8 @@ engines read through the ``groupcoord`` source's own code: the log bounds and pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from groupcoord.config import ConfigError
 from groupcoord.member.config import parse_bootstrap
@@ -28,16 +29,18 @@ class SourceSpec:
 
     state_root: str
     bootstrap: tuple[tuple[str, int], ...] | None = None
+    storage: Mapping[str, str] = field(default_factory=dict)
+    """The state root's ``storage.*`` settings when it is on S3 (never secret values)."""
 
     @classmethod
     def parse(cls, source: str, *, state_root: str | StateRoot) -> SourceSpec:
         """``embedded`` or ``kafka://HOST:PORT[,HOST:PORT]``; anything else raises :class:`ConfigError`."""
-        root = str(state_root.path if isinstance(state_root, StateRoot) else state_root)
+        root, storage = state_root.location.spec() if isinstance(state_root, StateRoot) else (str(state_root), {})
         if source == EMBEDDED:
-            return cls(root)
+            return cls(root, storage=storage)
         if source.startswith(KAFKA_SCHEME):
             try:
-                return cls(root, parse_bootstrap(source.removeprefix(KAFKA_SCHEME)))
+                return cls(root, parse_bootstrap(source.removeprefix(KAFKA_SCHEME)), storage=storage)
             except ValueError as exc:
                 raise ConfigError(f"source {source!r}: {exc}") from None
         raise ConfigError(f"source {source!r} is neither '{EMBEDDED}' nor {KAFKA_SCHEME}HOST:PORT[,HOST:PORT]")
@@ -59,14 +62,18 @@ class SourceSpec:
 
     def log_view(self) -> LogView:
         """The source's log bounds and partition counts (one Kafka client, or the embedded log)."""
-        return open_log_view(StateRoot.open(self.state_root), self.servers, {}, timeout_s=KAFKA_TIMEOUT_S)
+        return open_log_view(self.open_root(), self.servers, {}, timeout_s=KAFKA_TIMEOUT_S)
+
+    def open_root(self) -> StateRoot:
+        """The state root, opened in this process (credentials from its environment)."""
+        return StateRoot.open(self.state_root, storage=self.storage)
 
     def range_read(self) -> RangeRead:
         """What a :class:`~groupcoord.source.records.RangeReader` of the members engine reads: no headers, and
         offsets that retention removes while a batch is read are skipped with a warning (a position already gone
         when the member plans a batch is reset by ``auto.offset.reset``)."""
         return RangeRead(include_headers=False, fail_on_data_loss=False, state_root=self.state_root,
-                         bootstrap_servers=self.servers)
+                         bootstrap_servers=self.servers, storage=self.storage)
 
     def describe(self) -> str:
         """The source as the user wrote it."""

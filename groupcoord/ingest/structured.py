@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groupcoord.ingest.catalog_sync import topic_filter
 from groupcoord.ingest.config import SINK_SCHEMA, IngestConfig
-from groupcoord.ingest.job import create_sink, stop_on_signal
+from groupcoord.ingest.job import create_sink
 from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
 from groupcoord.ingest.sources import SourceSpec
+from groupcoord.ingest.stop import StopMarker, stop_on_signal
+from groupcoord.sink.options import location_text
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.location import TableLocation, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,28 +53,32 @@ class StructuredResult:
     records_read: tuple[int, ...]
 
 
-def query_checkpoint(config: IngestConfig, index: int, checkpoint: str | None) -> str:
-    """Where query ``index`` keeps its checkpoint."""
-    base = checkpoint or str(Path(config.sink.removeprefix("file://")) / "_checkpoints")
-    return str(Path(base) / f"query-{index}")
+def query_checkpoint(config: IngestConfig, index: int, checkpoint: str | None,
+                     storage: Mapping[str, str] | None = None) -> TableLocation:
+    """Where query ``index`` keeps its checkpoint (a local directory or an S3 prefix: Spark names it
+    :attr:`~groupcoord.storage.location.TableLocation.spark_uri`)."""
+    base = parse_location(location_text(checkpoint or config.sink, "checkpoint"), settings=storage)
+    return (base if checkpoint else base / "_checkpoints") / f"query-{index}"
 
 
 def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, index: int, *,
                 checkpoint: str | None, trigger_ms: int) -> StreamingQuery:
     """Start query ``index`` of the run (see the module docstring)."""
     source = SourceSpec.parse(config.source, state_root=root)
+    storage = dict(root.location.settings)
     reader = (spark.readStream.format("groupcoord").option("group.id", config.group_id)
-              .option("state.root", str(root.path)).option("startingOffsets", config.auto_offset_reset)
+              .option("state.root", root.location.uri).option("startingOffsets", config.auto_offset_reset)
               .option("maxOffsetsPerTrigger", str(config.max_records_per_batch))
               .option("assignors", ",".join(config.assignors)))
     reader = reader.option("subscribe", ",".join(config.topics)) if config.topics is not None else \
         reader.option("subscribePattern", config.pattern or "")
     if source.servers is not None:
         reader = reader.option("kafka.bootstrap.servers", source.servers)
+    reader = reader.options(**storage)
     writer = (reader.load().select(*SINK_SCHEMA.names).writeStream.format("groupcoord-delta")
               .queryName(f"{config.group_id}-{index}").option("path", config.sink)
-              .option("group.id", config.group_id)
-              .option("checkpointLocation", query_checkpoint(config, index, checkpoint)))
+              .option("group.id", config.group_id).option("state.root", root.location.uri).options(**storage)
+              .option("checkpointLocation", query_checkpoint(config, index, checkpoint, storage).spark_uri))
     writer = writer.trigger(availableNow=True) if config.available_now else \
         writer.trigger(processingTime=f"{trigger_ms} milliseconds")
     return writer.start()
@@ -89,28 +95,32 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
     """Run ``config.members`` queries in the job's group until they finish or are stopped (see the module)."""
     from groupcoord.spark import register
     from groupcoord.spark.registration import stop_coordinator
+    from groupcoord.spark.s3a import use_s3a
 
     source = SourceSpec.parse(config.source, state_root=root)  # a bad source fails before the coordinator starts
-    sink = create_sink(config)
-    register(spark, state_root=str(root.path))
+    sink = create_sink(config, root.location.settings)
+    register(spark, state_root=root.location.uri)
+    checkpoints = query_checkpoint(config, 0, checkpoint, root.location.settings)
+    use_s3a(spark, *(where for where in (root.location, sink.location, checkpoints) if not where.is_local),
+            checkpoints=not checkpoints.is_local)
     monitor = ProgressMonitor(root, source, sink, config.group_id, topic_filter(config.topics, config.pattern),
                               interval_s=progress_interval_s, tty=tty)
-    stop_file = root.path / "_groupcoord" / "ingest" / f"stop-{uuid.uuid4().hex}"
+    marker = StopMarker.local()
     queries: list[StreamingQuery] = []
-    with stop_on_signal(stop_file), monitor:
+    with stop_on_signal(marker), monitor:
         try:
             for index in range(config.members):
                 queries.append(start_query(spark, config, root, index, checkpoint=checkpoint,
                                            trigger_ms=trigger_ms))
             log.info("group %s: %d structured streaming queries started", config.group_id, len(queries))
-            _watch(queries, stop_file, demo_leave_after)
+            _watch(queries, marker, demo_leave_after)
         finally:
             for query in queries:
                 if query.isActive:
                     query.stop()
-            stop_coordinator(root.path)  # release the lease now, before the final report
+            stop_coordinator(root.location.uri)  # release the lease now, before the final report
         final = monitor.stop()
-    stop_file.unlink(missing_ok=True)
+    marker.remove()
     failed = [q for q in queries if q.exception() is not None]
     if failed:
         raise RuntimeError(f"query {failed[0].name} failed: {failed[0].exception()}")
@@ -118,11 +128,11 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
     return StructuredResult(final, tuple(records_read(q) for q in queries))
 
 
-def _watch(queries: list[StreamingQuery], stop_file: Path, demo_leave_after: int | None) -> None:
+def _watch(queries: list[StreamingQuery], marker: StopMarker, demo_leave_after: int | None) -> None:
     """Wait until every query ended; stop them all on a stop request or a failure; the demo's leave."""
     leaving = queries[0] if demo_leave_after and len(queries) > 1 else None
     while any(q.isActive for q in queries):
-        if stop_file.exists() or any(q.exception() is not None for q in queries if not q.isActive):
+        if marker.requested() or any(q.exception() is not None for q in queries if not q.isActive):
             for query in queries:
                 query.stop()
             return

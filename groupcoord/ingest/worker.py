@@ -27,16 +27,16 @@ starts from, so nothing is lost or written twice either way.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka.structs import TopicPartition
 
 from groupcoord.ingest.config import SINK_SCHEMA, OffsetReset
 from groupcoord.ingest.sources import SourceSpec
+from groupcoord.ingest.stop import StopMarker
 from groupcoord.member import CommitFailedError, GroupMember
 from groupcoord.member.errors import CoordinatorRequestError, CoordinatorUnavailableError
 from groupcoord.sink.commit import SinkConflictError, append_batch, ensure_table
@@ -67,10 +67,12 @@ class IngestPlan:
     group_id: str
     source: SourceSpec
     sink: str
+    sink_storage: Mapping[str, str] = field(default_factory=dict)
+    """The sink's ``storage.*`` settings when it is on S3 (never secret values)."""
     max_records_per_batch: int = 10000
     auto_offset_reset: OffsetReset = "earliest"
     targets: Targets | None = None
-    stop_file: str | None = None
+    stop: StopMarker | None = None
     leave_after: LeaveAfter | None = None
     idle_ms: int = 100
     done_check_ms: int = 300
@@ -112,8 +114,8 @@ class MemberIngest:
                  view: LogView | None = None) -> None:
         self.plan = plan
         self.member = member
-        self.sink = SinkTable(plan.sink, plan.group_id)
-        ensure_table(str(self.sink.path), SINK_SCHEMA)  # the driver made it; a member driven by hand may be first
+        self.sink = SinkTable(plan.sink, plan.group_id, plan.sink_storage)
+        ensure_table(self.sink.location, SINK_SCHEMA)  # the driver made it; a member driven by hand may be first
         self._reader = reader or RangeReader(plan.source.range_read())
         self._view = view or plan.source.log_view()
         self.positions: dict[TopicPartition, int] = {}
@@ -235,7 +237,7 @@ class MemberIngest:
         batches = [batch for (topic, partition), span in ranges.items()
                    for batch in self._reader.read(topic, partition, span.start, span.end)]
         try:
-            done = append_batch(str(self.sink.path), self.plan.group_id, ranges, batches,
+            done = append_batch(self.sink.location, self.plan.group_id, ranges, batches,
                                 resets=lambda: dict(self._jumps), reader=self.member.member_id,
                                 table=self.sink.table())
         except SinkConflictError as exc:
@@ -285,11 +287,11 @@ class MemberIngest:
 
     # --- when to stop -------------------------------------------------------------------------------------------
     def _stop_requested(self) -> bool:
-        stop_file = self.plan.stop_file
-        if stop_file is None or time.monotonic() < self._next_stop_check:
+        stop = self.plan.stop
+        if stop is None or time.monotonic() < self._next_stop_check:
             return False
         self._next_stop_check = time.monotonic() + 0.25
-        return os.path.exists(stop_file)
+        return stop.requested()
 
     def _group_done(self) -> bool:
         """Available-now: every target partition's committed offset reached its target (any member's work)."""

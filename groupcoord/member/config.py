@@ -9,6 +9,7 @@ from pathlib import Path
 
 from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.member.heartbeat import HeartbeatTiming
+from groupcoord.state_root import StateRoot
 
 DEFAULT_ASSIGNORS: tuple[str, ...] = ("server-cooperative-sticky",)
 """What a member offers when it is not told: the coordinator's cooperative sticky assignor."""
@@ -51,7 +52,7 @@ class MemberConfig:
     topics: tuple[str, ...] | None
     pattern: re.Pattern[str] | None
     bootstrap_servers: tuple[tuple[str, int], ...] | None
-    state_root: Path | None
+    state_root: Path | StateRoot | None
     group_instance_id: str | None
     timing: HeartbeatTiming
     assignors: tuple[str, ...]

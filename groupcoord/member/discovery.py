@@ -16,6 +16,7 @@ from groupcoord.member.connection import BrokerConnection
 from groupcoord.member.errors import CoordinatorUnavailableError
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol.errors import Errors
+from groupcoord.state_root import StateRoot
 
 log = logging.getLogger("groupcoord.member.discovery")
 
@@ -27,8 +28,9 @@ def bootstrap_candidates(servers: tuple[Address, ...]) -> Callable[[], list[Addr
     return lambda: list(servers)
 
 
-def lease_candidates(state_root: Path) -> Callable[[], list[Address]]:
-    """Candidates for FindCoordinator: the live lease holder's advertised address (none while nobody holds it)."""
+def lease_candidates(state_root: Path | StateRoot) -> Callable[[], list[Address]]:
+    """Candidates for FindCoordinator: the live lease holder's advertised address (none while nobody holds it).
+    ``state_root``: a local directory, or an opened root (one on S3 carries its storage settings)."""
 
     def candidates() -> list[Address]:
         try:

@@ -71,6 +71,7 @@ from groupcoord.member.protocol_machine import (
 from groupcoord.member.subscription import PartitionCounts, catalog_partition_counts, matching_topics
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol.errors import Errors
+from groupcoord.state_root import StateRoot
 
 log = logging.getLogger("groupcoord.member")
 
@@ -102,7 +103,7 @@ class GroupMemberSettings(TypedDict, total=False):
 
     pattern: str | re.Pattern[str] | None
     bootstrap_servers: str | Sequence[str] | None
-    state_root: str | Path | None
+    state_root: str | Path | StateRoot | None
     group_instance_id: str | None
     session_timeout_ms: int
     heartbeat_interval_ms: int
@@ -129,7 +130,7 @@ class GroupMember:
         topics: Sequence[str] | None = None,
         pattern: str | re.Pattern[str] | None = None,
         bootstrap_servers: str | Sequence[str] | None = None,
-        state_root: str | Path | None = None,
+        state_root: str | Path | StateRoot | None = None,
         group_instance_id: str | None = None,
         session_timeout_ms: int = 45000,
         heartbeat_interval_ms: int = 3000,
@@ -149,7 +150,7 @@ class GroupMember:
             topics=tuple(topics) if topics is not None else None,
             pattern=re.compile(pattern) if isinstance(pattern, str) else pattern,
             bootstrap_servers=parse_bootstrap(bootstrap_servers) if bootstrap_servers is not None else None,
-            state_root=Path(state_root) if state_root is not None else None,
+            state_root=_root(state_root),
             group_instance_id=group_instance_id, timing=timing, assignors=tuple(assignors),
             enable_auto_commit=enable_auto_commit, options=options,
         )
@@ -538,3 +539,10 @@ class GroupMember:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _root(state_root: str | Path | StateRoot | None) -> Path | StateRoot | None:
+    """A local state root as a path; a URI (``s3://``) opened, with the storage settings of the environment."""
+    if state_root is None or isinstance(state_root, StateRoot):
+        return state_root
+    return StateRoot.open(state_root) if "://" in str(state_root) else Path(state_root)

@@ -27,9 +27,9 @@ PartitionCounts = Callable[[], Mapping[str, int]]
 """Returns every topic that exists now, with its partition count."""
 
 
-def catalog_partition_counts(state_root: Path) -> PartitionCounts:
+def catalog_partition_counts(state_root: Path | StateRoot) -> PartitionCounts:
     """Topics and partition counts from the topic catalog of ``state_root``."""
-    catalog = TopicCatalog(StateRoot.open(state_root))
+    catalog = TopicCatalog(state_root if isinstance(state_root, StateRoot) else StateRoot.open(state_root))
     return catalog.partition_counts
 
 

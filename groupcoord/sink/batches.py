@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from groupcoord.sink.plan import BatchRange, TopicPartitionKey
+from groupcoord.storage.location import TableLocation
+from groupcoord.storage.tables import table_filesystem
 
 
 class SourceBatchError(RuntimeError):
@@ -39,13 +40,13 @@ BatchCodec = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], SourceBatch
 """``(previous end offset or None, end offset) -> SourceBatch``, or ``None`` for an offset of another source."""
 
 
-def read_source_batch(checkpoint: str, batch_id: int, codec: BatchCodec) -> SourceBatch:
-    """The groupcoord source's batch ``batch_id`` from the checkpoint's offset log."""
-    current = _source_offsets(Path(checkpoint), batch_id)
+def read_source_batch(checkpoint: TableLocation, batch_id: int, codec: BatchCodec) -> SourceBatch:
+    """The groupcoord source's batch ``batch_id`` from the checkpoint's offset log (a local directory or S3)."""
+    current = _source_offsets(checkpoint, batch_id)
     if current is None:
         raise SourceBatchError(f"groupcoord-delta: no offsets of batch {batch_id} in the checkpoint {checkpoint} "
                                f"(is checkpointLocation the query's checkpoint?)")
-    previous = _source_offsets(Path(checkpoint), batch_id - 1) if batch_id > 0 else None
+    previous = _source_offsets(checkpoint, batch_id - 1) if batch_id > 0 else None
     for index, end in enumerate(current):
         before = previous[index] if previous is not None and index < len(previous) else None
         if end is None:
@@ -57,12 +58,21 @@ def read_source_batch(checkpoint: str, batch_id: int, codec: BatchCodec) -> Sour
                            "writes exactly once only what a groupcoord source read (use format('delta') otherwise)")
 
 
-def _source_offsets(checkpoint: Path, batch_id: int) -> list[dict[str, Any] | None] | None:
-    """The source offsets of one entry of Spark's offset log (``v1``, the batch metadata, one line per source)."""
-    entry = checkpoint / "offsets" / str(batch_id)
-    if not entry.exists():
+def offset_log_entry(checkpoint: TableLocation, batch_id: int) -> str | None:
+    """The text of Spark's offset log entry ``<checkpoint>/offsets/<batch_id>``; ``None`` when there is none."""
+    try:
+        with table_filesystem(checkpoint).open_input_stream(f"offsets/{batch_id}") as entry:
+            return bytes(entry.read()).decode("utf-8")
+    except FileNotFoundError:
         return None
-    lines = entry.read_text().splitlines()
+
+
+def _source_offsets(checkpoint: TableLocation, batch_id: int) -> list[dict[str, Any] | None] | None:
+    """The source offsets of one entry of Spark's offset log (``v1``, the batch metadata, one line per source)."""
+    text = offset_log_entry(checkpoint, batch_id)
+    if text is None:
+        return None
+    lines = text.splitlines()
     offsets: list[dict[str, Any] | None] = []
     for line in lines[2:]:
         parsed = json.loads(line) if line.strip() not in ("", "-") else None

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -31,6 +30,8 @@ from groupcoord.sink.plan import (
     TopicPartitionKey,
     plan_commit,
 )
+from groupcoord.storage.location import as_location
+from groupcoord.storage.tables import Where, open_or_create, open_table
 from groupcoord.topics.app_transactions import MEMBER_METADATA_KEY, offsets_commit, transaction_versions
 
 log = logging.getLogger("groupcoord.sink.data_sink")
@@ -54,14 +55,14 @@ class BatchCommit:
     attempts: int
 
 
-def commit_batch(table_dir: str, schema: pa.Schema, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
+def commit_batch(table_dir: Where, schema: pa.Schema, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
                  files: Sequence[PartitionFile], *, resets: ResetMarkers, attempts: int = 5,
                  reader: str | None = None, table: DeltaTable | None = None) -> BatchCommit:
     """Commit one batch's files (see the module docstring); raises :class:`SinkGapError` on a refused gap.
     ``reader``, the member that read the batch, is recorded in the commit info; ``table``, an open handle of the
     table a caller keeps between batches, is brought up to date and used (else the table is opened)."""
     if table is None:
-        table = DeltaTable(table_dir)
+        table = open_table(table_dir)
     else:
         table.update_incremental()
     info = {MEMBER_METADATA_KEY: reader} if reader else None
@@ -94,20 +95,22 @@ def commit_batch(table_dir: str, schema: pa.Schema, group_id: str, ranges: Mappi
                             f"to concurrent commits of the same partitions")
 
 
-def _discard(plan: CommitPlan, rewritten: list[tuple[PartitionFile, PartitionFile | None]], table_dir: str) -> None:
+def _discard(plan: CommitPlan, rewritten: list[tuple[PartitionFile, PartitionFile | None]],
+             table_dir: Where) -> None:
     """Delete the written files the commit left out (rows the table held already)."""
     remove_files([*plan.drop, *(old for old, new in rewritten if new is not old)], table_dir)
 
 
-def append_batch(table_dir: str, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
+def append_batch(table_dir: Where, group_id: str, ranges: Mapping[TopicPartitionKey, BatchRange],
                  batches: Iterable[pa.RecordBatch], *, resets: ResetMarkers, attempts: int = 5,
                  reader: str | None = None, table: DeltaTable | None = None) -> BatchCommit:
     """Write and commit one batch in this process, as the ``groupcoord-delta`` sink's executors (the files) and
     driver (:func:`commit_batch`) do between them. ``batches`` hold the rows read of ``ranges`` (the table's columns,
     and any others, which are left out); ``table`` is as for :func:`commit_batch`. The files no commit took are
     removed when the commit fails."""
+    table_dir = as_location(table_dir)
     if table is None:
-        table = DeltaTable(table_dir)
+        table = open_table(table_dir)
     schema = pa.schema(table.schema().to_arrow())
     files = write_partition_files(batches, table_dir, schema)
     try:
@@ -119,14 +122,12 @@ def append_batch(table_dir: str, group_id: str, ranges: Mapping[TopicPartitionKe
         raise
 
 
-def table_files(table_dir: str) -> frozenset[str]:
+def table_files(table_dir: Where) -> frozenset[str]:
     """The data files (paths relative to the table's directory) of the table's latest version."""
-    paths = [str(path) for path in DeltaTable(table_dir).get_add_actions(flatten=True).column("path").to_pylist()]
+    paths = [str(path) for path in open_table(table_dir).get_add_actions(flatten=True).column("path").to_pylist()]
     return frozenset(paths) | {unquote(path) for path in paths}  # as written, and percent-decoded
 
 
-def ensure_table(table_dir: str, schema: pa.Schema) -> DeltaTable:
+def ensure_table(table_dir: Where, schema: pa.Schema) -> DeltaTable:
     """The sink's table, created empty with ``schema`` when missing (protocol (1,2))."""
-    from groupcoord.storage.tables import open_or_create
-
-    return open_or_create(Path(table_dir), schema, name="groupcoord-delta sink")
+    return open_or_create(table_dir, schema, name="groupcoord-delta sink")

@@ -35,6 +35,7 @@ from groupcoord.sink.files import PartitionFile, remove_files, write_partition_f
 from groupcoord.sink.group import commit_to_group, reset_markers, source_batch
 from groupcoord.sink.options import SinkOptionError, SinkOptions, check_table_schema, sink_table_schema
 from groupcoord.sink.plan import TopicPartitionKey
+from groupcoord.state_root import StateRoot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,7 +72,7 @@ class GroupcoordDeltaSink(DataSource):
         if overwrite:
             raise SinkOptionError("groupcoord-delta: the complete output mode is not supported (append only)")
         stream = sink_table_schema(to_arrow_schema(schema, timezone="UTC"))
-        table = ensure_table(options.path, stream)
+        table = ensure_table(options.table, stream)
         check_table_schema(pa.schema(table.schema().to_arrow()), stream, options.path)
         return DeltaStreamWriter(options, stream)
 
@@ -85,20 +86,21 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkFiles:
         """Write this task's rows, one file per topic-partition; nothing is committed."""
-        files = SinkFiles(tuple(write_partition_files(iterator, self.options.path, self.schema)))
+        files = SinkFiles(tuple(write_partition_files(iterator, self.options.table, self.schema)))
         crash_point("sink-write")
         return files
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Commit the batch to the table, then its offsets to the group (see the module docstring)."""
         options = self.options
-        batch = read_source_batch(options.checkpoint, batchId, source_batch)
+        batch = read_source_batch(options.checkpoint_location, batchId, source_batch)
         if batch.group_id != options.group_id:
             raise SinkOptionError(f"groupcoord-delta: group.id '{options.group_id}' is not the group of the query's "
                                   f"source ('{batch.group_id}'); both must name the same group")
         files = [f for m in messages if isinstance(m, SinkFiles) for f in m.files]
-        done = commit_batch(options.path, self.schema, options.group_id, batch.ranges, files,
-                            resets=lambda: {**reset_markers(options.state_root, options.group_id), **batch.jumps},
+        root = self.state_root()
+        done = commit_batch(options.table, self.schema, options.group_id, batch.ranges, files,
+                            resets=lambda: {**reset_markers(root, options.group_id), **batch.jumps},
                             attempts=options.commit_attempts, reader=str(batch.end.get("member") or ""))
         log.info("batch %d of group %s: table version %s, %d row(s), offsets %s", batchId, options.group_id,
                  done.table_version, done.rows, dict(done.versions))
@@ -109,7 +111,19 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def commit_to_group(self, batch: SourceBatch, versions: Mapping[TopicPartitionKey, int]) -> None:
         """Commit the table's ``versions`` to the group, as the member that read ``batch`` (fault tests override
         it to die right after the Delta commit)."""
-        commit_to_group(self.options.state_root, batch, versions)
+        commit_to_group(self.state_root(), batch, versions)
+
+    def state_root(self) -> StateRoot:
+        """The group's state root, opened once in the driver's commit worker (never pickled: an S3 root holds the
+        credentials of the process that opened it)."""
+        root = self.__dict__.get("_root")
+        if root is None:
+            root = self.__dict__["_root"] = StateRoot.open(self.options.state_root, storage=self.options.storage)
+        return root
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The options and the schema: an opened state root stays in its process."""
+        return {key: value for key, value in self.__dict__.items() if key != "_root"}
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Delete the files the batch's tasks wrote that the table does not hold.
@@ -117,11 +131,12 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         Spark aborts a batch whose ``commit`` failed, also when the commit's worker died after its Delta commit
         (before the group commit): the files that commit added are the table's then, and stay."""
         files = [f for m in messages if isinstance(m, SinkFiles) for f in m.files]
-        held = table_files(self.options.path)
+        table = self.options.table
+        held = table_files(table)
         orphans = [f for f in files if f.path not in held]
         log.warning("batch %d of group %s aborted; removing %d written file(s) (%d kept: the table holds them)",
                     batchId, self.options.group_id, len(orphans), len(files) - len(orphans))
-        remove_files(orphans, self.options.path)
+        remove_files(orphans, table)
 
 
 def register_sink(spark: SparkSession, defaults: Mapping[str, Any] | None = None) -> None:
@@ -132,7 +147,7 @@ def register_sink(spark: SparkSession, defaults: Mapping[str, Any] | None = None
     conf = {k.removeprefix(PREFIX): v for k, v in spark.sparkContext.getConf().getAll() if k.startswith(PREFIX)}
     runtime = {k.removeprefix(PREFIX): v for k, v in spark.conf.getAll.items() if k.startswith(PREFIX)}
     session_defaults = {k: str(v) for k, v in {**conf, **runtime, **(defaults or {})}.items()
-                        if k in ("state.root", "group.id")}
+                        if k in ("state.root", "group.id") or k.startswith("storage.")}
 
     class SessionGroupcoordDeltaSink(GroupcoordDeltaSink):
         """``groupcoord-delta`` with this session's defaults (pickled by value with them)."""

@@ -3,23 +3,26 @@ it holds, so that the driver's commit can keep a file whole, drop it whole, or r
 
 Executors write the files into the table's directory without committing them (:func:`write_partition_files`); the
 driver adds the ones it keeps to the Delta log in one commit. A file that no commit adds is never read, and is
-removed by ``abort`` or by a later vacuum.
+removed by ``abort`` or by a later vacuum. The table is a :class:`~groupcoord.storage.location.TableLocation`: a
+local directory or an S3 prefix, written through pyarrow's filesystem of either (on S3 a file is one PUT of its
+bytes, written in memory first).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
+
+from groupcoord.storage.tables import Where, table_filesystem
 
 KEY_COLUMNS = ("topic", "partition", "offset")
 """The columns every ``groupcoord-delta`` table has: which record of which partition a row holds."""
@@ -46,7 +49,7 @@ class PartitionFile:
         return AddAction(self.path, self.size, {}, self.modification_time, True, self.stats)
 
 
-def write_partition_files(batches: Iterable[pa.RecordBatch], table_dir: str | Path,
+def write_partition_files(batches: Iterable[pa.RecordBatch], table_dir: Where,
                           schema: pa.Schema) -> list[PartitionFile]:
     """Write the rows of ``batches`` into ``table_dir``, one file per topic-partition, rows ordered by offset."""
     received = [b for b in batches if b.num_rows]
@@ -61,32 +64,39 @@ def write_partition_files(batches: Iterable[pa.RecordBatch], table_dir: str | Pa
     return written
 
 
-def write_file(rows: pa.Table, table_dir: str | Path, topic: str, partition: int) -> PartitionFile:
+def write_file(rows: pa.Table, table_dir: Where, topic: str, partition: int) -> PartitionFile:
     """Write ``rows`` (one partition's, sorted by offset) as one new Parquet file in ``table_dir``."""
     name = f"part-{uuid.uuid4().hex}-gc-{partition}.snappy.parquet"
-    target = Path(table_dir) / name
-    pq.write_table(rows, target, compression="snappy")
+    buffer = pa.BufferOutputStream()
+    pq.write_table(rows, buffer, compression="snappy")
+    data = buffer.getvalue()
+    with table_filesystem(table_dir).open_output_stream(name) as target:
+        target.write(data)
     offsets = rows.column("offset")
     first, last = int(pc.min(offsets).as_py()), int(pc.max(offsets).as_py())
-    return PartitionFile(topic=topic, partition=partition, path=name, size=os.path.getsize(target),
+    return PartitionFile(topic=topic, partition=partition, path=name, size=data.size,
                          rows=rows.num_rows, first=first, last=last, stats=_stats(rows),
                          modification_time=int(time.time() * 1000))
 
 
-def trim_file(file: PartitionFile, table_dir: str | Path, keep_from: int) -> PartitionFile | None:
+def trim_file(file: PartitionFile, table_dir: Where, keep_from: int) -> PartitionFile | None:
     """A new file holding the rows of ``file`` at offsets ``>= keep_from``; ``None`` when none are left."""
     if keep_from <= file.first:
         return file
     if keep_from > file.last:
         return None
-    rows = pq.read_table(Path(table_dir) / file.path)
+    rows = pq.read_table(file.path, filesystem=table_filesystem(table_dir))
     return write_file(rows.filter(pc.field("offset") >= keep_from), table_dir, file.topic, file.partition)
 
 
-def remove_files(files: Sequence[PartitionFile], table_dir: str | Path) -> None:
+def remove_files(files: Sequence[PartitionFile], table_dir: Where) -> None:
     """Delete written files that no commit added (best effort: a leftover file is never read)."""
+    if not files:
+        return
+    filesystem = table_filesystem(table_dir)
     for file in files:
-        (Path(table_dir) / file.path).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.delete_file(file.path)
 
 
 def _stats(rows: pa.Table) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from groupcoord.sink.batches import SourceBatch
 from groupcoord.sink.plan import BatchRange, TopicPartitionKey
 from groupcoord.source.offset import FORMAT_VERSION, SourceOffset, batch_ranges, lost_jumps
+from groupcoord.state_root import StateRoot
 from groupcoord.topics.app_transactions import RESET_OFFSETS_METADATA
 
 log = logging.getLogger("groupcoord.sink.data_sink")
@@ -36,18 +37,19 @@ def source_batch(previous: Mapping[str, Any] | None, end: Mapping[str, Any]) -> 
     return SourceBatch(last.group_id, ranges, dict(end), jumps)
 
 
-def reset_markers(state_root: str, group_id: str) -> dict[TopicPartitionKey, int]:
+def reset_markers(state_root: str | Path | StateRoot, group_id: str) -> dict[TopicPartitionKey, int]:
     """The group's committed offsets that ``reset-offsets`` wrote, by partition."""
     from groupcoord.state.schema import OFFSETS
     from groupcoord.state.views import read_view
-    from groupcoord.state_root import StateRoot
 
-    rows = read_view(StateRoot.open(Path(state_root)), OFFSETS).to_pylist()
+    root = state_root if isinstance(state_root, StateRoot) else StateRoot.open(state_root)
+    rows = read_view(root, OFFSETS).to_pylist()
     return {(r["topic"], r["partition"]): r["offset"] for r in rows
             if r["group_id"] == group_id and r["metadata"] == RESET_OFFSETS_METADATA and r["offset"] is not None}
 
 
-def commit_to_group(state_root: str, batch: SourceBatch, versions: Mapping[TopicPartitionKey, int]) -> None:
+def commit_to_group(state_root: str | Path | StateRoot, batch: SourceBatch,
+                    versions: Mapping[TopicPartitionKey, int]) -> None:
     """Commit ``versions`` to the batch's group as the member that read the batch (partitions it no longer owns
     are skipped: their new owner starts from the table's version)."""
     from groupcoord.sink.group_commit import commit_fenced

@@ -40,8 +40,11 @@ from groupcoord.member.discovery import CoordinatorLocator, lease_candidates
 from groupcoord.member.errors import CoordinatorUnavailableError
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol.errors import Errors
+from groupcoord.sink.options import location_text
 from groupcoord.source.fences import OwnershipFence, read_fence
 from groupcoord.source.offset import SourceOffset
+from groupcoord.state_root import StateRoot
+from groupcoord.storage.location import TableLocation, parse_location
 
 log = logging.getLogger("groupcoord.sink.group_commit")
 
@@ -65,14 +68,22 @@ class GroupCommit:
     skipped: dict[Partition, str] = field(default_factory=dict)
 
 
-def batch_source_offset(checkpoint_location: str | Path, batch_id: int, group_id: str) -> SourceOffset:
-    """The ``groupcoord`` source's end offset of batch ``batch_id`` for ``group_id``, from Spark's offset log."""
-    path = Path(str(checkpoint_location).removeprefix("file:")) / "offsets" / str(batch_id)
+def batch_source_offset(checkpoint_location: str | Path | TableLocation, batch_id: int,
+                        group_id: str) -> SourceOffset:
+    """The ``groupcoord`` source's end offset of batch ``batch_id`` for ``group_id``, from Spark's offset log (a
+    local directory, a ``file:`` URI, or ``s3://`` / ``s3a://``)."""
+    from groupcoord.sink.batches import offset_log_entry
+
+    where = checkpoint_location if isinstance(checkpoint_location, TableLocation) else \
+        parse_location(location_text(str(checkpoint_location), "checkpoint_location"))
+    path = f"{where}/offsets/{batch_id}"
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = offset_log_entry(where, batch_id)
     except OSError as exc:
         raise GroupCommitError(f"cannot read batch {batch_id}'s offsets in {path}: {exc.strerror or exc}") from None
-    for line in lines[2:]:  # "v1", the batch metadata, then one offset per source ("-" for none)
+    if text is None:
+        raise GroupCommitError(f"cannot read batch {batch_id}'s offsets in {path}: no such file")
+    for line in text.splitlines()[2:]:  # "v1", the batch metadata, then one offset per source ("-" for none)
         try:
             data = json.loads(line)
         except ValueError:
@@ -82,7 +93,7 @@ def batch_source_offset(checkpoint_location: str | Path, batch_id: int, group_id
     raise GroupCommitError(f"batch {batch_id} in {path} has no groupcoord source offset of group {group_id!r}")
 
 
-def commit_batch_offsets(group_id: str, offsets: Mapping[Partition, int], *, state_root: str | Path,
+def commit_batch_offsets(group_id: str, offsets: Mapping[Partition, int], *, state_root: str | Path | StateRoot,
                          checkpoint_location: str | Path, batch_id: int, timeout_s: float = 30.0) -> GroupCommit:
     """Commit ``offsets`` of batch ``batch_id`` to ``group_id``, fenced by ownership (see the module docstring)."""
     if not offsets:
@@ -91,13 +102,16 @@ def commit_batch_offsets(group_id: str, offsets: Mapping[Partition, int], *, sta
     return commit_fenced(group_id, offsets, state_root=state_root, read=read, timeout_s=timeout_s)
 
 
-def commit_fenced(group_id: str, offsets: Mapping[Partition, int], *, state_root: str | Path, read: SourceOffset,
-                  timeout_s: float = 30.0) -> GroupCommit:
-    """Commit the partitions of ``offsets`` that ``read``'s member still owns from the acquisition it read them in."""
+def commit_fenced(group_id: str, offsets: Mapping[Partition, int], *, state_root: str | Path | StateRoot,
+                  read: SourceOffset, timeout_s: float = 30.0) -> GroupCommit:
+    """Commit the partitions of ``offsets`` that ``read``'s member still owns from the acquisition it read them in.
+    ``state_root``: an opened root (one on S3 carries its storage settings), or a local path."""
     deadline = time.monotonic() + timeout_s
     options = MemberOptions()
     backoff = Backoff(options.retry_backoff_ms, options.retry_backoff_max_ms)
-    locator = CoordinatorLocator(group_id, lease_candidates(Path(state_root)), options)
+    root = state_root if isinstance(state_root, StateRoot) else StateRoot.open(state_root)
+    state_root = str(root.location)
+    locator = CoordinatorLocator(group_id, lease_candidates(root), options)
     client: GroupClient | None = None
     try:
         while True:

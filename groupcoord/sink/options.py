@@ -6,7 +6,12 @@ Options (case-insensitive, as Spark passes them):
 - ``group.id``: the consumer group of the query's ``groupcoord`` source (checked against the source's batches);
 - ``checkpointLocation``: the query's checkpoint, where the sink reads which offsets each batch of the source covers;
 - ``state.root``: the state root of the group (default: the session's ``spark.groupcoord.state.root``);
-- ``commit.attempts``: how many times a commit recomputes after a concurrent commit of the same partitions (5).
+- ``commit.attempts``: how many times a commit recomputes after a concurrent commit of the same partitions (5);
+- ``storage.*``: the storage settings of the table, the checkpoint and the state root when they are on S3
+  (``storage.endpoint``, ``storage.region``, ... ; default: the session's ``spark.groupcoord.storage.*``). They are
+  not secret; secrets come from the environment or the files the settings name, on the driver and the executors.
+
+Paths are URIs: a local path (or ``file:``), ``s3://`` or ``s3a://`` (the same bucket; Spark's name for it).
 
 The other ``spark.groupcoord.*`` keys without their prefix are accepted and ignored, so one options map can serve the
 source and the sink. Anything else fails the query at start with a message naming it.
@@ -16,12 +21,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
 from groupcoord.config import REGISTRY, ConfigError
+from groupcoord.config.keys import STORAGE_SECRETS
+from groupcoord.storage.location import LocationError, TableLocation, parse_location
 
 _OWN = ("path", "group.id", "checkpointlocation", "state.root", "commit.attempts")
 _SPARKS = ("queryname",)
@@ -42,6 +49,18 @@ class SinkOptions:
     checkpoint: str
     state_root: str
     commit_attempts: int = 5
+    storage: Mapping[str, str] = field(default_factory=dict)
+    """The ``storage.*`` settings (short names; never secret values)."""
+
+    @property
+    def table(self) -> TableLocation:
+        """The sink's table, with the storage options of this process (credentials from its environment)."""
+        return parse_location(self.path, settings=self.storage)
+
+    @property
+    def checkpoint_location(self) -> TableLocation:
+        """The query's checkpoint, where Spark's offset log is."""
+        return parse_location(self.checkpoint, settings=self.storage)
 
     @staticmethod
     def parse(options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> SinkOptions:
@@ -49,6 +68,10 @@ class SinkOptions:
         given = {key.lower(): value for key, value in options.items()}
         known = {key.name.lower() for key in REGISTRY} | set(_OWN) | set(_SPARKS)
         for key in given:
+            if key in STORAGE_SECRETS:
+                raise SinkOptionError(f"groupcoord-delta: option '{key}' is a secret and is refused as an option "
+                                      f"(Spark shows options in its UI and logs): set it in the environment or name "
+                                      f"a file with '{key}.file'")
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -65,21 +88,29 @@ class SinkOptions:
         if not str(attempts).strip().isdigit() or int(attempts) < 1:
             raise SinkOptionError(f"groupcoord-delta: commit.attempts={attempts!r}: expected a positive integer")
         return SinkOptions(
-            path=local_path(required("path", "the Delta table: .option('path', ...) or .start(path)")),
+            path=location_text(required("path", "the Delta table: .option('path', ...) or .start(path)"), "path"),
             group_id=required("group.id", "the same group.id as the query's groupcoord source"),
-            checkpoint=local_path(required("checkpointlocation", "the query's checkpoint, where the sink reads the "
-                                                                 "offsets of each batch")),
-            state_root=local_path(required("state.root", "or set spark.groupcoord.state.root in the session")),
+            checkpoint=location_text(required("checkpointlocation", "the query's checkpoint, where the sink reads "
+                                                                    "the offsets of each batch"),
+                                     "checkpointLocation"),
+            state_root=location_text(required("state.root", "or set spark.groupcoord.state.root in the session"),
+                                     "state.root"),
             commit_attempts=int(attempts),
+            storage={key: str(value) for key, value in merged.items() if key.startswith("storage.") and value},
         )
 
 
-def local_path(location: str) -> str:
-    """A local path from a path or a ``file:`` URI."""
+def location_text(location: str, option: str) -> str:
+    """A path or URI as the sink keeps it: a local path from a path or a ``file:`` URI, ``s3://bucket/key`` from
+    ``s3://`` or ``s3a://``; other schemes raise :class:`SinkOptionError` naming ``option``."""
     if location.startswith("file:"):
         location = location.removeprefix("file:")
-        location = "/" + location.lstrip("/")
-    return str(Path(location))
+        return str(Path("/" + location.lstrip("/")))
+    try:
+        where = parse_location(location, settings={}, environ={})
+    except LocationError as exc:
+        raise SinkOptionError(f"groupcoord-delta: option '{option}': {exc}") from None
+    return where.uri if not where.is_local else str(Path(location))
 
 
 def sink_table_schema(stream: pa.Schema) -> pa.Schema:

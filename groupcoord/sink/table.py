@@ -6,7 +6,7 @@ checks. A table that does not exist yet reads as empty (no versions, no rows).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,29 +14,39 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from kafka.structs import TopicPartition
 
-from groupcoord.storage.tables import table_dataset
+from groupcoord.sink.options import location_text
+from groupcoord.storage.location import TableLocation, parse_location
+from groupcoord.storage.tables import is_table, open_table, table_dataset
 from groupcoord.topics.app_transactions import transaction_versions
 
 
 class SinkTable:
-    """The table at ``path``, read for the partitions of ``group_id``."""
+    """The table at ``path`` (a local path, ``file:``, ``s3://`` or ``s3a://``), read for the partitions of
+    ``group_id``; ``storage`` are the ``storage.*`` settings of an S3 table."""
 
-    def __init__(self, path: str | Path, group_id: str) -> None:
-        self._path = Path(str(path).removeprefix("file://"))
+    def __init__(self, path: str | Path | TableLocation, group_id: str,
+                 storage: Mapping[str, str] | None = None) -> None:
+        self._location = path if isinstance(path, TableLocation) else \
+            parse_location(location_text(str(path), "sink"), settings=storage)
         self._group_id = group_id
         self._table: DeltaTable | None = None
 
     @property
     def path(self) -> Path:
-        """Where the table is."""
-        return self._path
+        """Where the table is, when it is a local directory (:attr:`location` names any table)."""
+        return self._location.local_path
+
+    @property
+    def location(self) -> TableLocation:
+        """Where the table is: a local directory or an S3 prefix."""
+        return self._location
 
     def table(self) -> DeltaTable | None:
         """The table at its latest version; ``None`` while it does not exist."""
         if self._table is None:
-            if not DeltaTable.is_deltatable(str(self._path)):
+            if not is_table(self._location):
                 return None
-            self._table = DeltaTable(str(self._path))
+            self._table = open_table(self._location)
         else:
             self._table.update_incremental()
         return self._table

@@ -46,7 +46,6 @@ from groupcoord.source.options import SourceOptions, parse_source_options
 from groupcoord.source.planning import admit, split_ranges
 from groupcoord.source.query_member import QueryMember
 from groupcoord.source.records import DataLossError, RangeRead, kafka_source_schema, read_range
-from groupcoord.state_root import StateRoot
 from groupcoord.topics import PartitionOffsets
 
 log = logging.getLogger("groupcoord.source.data_source")
@@ -102,7 +101,7 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                                     fail_on_data_loss=options.fail_on_data_loss, state_root=options.state_root,
                                     bootstrap_servers=options.bootstrap_servers,
                                     kafka_settings=dict(options.kafka_settings),
-                                    poll_timeout_ms=options.poll_timeout_ms)
+                                    poll_timeout_ms=options.poll_timeout_ms, storage=options.storage)
         self._member: QueryMember | None = None
         self._log_view: LogView | None = None
         self._targets: dict[TopicPartition, PartitionOffsets] | None = None
@@ -232,7 +231,7 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def _view(self) -> LogView:
         if self._log_view is None:
-            self._log_view = open_log_view(StateRoot.open(self.options.state_root), self.options.bootstrap_servers,
+            self._log_view = open_log_view(self.options.open_root(), self.options.bootstrap_servers,
                                            self.options.kafka_settings,
                                            timeout_s=self.options.poll_timeout_ms / 1000)
         return self._log_view

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from kafka.structs import TopicPartition
 
+from groupcoord.storage.location import parse_location
+
 FENCES_DIR_ENV = "GROUPCOORD_STREAMING_FENCES_DIR"
 """Overrides the directory the fences live under (tests, or a driver whose temporary directory is not shared)."""
 
@@ -63,7 +65,10 @@ class OwnershipFence:
 def fences_dir(state_root: str | Path, group_id: str) -> Path:
     """The directory holding the fences of ``group_id``'s members for the state root at ``state_root``."""
     base = os.environ.get(FENCES_DIR_ENV) or str(Path(tempfile.gettempdir()) / f"groupcoord-streaming-{os.getuid()}")
-    digest = hashlib.sha256(str(Path(state_root).resolve()).encode()).hexdigest()[:16]
+    text = str(state_root)
+    # an S3 root by its normal URI (s3a:// and s3:// name the same root), a directory resolved
+    name = parse_location(text, settings={}, environ={}).uri if "://" in text else str(Path(text).resolve())
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
     group = hashlib.sha256(group_id.encode()).hexdigest()[:16]  # group ids may hold any character
     return Path(base) / digest / group
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from groupcoord.config import PREFIX, REGISTRY, ConfigError, resolve_config
 from groupcoord.member.config import DEFAULT_ASSIGNORS, MemberOptions
+from groupcoord.state_root import StateRoot
 
 log = logging.getLogger("groupcoord.source.options")
 
@@ -89,7 +90,8 @@ MEMBER_TIMING_OPTIONS = {"session.timeout.ms": 45000, "heartbeat.interval.ms": 3
 """The member's timing (Kafka's consumer settings of the same names; the rebalance timeout is Kafka's
 ``max.poll.interval.ms`` and must cover a micro-batch, since revoked partitions are released between batches)."""
 
-_GROUPCOORD_KEYS = ("group.id", "state.root", "assignors", *(k.name for k in REGISTRY if k.name.startswith("member.")))
+_GROUPCOORD_KEYS = ("group.id", "state.root", "assignors", *(k.name for k in REGISTRY if k.name.startswith("member.")),
+                    *(k.name for k in REGISTRY if k.name.startswith("storage.")))
 
 
 
@@ -116,6 +118,13 @@ class SourceOptions:
     heartbeat_interval_ms: int = 3000
     rebalance_timeout_ms: int = 300000
     member: MemberOptions = field(default_factory=MemberOptions)
+    storage: Mapping[str, str] = field(default_factory=dict)
+    """The state root's ``storage.*`` settings when it is on S3 (short names; never secret values: the secrets
+    come from the environment, or from the files these settings name, in every process that opens the root)."""
+
+    def open_root(self) -> StateRoot:
+        """The state root, opened with :attr:`storage` and this process's environment."""
+        return StateRoot.open(self.state_root, storage=self.storage)
 
     def subscribes(self, topic: str) -> bool:
         """True when ``topic`` is subscribed (a pattern must match the whole name, as in Kafka)."""
@@ -200,6 +209,7 @@ def _build(given: dict[str, str], groupcoord: dict[str, str], kafka: dict[str, s
         session_timeout_ms=timing["session.timeout.ms"], heartbeat_interval_ms=timing["heartbeat.interval.ms"],
         rebalance_timeout_ms=timing["rebalance.timeout.ms"],
         member=MemberOptions.from_config(config),
+        storage={name: str(value) for name, value in config.section("storage.").items() if value},
     )
 
 

@@ -113,7 +113,7 @@ class QueryMember:
         self.options = options
         self._acquisitions = _Acquisitions()
         self.member = GroupMember(
-            options.group_id, topics=options.topics, pattern=options.pattern, state_root=options.state_root,
+            options.group_id, topics=options.topics, pattern=options.pattern, state_root=options.open_root(),
             session_timeout_ms=options.session_timeout_ms, heartbeat_interval_ms=options.heartbeat_interval_ms,
             rebalance_timeout_ms=options.rebalance_timeout_ms, assignors=options.assignors,
             listener=self._acquisitions, options=options.member)

@@ -91,6 +91,8 @@ class RangeRead:
     bootstrap_servers: str | None = None
     kafka_settings: Mapping[str, str] = field(default_factory=dict)
     poll_timeout_ms: int = 120000
+    storage: Mapping[str, str] = field(default_factory=dict)
+    """The state root's ``storage.*`` settings when it is on S3 (never secret values)."""
 
 
 def read_range(spec: RangeRead, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:
@@ -158,7 +160,7 @@ class RangeReader:
 
         found = self._logs.get(topic)
         if found is None:
-            found = self._logs[topic] = TopicLog(StateRoot.open(self.spec.state_root), topic)
+            found = self._logs[topic] = TopicLog(StateRoot.open(self.spec.state_root, storage=self.spec.storage), topic)
         return found
 
     def _embedded(self, topic: str, partition: int, low: int, high: int) -> Iterator[pa.RecordBatch]:

@@ -127,6 +127,8 @@ class _TaskSpec:
     prefix: str
     poll_timeout_ms: int
     member_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    storage: Mapping[str, str] = field(default_factory=dict)
+    """The state root's ``storage.*`` settings when it is on S3 (never secrets: each executor has its own)."""
 
 
 def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None, num_members: int, work: Work,
@@ -151,11 +153,12 @@ def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None
     if state_root is None and member_options.get("bootstrap_servers") is None:
         raise RunMembersError(f"run_members needs a state root ({full_name('state.root')} or state_root=...) or "
                               "bootstrap_servers=... naming a running coordinator")
-    root = _open_root(state_root) if state_root is not None else None
+    root = _open_root(state_root, config.section("storage.")) if state_root is not None else None
     spec = _TaskSpec(
         group_id=group_id, topics=tuple(topics) if topics is not None else None,
         prefix=str(config["instance.prefix"] or sc.appName), poll_timeout_ms=poll_timeout_ms,
-        member_kwargs={**member_options, **({"state_root": str(root.path)} if root is not None else {})},
+        member_kwargs={**member_options, **({"state_root": root.location.uri} if root is not None else {})},
+        storage=dict(root.location.settings) if root is not None else {},
     )
     _build_member(spec, 0).close()  # argument errors surface here, on the driver, not in every task
     coordinator: BackgroundCoordinator | None = None
@@ -212,9 +215,11 @@ def _check_speculation(sc: SparkContext) -> None:
                               "join as a second member with the same instance id")
 
 
-def _open_root(location: str | Path) -> StateRoot:
+def _open_root(location: str | Path | StateRoot, storage: Mapping[str, Any] | None = None) -> StateRoot:
+    if isinstance(location, StateRoot):
+        return location
     try:
-        return StateRoot.open(location, create=True)
+        return StateRoot.open(location, create=True, storage=storage)
     except StateRootError as exc:
         raise RunMembersError(f"run_members: {exc}") from None
 
@@ -229,7 +234,7 @@ def _ensure_coordinator(spark: SparkSession, config: Config, root: StateRoot,
 
     holder = current_holder(root)
     if holder is not None and holder.live:
-        log.info("using the coordinator of %s held by %s at %s", root.path, holder.holder, holder.address)
+        log.info("using the coordinator of %s held by %s at %s", root.location, holder.holder, holder.address)
         return None, holder.address
     conf = spark.sparkContext.getConf()
     listen = None if conf.contains(full_name("listen")) else f"{driver_host(spark)}:0"
@@ -242,9 +247,9 @@ def _ensure_coordinator(spark: SparkSession, config: Config, root: StateRoot,
         holder = current_holder(root)
         if holder is None or not holder.live:
             raise
-        log.info("another process took the lease of %s first; using it at %s", root.path, holder.address)
+        log.info("another process took the lease of %s first; using it at %s", root.location, holder.address)
         return None, holder.address
-    log.info("coordinator of %s started in the driver at %s", root.path, address)
+    log.info("coordinator of %s started in the driver at %s", root.location, address)
     return coordinator, address
 
 
@@ -277,8 +282,10 @@ def _run_member_job(sc: SparkContext, spec: _TaskSpec, num_members: int, work: W
 
 def _build_member(spec: _TaskSpec, index: int) -> GroupMember:
     try:
-        return GroupMember(spec.group_id, topics=spec.topics, group_instance_id=f"{spec.prefix}-{index}",
-                           **spec.member_kwargs)
+        kwargs = dict(spec.member_kwargs)
+        if spec.storage and kwargs.get("state_root") is not None:  # an S3 root, opened with this process's secrets
+            kwargs["state_root"] = StateRoot.open(kwargs["state_root"], storage=spec.storage)
+        return GroupMember(spec.group_id, topics=spec.topics, group_instance_id=f"{spec.prefix}-{index}", **kwargs)
     except (TypeError, ValueError) as exc:
         raise RunMembersError(f"run_members: bad member options: {exc}") from None
 

@@ -44,7 +44,7 @@ log = logging.getLogger("groupcoord.spark.registration")
 
 COORDINATOR_START_TIMEOUT_S = 60.0
 
-_coordinators: dict[Path, BackgroundCoordinator] = {}
+_coordinators: dict[str, BackgroundCoordinator] = {}
 _lock = threading.Lock()
 
 
@@ -75,7 +75,7 @@ def register(spark: SparkSession, state_root: str | Path | None = None, *,
     location = config["state.root"]
     if location is None or not start_coordinator:
         return None
-    return _coordinator(spark, StateRoot.open(location, create=True))
+    return _coordinator(spark, StateRoot.open(location, create=True, storage=config.section("storage.")))
 
 
 def _register_sink(spark: SparkSession, state_root: str | Path | None) -> None:
@@ -92,7 +92,7 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
     from groupcoord.host.background import BackgroundCoordinator
     from groupcoord.spark.members import driver_host
 
-    key = root.path.resolve()
+    key = _key(root.location.uri)
     with _lock:
         running = _coordinators.get(key)
         if running is not None:
@@ -107,9 +107,9 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
                                             target_assignment_runner=runner.targets, listen=listen)
         address = coordinator.start_or_stand_by(COORDINATOR_START_TIMEOUT_S)
         if address is None:
-            log.info("standing by for the coordinator of %s (another process holds its lease)", root.path)
+            log.info("standing by for the coordinator of %s (another process holds its lease)", root.location)
         else:
-            log.info("coordinator of %s started in the driver at %s", root.path, address)
+            log.info("coordinator of %s started in the driver at %s", root.location, address)
         _coordinators[key] = coordinator
         return coordinator
 
@@ -118,9 +118,16 @@ def stop_coordinator(state_root: str | Path) -> None:
     """Stop the coordinator (serving or standing by) that ``register`` started in this process for ``state_root``
     (when its queries are done; at the end of the script this happens by itself)."""
     with _lock:
-        running = _coordinators.pop(Path(state_root).resolve(), None)
+        running = _coordinators.pop(_key(str(state_root)), None)
     if running is not None:
         running.stop()
+
+
+def _key(state_root: str) -> str:
+    """One name per state root: a directory resolved, an S3 root by its ``s3://`` URI (``s3a://`` is the same)."""
+    if "://" in state_root and not state_root.startswith("file://"):
+        return "s3://" + state_root.split("://", 1)[1].rstrip("/")
+    return str(Path(state_root.removeprefix("file://")).resolve())
 
 
 def stop_coordinators() -> None:

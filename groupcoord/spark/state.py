@@ -15,6 +15,11 @@ commit, where ``as_of=now`` must mean the latest state. A point older than the k
 and time. A table that no coordinator has written yet gives an empty DataFrame with the documented schema
 (``docs/state-tables.md``).
 
+A state root on S3 (``s3://`` or ``s3a://``) is read through Hadoop's S3A filesystem: the views set the bucket's
+S3A settings in the session (:func:`groupcoord.spark.s3a.use_s3a`: endpoint and region, never a secret), and the
+session needs the ``s3`` jars from its start (:func:`groupcoord.spark.s3a.spark_conf`) and the credentials in its
+JVMs' environment (README "State root on S3").
+
 Example: who owned ``events`` partition 7 at 10:00? ::
 
     assignments(spark, "/data/gc", as_of="2024-05-01T10:00:00Z").where("topic = 'events' AND partition = 7")
@@ -25,7 +30,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deltalake import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.window import Window
@@ -42,6 +46,8 @@ from groupcoord.state.schema import (
     TableName,
 )
 from groupcoord.state_root import StateRoot
+from groupcoord.storage.location import TableLocation, as_location
+from groupcoord.storage.tables import is_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["StateHistoryError", "assignments", "groups", "members", "offsets", "view_schema"]
 
 Root = StateRoot | str | Path
-"""A state root, opened or as a path."""
+"""A state root, opened or as a path or URI (``s3://``, ``s3a://``)."""
 
 _LATEST = "__latest"
 _SORT_COLUMNS = ("group_id", "topic", "partition", "member_id")
@@ -78,25 +84,40 @@ def assignments(spark: SparkSession, root: Root, as_of: AsOf | None = None) -> D
     return _view(spark, root, ASSIGNMENTS, as_of)
 
 
+def session_storage(spark: SparkSession) -> dict[str, str]:
+    """The session's ``spark.groupcoord.storage.*`` settings, by short name (a root given as a URI is opened with
+    them)."""
+    from groupcoord.config import PREFIX
+    from groupcoord.spark.registration import session_groupcoord_conf
+
+    return {key.removeprefix(PREFIX): value for key, value in session_groupcoord_conf(spark).items()
+            if key.startswith(f"{PREFIX}storage.") and value}
+
+
 def view_schema(table: TableName) -> StructType:
     """The Spark schema of the view of ``table`` (``offsets``, ``groups``, ``members`` or ``assignments``)."""
     return from_arrow_schema(STATE_TABLES[table].view_schema)
 
 
-def read_table(spark: SparkSession, path: Path, as_of: AsOf | None = None) -> DataFrame | None:
-    """Every row of the Delta table at ``path`` as of ``as_of``, read by delta-spark; ``None`` when the table did
-    not exist then. Raises :class:`StateHistoryError` for a point outside the kept history."""
+def read_table(spark: SparkSession, path: Path | TableLocation, as_of: AsOf | None = None) -> DataFrame | None:
+    """Every row of the Delta table at ``path`` (a local directory, or a location on S3, read through ``s3a://``)
+    as of ``as_of``, read by delta-spark; ``None`` when the table did not exist then. Raises
+    :class:`StateHistoryError` for a point outside the kept history."""
+    from groupcoord.spark.s3a import use_s3a
+
+    location = as_location(path)
+    use_s3a(spark, location)
     if as_of is None:
-        return spark.read.format("delta").load(str(path)) if DeltaTable.is_deltatable(str(path)) else None
-    resolved = open_table(path, as_of)
+        return spark.read.format("delta").load(location.spark_uri) if is_table(location) else None
+    resolved = open_table(location, as_of)
     if resolved is None:
         return None
-    return spark.read.format("delta").option("versionAsOf", resolved.version()).load(str(path))
+    return spark.read.format("delta").option("versionAsOf", resolved.version()).load(location.spark_uri)
 
 
 def _view(spark: SparkSession, root: Root, table: StateTable, as_of: AsOf | None) -> DataFrame:
-    state_root = root if isinstance(root, StateRoot) else StateRoot.open(root)
-    rows = read_table(spark, state_root.state_table_path(table.name).local_path, as_of)  # s3a: not yet
+    state_root = root if isinstance(root, StateRoot) else StateRoot.open(root, storage=session_storage(spark))
+    rows = read_table(spark, state_root.state_table_path(table.name), as_of)
     schema = view_schema(table.name)
     if rows is None:
         return spark.createDataFrame([], schema)

@@ -42,11 +42,15 @@ class TableLocation:
     """A local directory (``uri`` is its absolute path) or an object-store prefix (``uri`` is ``s3://bucket/key``).
 
     ``options`` are the storage options (endpoint, region, credentials) that reach an object store; they hold
-    secrets, so they take no part in :func:`repr`, equality or hashing.
+    secrets, so they take no part in :func:`repr`, equality or hashing, and never leave the process. ``settings``
+    are the ``storage.*`` configuration values the location was parsed with (endpoint, region, access key id,
+    the names of the secret files: never a secret): what another process (an executor) needs, with its own
+    environment, to open the same location (:meth:`spec`).
     """
 
     uri: str
     options: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    settings: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def is_local(self) -> bool:
@@ -67,8 +71,13 @@ class TableLocation:
 
     def __truediv__(self, child: str) -> TableLocation:
         if self.is_local:
-            return TableLocation(str(Path(self.uri) / child), self.options)
-        return TableLocation(f"{self.uri.rstrip('/')}/{child.strip('/')}", self.options)
+            return TableLocation(str(Path(self.uri) / child), self.options, self.settings)
+        return TableLocation(f"{self.uri.rstrip('/')}/{child.strip('/')}", self.options, self.settings)
+
+    def spec(self) -> tuple[str, dict[str, str]]:
+        """``(uri, settings)``: the picklable, secret-free description another process opens the location from
+        (``parse_location(uri, settings=settings)`` there, with that process's own credentials)."""
+        return self.uri, dict(self.settings)
 
     def __str__(self) -> str:
         return self.uri
@@ -76,6 +85,12 @@ class TableLocation:
     def delta_options(self) -> dict[str, str] | None:
         """The ``storage_options`` argument of delta-rs calls for this location (``None`` when local)."""
         return None if self.is_local else dict(self.options)
+
+    @property
+    def spark_uri(self) -> str:
+        """The location as Spark and Hadoop name it: a local directory as it is, an S3 location as ``s3a://``
+        (Hadoop's S3A filesystem; Spark has no ``s3://`` filesystem of its own)."""
+        return self.uri if self.is_local else "s3a://" + self.uri.removeprefix("s3://")
 
     @property
     def bucket_and_key(self) -> tuple[str, str]:
@@ -108,7 +123,9 @@ def parse_location(location: str | Path, *, settings: Mapping[str, Any] | None =
     if not parts.netloc:
         raise LocationError(f"{text!r} names no bucket: expected {scheme}://BUCKET/PREFIX")
     uri = f"s3://{parts.netloc}/{parts.path.strip('/')}".rstrip("/")
-    return TableLocation(uri, s3_options(settings or {}, os.environ if environ is None else environ))
+    given = {str(key): str(value) for key, value in (settings or {}).items()
+             if str(key).startswith("storage.") and value is not None and value != ""}
+    return TableLocation(uri, s3_options(settings or {}, os.environ if environ is None else environ), given)
 
 
 def s3_options(settings: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:

@@ -8,6 +8,7 @@ the process (a client holds its connection pool).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -21,7 +22,7 @@ from groupcoord.storage.location import TableLocation
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, S3Config
 
-__all__ = ["exists", "list_names", "put", "put_if_absent", "read"]
+__all__ = ["delete", "exists", "list_names", "put", "put_if_absent", "read"]
 
 _CLIENT_KEYS = ("allow_http",)
 """Storage options that configure the HTTP client rather than S3 itself."""
@@ -50,6 +51,13 @@ def put(location: TableLocation, relative: str, data: bytes) -> None:
     """Write ``data`` as ``relative`` under ``location``, replacing any object there."""
     store, key = _store_and_key(location, relative)
     obstore.put(store, key, data)
+
+
+def delete(location: TableLocation, relative: str) -> None:
+    """Delete the object ``relative`` under ``location`` (nothing happens when there is none)."""
+    store, key = _store_and_key(location, relative)
+    with contextlib.suppress(NotFoundError, FileNotFoundError):
+        obstore.delete(store, key)
 
 
 def put_if_absent(location: TableLocation, relative: str, data: bytes) -> bool:
