@@ -8,8 +8,9 @@
 What it does:
 
 1. **Coordinator.** With a state root (``state_root=`` or ``spark.groupcoord.state.root``) it starts a
-   :class:`~groupcoord.host.background.BackgroundCoordinator` in the driver, bound to ``spark.driver.host``
-   (``127.0.0.1`` in local mode) on a free port unless ``spark.groupcoord.listen`` is set, with server-side
+   :class:`~groupcoord.host.background.BackgroundCoordinator` in the driver, bound to ``spark.driver.host`` as a
+   numeric address (``127.0.0.1`` in local mode; a loopback one is refused unless the master is on loopback too:
+   :mod:`groupcoord.spark.driver_address`) on a free port unless ``spark.groupcoord.listen`` is set, with server-side
    assignment on this SparkSession. When another process already holds the live lease, it uses that coordinator
    instead. The members find the coordinator through the lease table, so they follow a failover. Without a state
    root, ``bootstrap_servers=`` names a coordinator to use and none is started.
@@ -58,6 +59,7 @@ from kafka.structs import TopicPartition
 from groupcoord.config import Config, full_name, resolve_config
 from groupcoord.member import GroupMember, GroupMemberSettings, MemberOptions
 from groupcoord.member.config import DEFAULT_ASSIGNORS
+from groupcoord.spark.driver_address import coordinator_endpoint
 from groupcoord.state_root import StateRoot, StateRootError
 
 if TYPE_CHECKING:
@@ -231,11 +233,9 @@ def _ensure_coordinator(spark: SparkSession, config: Config, root: StateRoot,
     if holder is not None and holder.live:
         log.info("using the coordinator of %s held by %s at %s", root.path, holder.holder, holder.address)
         return None, holder.address
-    conf = spark.sparkContext.getConf()
-    listen = None if conf.contains(full_name("listen")) else f"{driver_host(spark)}:0"
     runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"], offered=offered)
-    coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, target_assignment_runner=runner.targets,
-                                        listen=listen)
+    coordinator = BackgroundCoordinator(root, coordinator_config(spark, config), assignment_runner=runner,
+                                        target_assignment_runner=runner.targets)
     try:
         address = coordinator.start(COORDINATOR_START_TIMEOUT_S)
     except CoordinatorStartError:
@@ -248,12 +248,18 @@ def _ensure_coordinator(spark: SparkSession, config: Config, root: StateRoot,
     return coordinator, address
 
 
-def driver_host(spark: SparkSession) -> str:
-    """The address a driver-side coordinator binds: 127.0.0.1 in local mode, else ``spark.driver.host``."""
-    sc = spark.sparkContext
-    if _LOCAL_MASTER.fullmatch(sc.master or ""):
-        return "127.0.0.1"
-    return sc.getConf().get("spark.driver.host") or "127.0.0.1"
+def coordinator_config(spark: SparkSession, config: Config, *, listen_given: bool | None = None) -> Config:
+    """``config`` with the driver's coordinator endpoint (:func:`~groupcoord.spark.driver_address.coordinator_endpoint`:
+    bound and advertised where the executors reach it), unless ``spark.groupcoord.listen`` was given
+    (``listen_given``; by default: whether the Spark conf sets it)."""
+    if listen_given is None:
+        listen_given = spark.sparkContext.getConf().contains(full_name("listen"))
+    if listen_given:
+        return config
+    endpoint = coordinator_endpoint(spark)
+    if endpoint.advertised is None:
+        return config.with_values(listen=endpoint.listen)
+    return config.with_values(listen=endpoint.listen, advertised_listener=endpoint.advertised)
 
 
 def _run_member_job(sc: SparkContext, spec: _TaskSpec, num_members: int, work: Work) -> list[MemberResult]:
