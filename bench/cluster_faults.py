@@ -17,7 +17,8 @@ that it runs for a while; part way, one fault:
   until the Spark side runs on S3 (branch s3-spark).
 
 A watcher samples the sink's rows, the group's committed offsets and its state (the state root's materialized
-tables) every :data:`SAMPLE_S`. Measured from the kill: **records flowing again** (the sink's first new rows) and
+tables) every :data:`SAMPLE_S`. Measured from the kill: **records flowing again** (the sink's first new rows), **all
+flowing again** (every partition that had records left has moved on: the killed task's or member's too) and
 **group stable again** (a Stable generation newer than the one at the kill, with every member; ``None`` when the
 fault did not make the group rebalance). Checked at the end: the sink holds every record exactly once
 (:func:`~groupcoord.ingest.check.check_exactly_once`), the committed offsets equal the sink's versions and the log
@@ -115,6 +116,8 @@ class Sample:
     committed: dict[tuple[str, int], int]
     group: tuple[str, int, int] | None
     """(state, generation, members) of the group's latest materialized generation."""
+    versions: dict[int, int] = field(default_factory=dict)
+    """Each partition's sink version (its next offset to write; 0 before its first commit)."""
 
 
 class ClusterPipeline:
@@ -255,8 +258,12 @@ class ClusterPipeline:
                 self._sample()
 
     def _sample(self) -> None:
+        from kafka.structs import TopicPartition
+
         sink = SinkTable(self.spec.sink, self.spec.group)
         rows = sink.row_count() if sink.table() is not None else 0
+        versions = {tp.partition: version or 0 for tp, version in
+                    sink.versions([TopicPartition(TOPIC, p) for p in range(self.spec.partitions)]).items()}
         committed = {(r["topic"], r["partition"]): r["offset"] for r in read_view(self.root, OFFSETS).to_pylist()
                      if r["group_id"] == self.spec.group and r["offset"] is not None}
         groups = [r for r in read_view(self.root, GROUPS).to_pylist() if r["group_id"] == self.spec.group]
@@ -265,20 +272,35 @@ class ClusterPipeline:
             previous = self.samples[-1].committed
             self.went_back += [f"{tp}: {previous[tp]} -> {offset}" for tp, offset in committed.items()
                                if tp in previous and offset < previous[tp]]
-        self.samples.append(Sample(time.time(), rows, committed, group))
+        self.samples.append(Sample(time.time(), rows, committed, group, versions))
 
     # --- measures and checks --------------------------------------------------------------------------------------
 
     def at(self, moment: float) -> Sample:
         """The last sample taken at or before ``moment``."""
         earlier = [s for s in self.samples if s.at <= moment]
-        return earlier[-1] if earlier else Sample(moment, 0, {}, None)
+        return earlier[-1] if earlier else Sample(moment, 0, {}, None, {})
 
     def flowing_again_s(self, kill_at: float) -> float | None:
         """Seconds from ``kill_at`` to the first sample with more sink rows than at the kill."""
         before = self.at(kill_at).rows
         later = [s for s in self.samples if s.at > kill_at and s.rows > before]
         return later[0].at - kill_at if later else None
+
+    def all_flowing_again_s(self, kill_at: float) -> float | None:
+        """Seconds from ``kill_at`` to the first sample where every partition not yet at its log end at the kill has
+        moved on (or reached its end): the killed member's or task's partitions flow again too."""
+        before = self.at(kill_at).versions
+        ends = self.end_offsets()
+        waiting = [p for p in range(self.spec.partitions) if before.get(p, 0) < ends.get(p, 0)]
+        for sample in self.samples:
+            if sample.at > kill_at and all(sample.versions.get(p, 0) > before.get(p, 0) for p in waiting):
+                return sample.at - kill_at
+        return None
+
+    def end_offsets(self) -> dict[int, int]:
+        """The topic's log-end offset of each partition."""
+        return dict(TopicLog(self.root, TOPIC).end_offsets())
 
     def stable_again_s(self, kill_at: float) -> float | None:
         """Seconds from ``kill_at`` to the first Stable generation newer than the one at the kill with every member;
@@ -295,7 +317,7 @@ class ClusterPipeline:
         """Exactly once, committed offsets equal to the sink's versions and the log ends, none ever went back."""
         sink = SinkTable(self.spec.sink, self.spec.group)
         sink_check = check_exactly_once(sink.read_all(CHECKED_COLUMNS), embedded_rows(self.root, [TOPIC]))
-        ends = {(TOPIC, p): end for p, end in TopicLog(self.root, TOPIC).end_offsets().items()}
+        ends = {(TOPIC, p): end for p, end in self.end_offsets().items()}
         deadline = time.monotonic() + MATERIALIZED_WAIT_S
         while (not self.samples or self.samples[-1].committed != ends) and time.monotonic() < deadline:
             time.sleep(SAMPLE_S)  # the materialized offsets follow the record log by up to a flush interval
@@ -337,6 +359,7 @@ class FaultResult:
     killed: str
     kill_after_rows: int
     flowing_again_s: float | None
+    all_flowing_again_s: float | None
     stable_again_s: float | None
     driver_runs: int
     exit_code: int
@@ -347,7 +370,9 @@ class FaultResult:
         """A results row."""
         return {"engine": self.engine, "fault": self.fault, "killed": self.killed,
                 "kill_after_rows": self.kill_after_rows,
-                "flowing_again_s": _rounded(self.flowing_again_s), "stable_again_s": _rounded(self.stable_again_s),
+                "flowing_again_s": _rounded(self.flowing_again_s),
+                "all_flowing_again_s": _rounded(self.all_flowing_again_s),
+                "stable_again_s": _rounded(self.stable_again_s),
                 "driver_runs": self.driver_runs, "exit_code": self.exit_code, "exactly_once": self.check.sink.ok,
                 "commits_kept": self.check.ok, "elapsed_s": round(self.elapsed_s, 1)}
 
@@ -383,8 +408,8 @@ def run_fault(cluster: StandaloneCluster, spec: PipelineSpec, fault: str, work_d
         pipeline.stop()
     runs = pipeline.output().count("supervise: started pid")
     result = FaultResult(spec.engine, fault, killed, pipeline.at(kill_at).rows, pipeline.flowing_again_s(kill_at),
-                         pipeline.stable_again_s(kill_at), runs, code, pipeline.check(),
-                         time.monotonic() - started)
+                         pipeline.all_flowing_again_s(kill_at), pipeline.stable_again_s(kill_at), runs, code,
+                         pipeline.check(), time.monotonic() - started)
     log.info("%s/%s: %s", spec.engine, fault, result.row())
     return result
 
@@ -452,8 +477,9 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
                  "worker_down_s": WORKER_DOWN_S},
         notes="jobs/streaming_ingest.py --available-now under `groupcoord cluster supervise`, bin/spark-submit "
               "--master spark://127.0.0.1:PORT (client mode), state root and sink on a shared local path. Kill at "
-              "30% of the records in the sink. flowing_again_s: kill to the sink's next new rows; stable_again_s: "
-              "kill to a Stable generation newer than the one at the kill with every member (None: no rebalance). "
+              "30% of the records in the sink. flowing_again_s: kill to the sink's next new rows; "
+              "all_flowing_again_s: kill to every unfinished partition's next rows; stable_again_s: kill to a Stable "
+              "generation newer than the one at the kill with every member (None: no rebalance). "
               "Sampled every 0.5 s from the state root's materialized tables. exactly_once: every record once; "
               "commits_kept: also committed offsets = sink versions = log ends, and no committed offset ever went "
               "back. 2 shared cores.")

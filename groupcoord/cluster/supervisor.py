@@ -13,8 +13,9 @@ Python applications on a standalone master).
 - Exit code 0 (a finished or stopped job) and 2 (bad configuration: it would fail again) end the supervisor with
   that code; any other end (a failure, a signal, SIGKILL) starts the command again after a backoff (1 s, doubling
   up to 30 s; back to 1 s after a run of at least a minute), at most ``max_restarts`` times within ``window_s``.
-- SIGTERM or SIGINT to the supervisor is passed on to the command's first process and ends the supervision; the group
-  is killed when the command has not ended within ``stop_timeout_s``.
+- SIGTERM or SIGINT to the supervisor is passed on to the command's process group, as a terminal passes Ctrl-C on to
+  its foreground group (under spark-submit the Python driver gets it: the ingestion job stops its queries and
+  leaves), and ends the supervision; the group is killed when the command has not ended within ``stop_timeout_s``.
 - ``pid_file`` holds the running command's pid (its process group); each start rewrites it.
 - On Linux the command gets SIGKILL when the supervisor dies.
 
@@ -103,18 +104,12 @@ class Supervisor:
         self.runs: list[Run] = []
         self._stop = threading.Event()
         self._stop_signal = signal.SIGTERM
-        self._child: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
-        """End the supervision: pass ``signum`` on to the running command and start it no more."""
-        with self._lock:
-            self._stop_signal = signal.Signals(signum)
-            self._stop.set()
-            child = self._child
-        if child is not None and child.poll() is None:
-            log.info("supervise: passing %s on to pid %d", signal.Signals(signum).name, child.pid)
-            child.send_signal(signum)
+        """End the supervision: pass ``signum`` on to the running command (within half a second) and start it no
+        more. Safe from a signal handler: it only sets flags, which the waiting loop acts on."""
+        self._stop_signal = signal.Signals(signum)
+        self._stop.set()
 
     def run(self) -> int:
         """Supervise until the command ends with a final code, restarts run out, or a stop is requested; returns the
@@ -122,6 +117,8 @@ class Supervisor:
         restarts: deque[float] = deque()
         backoff = self.policy.backoff_s
         while True:
+            if self._stop.is_set() and self.runs:
+                return shell_code(self.runs[-1].code)
             run = self._run_once()
             self.runs.append(run)
             lasted = run.ended - run.started
@@ -148,13 +145,9 @@ class Supervisor:
             backoff = min(max(backoff * 2, self.policy.backoff_s), self.policy.backoff_max_s)
 
     def _run_once(self) -> Run:
-        with self._lock:
-            if self._stop.is_set():
-                raise RuntimeError("supervise: stopped before the command started")
-            started = time.time()
-            child = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=die_with_parent())
-            self._child = child
+        started = time.time()
+        child = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, preexec_fn=die_with_parent())
         if self.pid_file is not None:
             self.pid_file.parent.mkdir(parents=True, exist_ok=True)
             self.pid_file.write_text(f"{child.pid}\n")
@@ -165,16 +158,19 @@ class Supervisor:
         return Run(child.pid, started, time.time(), code)
 
     def _wait(self, child: subprocess.Popen[bytes]) -> int:
-        while True:
+        """Wait for ``child``; on a stop request pass the signal on, and kill its group after the stop timeout."""
+        while not self._stop.is_set():
             try:
                 return child.wait(0.5)
             except subprocess.TimeoutExpired:
                 pass
-            if self._stop.is_set():
-                try:
-                    return child.wait(self.stop_timeout_s)
-                except subprocess.TimeoutExpired:
-                    log.warning("supervise: pid %d did not end within %.0f s of %s: killing its process group",
-                                child.pid, self.stop_timeout_s, self._stop_signal.name)
-                    kill_group(child.pid)
-                    return child.wait()
+        if child.poll() is None:
+            log.info("supervise: passing %s on to process group %d", self._stop_signal.name, child.pid)
+            kill_group(child.pid, self._stop_signal)
+        try:
+            return child.wait(self.stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("supervise: pid %d did not end within %.0f s of %s: killing its process group", child.pid,
+                        self.stop_timeout_s, self._stop_signal.name)
+            kill_group(child.pid)
+            return child.wait()

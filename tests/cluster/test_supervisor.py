@@ -91,7 +91,7 @@ def test_the_cli_passes_sigterm_on_writes_the_pid_file_and_exits_with_the_comman
         if supervise.poll() is None:
             supervise.kill()
     assert supervise.returncode == 0, output
-    assert f"passing SIGTERM on to pid {supervised}" in output
+    assert f"passing SIGTERM on to process group {supervised}" in output
     assert not alive(supervised)
 
 
