@@ -30,7 +30,6 @@ ends, and no partition's committed offset ever went back (an acknowledged commit
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
@@ -45,11 +44,11 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bench.results_io import Check, write_result
 from groupcoord.cluster import ClusterSpec, StandaloneCluster
-from groupcoord.cluster.processes import kill_group
+from groupcoord.cluster.processes import die_with_parent, kill_group
 from groupcoord.devbroker.broker import free_port
 from groupcoord.ingest.check import SinkCheck, check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
@@ -75,6 +74,7 @@ STALL_S = 180.0
 """The longest a run may go without a new row in the sink (a driver's restart and the group's re-forming included)."""
 FAULTS = ("executor", "driver", "worker", "storage")
 ENGINES = ("structured", "members")
+_T = TypeVar("_T")
 
 
 class RestartableStorage(Protocol):
@@ -99,6 +99,8 @@ class PipelineSpec:
     """``--max-records-per-batch``: each query's records per micro-batch, or each member's per partition."""
     session_timeout_ms: int = 10000
     executor_memory: str = "512m"
+    conf: tuple[tuple[str, str], ...] = ()
+    """More ``--conf`` settings for spark-submit (the storage's, e.g. ``spark.groupcoord.storage.endpoint`` for S3)."""
 
     def job_arguments(self) -> list[str]:
         """``jobs/streaming_ingest.py``'s flags."""
@@ -149,6 +151,7 @@ class ClusterPipeline:
             "--conf", f"spark.groupcoord.state.root={self.spec.state_root}",
             "--conf", f"spark.groupcoord.streaming.session.timeout.ms={self.spec.session_timeout_ms}",
             *(["--conf", "spark.groupcoord.assignor.reserved.slots=0"] if self.spec.engine == "members" else []),
+            *[arg for key, value in self.spec.conf for arg in ("--conf", f"{key}={value}")],
             str(REPO / "jobs" / "streaming_ingest.py"), *self.spec.job_arguments(),
         ]
 
@@ -159,7 +162,8 @@ class ClusterPipeline:
         log.info("$ %s", shlex.join(command))
         with self.output_path.open("ab") as output:
             self.process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=output,
-                                            stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                            stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                            preexec_fn=die_with_parent())
         self._watcher = threading.Thread(target=self._watch, name="cluster-pipeline-watcher", daemon=True)
         self._watcher.start()
 
@@ -254,19 +258,23 @@ class ClusterPipeline:
 
     def _watch(self) -> None:
         while not self._stop.wait(SAMPLE_S):
-            with contextlib.suppress(Exception):  # a table mid-creation; the next sample reads it
-                self._sample()
+            self._sample()
 
     def _sample(self) -> None:
         from kafka.structs import TopicPartition
 
         sink = SinkTable(self.spec.sink, self.spec.group)
-        rows = sink.row_count() if sink.table() is not None else 0
-        versions = {tp.partition: version or 0 for tp, version in
-                    sink.versions([TopicPartition(TOPIC, p) for p in range(self.spec.partitions)]).items()}
-        committed = {(r["topic"], r["partition"]): r["offset"] for r in read_view(self.root, OFFSETS).to_pylist()
-                     if r["group_id"] == self.spec.group and r["offset"] is not None}
-        groups = [r for r in read_view(self.root, GROUPS).to_pylist() if r["group_id"] == self.spec.group]
+        rows = _or_empty(lambda: sink.row_count() if sink.table() is not None else 0, 0)
+        no_versions: dict[int, int] = {}
+        versions = _or_empty(lambda: {tp.partition: version or 0 for tp, version in sink.versions(
+            [TopicPartition(TOPIC, p) for p in range(self.spec.partitions)]).items()}, no_versions)
+        no_offsets: dict[tuple[str, int], int] = {}
+        committed = _or_empty(lambda: {(r["topic"], r["partition"]): r["offset"]
+                                       for r in read_view(self.root, OFFSETS).to_pylist()
+                                       if r["group_id"] == self.spec.group and r["offset"] is not None}, no_offsets)
+        no_groups: list[dict[str, Any]] = []
+        groups = _or_empty(lambda: [r for r in read_view(self.root, GROUPS).to_pylist()
+                                    if r["group_id"] == self.spec.group], no_groups)
         group = (groups[0]["state"], groups[0]["generation"], groups[0]["member_count"]) if groups else None
         if self.samples:
             previous = self.samples[-1].committed
@@ -375,6 +383,14 @@ class FaultResult:
                 "stable_again_s": _rounded(self.stable_again_s),
                 "driver_runs": self.driver_runs, "exit_code": self.exit_code, "exactly_once": self.check.sink.ok,
                 "commits_kept": self.check.ok, "elapsed_s": round(self.elapsed_s, 1)}
+
+
+def _or_empty(read: Callable[[], _T], empty: _T) -> _T:
+    """``read()``, or ``empty`` while the table it reads does not exist yet (or is being created)."""
+    try:
+        return read()
+    except Exception:
+        return empty
 
 
 def _rounded(value: float | None) -> float | None:

@@ -22,10 +22,13 @@ CLUSTER = ClusterSpec(workers=2, cores=1, memory="1g")
 
 @dataclass(frozen=True)
 class Locations:
-    """Where a pipeline's state root and sink live: storage the driver and every executor share."""
+    """Where a pipeline's state root and sink live: storage the driver and every executor share, and the spark-submit
+    settings that reach it (an S3 server's endpoint; its secrets come from the environment of the cluster's daemons
+    and the driver, never from a setting)."""
 
     state_root: str
     sink: str
+    conf: tuple[tuple[str, str], ...] = ()
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ def test_every_record_once_and_no_commit_lost_through_a_kill(
         standalone_cluster: StandaloneCluster, shared_locations: Locations, tmp_path: Path, engine: str, fault: str,
         capsys: pytest.CaptureFixture[str]) -> None:
     spec = PipelineSpec(engine=engine, state_root=shared_locations.state_root, sink=shared_locations.sink,
-                        records=4000, batch=100)
+                        conf=shared_locations.conf, records=4000, batch=100)
     result = run_fault(standalone_cluster, spec, fault, tmp_path / "run")
     with capsys.disabled():
         print(f"\n[cluster] {result.row()}")
