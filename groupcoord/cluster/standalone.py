@@ -120,6 +120,7 @@ class StandaloneCluster:
         registered; raise :class:`ClusterError` (after stopping what started) when that does not happen."""
         from groupcoord.spark.submit import spark_home
 
+        started = time.monotonic()
         spec = spec or ClusterSpec()
         work = Path(work_dir).resolve()
         (work / "logs").mkdir(parents=True, exist_ok=True)
@@ -136,7 +137,6 @@ class StandaloneCluster:
                 if attempt == _START_ATTEMPTS or "BindException" not in str(exc):
                     raise
                 log.warning("%s; starting again on other ports", exc)
-        started = time.monotonic()
         try:
             for index in range(spec.workers):
                 cluster.workers.append(None)
@@ -150,6 +150,7 @@ class StandaloneCluster:
         return cluster
 
     def _start_master(self, timeout_s: float) -> None:
+        log.info("starting the spark master on %s (log %s)", self.master_url, self.work_dir / "logs" / "master.log")
         self.master = self._launch("master", [MASTER_CLASS, "--host", self.spec.host, "--port", str(self.master_port),
                                               "--webui-port", str(self.webui_port)])
         deadline = time.monotonic() + timeout_s
@@ -171,6 +172,8 @@ class StandaloneCluster:
         if current is not None and current.process.poll() is None:
             raise ClusterError(f"worker {index} is running (pid {current.process.pid})")
         before = {w["id"] for w in self.alive_workers()} if wait else set()
+        log.info("starting spark worker %d (%d cores, %s; log %s)", index, self.spec.cores, self.spec.memory,
+                 self.work_dir / "logs" / f"worker-{index}.log")
         self.workers[index] = self._launch(f"worker-{index}", [
             WORKER_CLASS, "--host", self.spec.host, "--port", "0", "--webui-port", "0",
             "--cores", str(self.spec.cores), "--memory", self.spec.memory,
