@@ -196,7 +196,7 @@ class ClusterPipeline:
         """What the supervisor and the job printed so far."""
         return self.output_path.read_text(errors="replace") if self.output_path.exists() else ""
 
-    def busy_executor(self, timeout_s: float = 20.0) -> int:
+    def busy_executor(self, timeout_s: float = 5.0) -> int:
         """The pid of an executor JVM running a task now (by the driver's REST API); any executor after
         ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
@@ -209,6 +209,8 @@ class ClusterPipeline:
         executors = self.cluster.executors()
         if not executors:
             raise RuntimeError("the cluster runs no executor")
+        log.warning("no executor seen running a task within %.0f s: killing executor %s", timeout_s,
+                    executors[0].executor_id)
         return executors[0].pid
 
     def _busy_executor_ids(self) -> set[str]:
@@ -373,6 +375,7 @@ class FaultResult:
     exit_code: int
     check: PipelineCheck
     elapsed_s: float
+    load_1m: float = 0.0
 
     def row(self) -> dict[str, Any]:
         """A results row."""
@@ -382,7 +385,7 @@ class FaultResult:
                 "all_flowing_again_s": _rounded(self.all_flowing_again_s),
                 "stable_again_s": _rounded(self.stable_again_s),
                 "driver_runs": self.driver_runs, "exit_code": self.exit_code, "exactly_once": self.check.sink.ok,
-                "commits_kept": self.check.ok, "elapsed_s": round(self.elapsed_s, 1)}
+                "commits_kept": self.check.ok, "elapsed_s": round(self.elapsed_s, 1), "load_1m": round(self.load_1m, 1)}
 
 
 def _or_empty(read: Callable[[], _T], empty: _T) -> _T:
@@ -413,6 +416,7 @@ def run_fault(cluster: StandaloneCluster, spec: PipelineSpec, fault: str, work_d
         kill_after = max(1, int(spec.records * kill_at_fraction))
         pipeline.wait_for_rows(kill_after)
         killed, kill_at = _strike(pipeline, fault, storage)
+        load = os.getloadavg()[0]
         log.info("%s/%s: killed %s at %d sink rows", spec.engine, fault, killed, pipeline.at(kill_at).rows)
         if fault == "worker":
             time.sleep(WORKER_DOWN_S)
@@ -425,7 +429,8 @@ def run_fault(cluster: StandaloneCluster, spec: PipelineSpec, fault: str, work_d
     runs = pipeline.output().count("supervise: started pid")
     result = FaultResult(spec.engine, fault, killed, pipeline.at(kill_at).rows, pipeline.flowing_again_s(kill_at),
                          pipeline.all_flowing_again_s(kill_at), pipeline.stable_again_s(kill_at), runs, code,
-                         pipeline.check(), time.monotonic() - started)
+                         pipeline.check(), time.monotonic() - started, load)
+    record_row(result)
     log.info("%s/%s: %s", spec.engine, fault, result.row())
     return result
 
@@ -458,38 +463,33 @@ def _strike(pipeline: ClusterPipeline, fault: str, storage: RestartableStorage |
     return "the storage server", kill_at
 
 
-def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
-    """Run the fault matrix on a fresh cluster and write ``bench/results/cluster_faults.json``."""
-    parser = argparse.ArgumentParser(prog="bench.cluster_faults")
-    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated engines")
-    parser.add_argument("--faults", default="executor,driver,worker", help="comma-separated faults (not storage)")
-    parser.add_argument("--records", type=int, default=4000)
-    args = parser.parse_args([] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    engines, faults = args.engines.split(","), args.faults.split(",")
-    results: list[FaultResult] = []
-    with tempfile.TemporaryDirectory(prefix="cluster-faults-") as tmp:
-        work = Path(tmp)
-        with StandaloneCluster.start(work / "cluster", ClusterSpec(workers=2, cores=1)) as cluster:
-            for engine in engines:
-                for fault in faults:
-                    run = work / f"{engine}-{fault}"
-                    spec = PipelineSpec(engine=engine, state_root=str(run / "state"), sink=str(run / "sink"),
-                                        records=args.records, members=2)
-                    print(f"== {engine} / {fault}", flush=True)
-                    results.append(run_fault(cluster, spec, fault, run))
-    rows = [r.row() for r in results]
-    checks = [Check("cluster_faults", f"exactly_once_and_commits_kept[{r.engine}, {r.fault}]", "correctness",
-                    r.check.ok, "==", True) for r in results]
-    checks += [Check("cluster_faults", f"driver_kill_flowing_again_s[{r.engine}]", "speed",
-                     r.flowing_again_s if r.flowing_again_s is not None else float("inf"), "<=", FLOW_TARGET_S)
-               for r in results if r.fault == "driver"]
-    write_result(
+ROWS_ENV = "GROUPCOORD_CLUSTER_FAULT_ROWS"
+"""When set, a file the cluster tests append their drills' rows to (JSON lines), for ``--from-rows``: one run of
+``make test-cluster`` (and the cluster test of ``make test``) then gives the recorded times."""
+
+
+def record_row(result: FaultResult) -> None:
+    """Append ``result``'s row to the file named by :data:`ROWS_ENV`, if set."""
+    target = os.environ.get(ROWS_ENV)
+    if target:
+        with open(target, "a", encoding="utf-8") as rows:
+            rows.write(json.dumps(result.row()) + "\n")
+
+
+def write_results(rows: list[dict[str, Any]], *, records: str, command: str | None = None) -> Path:
+    """Write ``bench/results/cluster_faults.json`` from drill rows, with a correctness check per row and the driver
+    kill's 60 s target."""
+    checks = [Check("cluster_faults", f"exactly_once_and_commits_kept[{r['engine']}, {r['fault']}]", "correctness",
+                    r["commits_kept"], "==", True) for r in rows]
+    checks += [Check("cluster_faults", f"driver_kill_flowing_again_s[{r['engine']}]", "speed",
+                     r["flowing_again_s"] if r["flowing_again_s"] is not None else float("inf"), "<=", FLOW_TARGET_S)
+               for r in rows if r["fault"] == "driver"]
+    return write_result(
         "cluster_faults",
         title="The ingestion pipeline on a Spark standalone cluster under faults: recovery times",
-        rows=rows, checks=checks,
+        rows=rows, checks=checks, command=command,
         summary={"cluster": "1 master + 2 workers x 1 core (own JVMs, 127.0.0.1), executors 512 MB",
-                 "records": args.records, "partitions": 4, "batch": 100, "session_timeout_ms": 10000,
+                 "records": records, "partitions": 4, "batch": 100, "session_timeout_ms": 10000,
                  "worker_down_s": WORKER_DOWN_S},
         notes="jobs/streaming_ingest.py --available-now under `groupcoord cluster supervise`, bin/spark-submit "
               "--master spark://127.0.0.1:PORT (client mode), state root and sink on a shared local path. Kill at "
@@ -498,7 +498,38 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
               "generation newer than the one at the kill with every member (None: no rebalance). "
               "Sampled every 0.5 s from the state root's materialized tables. exactly_once: every record once; "
               "commits_kept: also committed offsets = sink versions = log ends, and no committed offset ever went "
-              "back. 2 shared cores.")
+              "back. load_1m: the machine's 1-minute load average at the kill (2 cores, shared with other work).")
+
+
+def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
+    """Run the fault matrix on a fresh cluster (or take the rows the cluster tests recorded, ``--from-rows``) and
+    write ``bench/results/cluster_faults.json``."""
+    parser = argparse.ArgumentParser(prog="bench.cluster_faults")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated engines")
+    parser.add_argument("--faults", default="executor,driver,worker", help="comma-separated faults (not storage)")
+    parser.add_argument("--records", type=int, default=4000)
+    parser.add_argument("--from-rows", metavar="FILE",
+                        help=f"write the rows the cluster tests recorded ({ROWS_ENV}=FILE) instead of running")
+    args = parser.parse_args([] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.from_rows:
+        rows = [json.loads(line) for line in Path(args.from_rows).read_text().splitlines() if line.strip()]
+        command = (f"{ROWS_ENV}={args.from_rows} pytest tests/cluster/test_standalone.py tests/cluster/test_faults.py; "
+                   f"python -m bench.cluster_faults --from-rows {args.from_rows}")
+        print(write_results(rows, records="1,200 (make test's executor kill), 4,000 (the others)", command=command))
+        return
+    results: list[FaultResult] = []
+    with tempfile.TemporaryDirectory(prefix="cluster-faults-") as tmp:
+        work = Path(tmp)
+        with StandaloneCluster.start(work / "cluster", ClusterSpec(workers=2, cores=1)) as cluster:
+            for engine in args.engines.split(","):
+                for fault in args.faults.split(","):
+                    run = work / f"{engine}-{fault}"
+                    spec = PipelineSpec(engine=engine, state_root=str(run / "state"), sink=str(run / "sink"),
+                                        records=args.records, members=2)
+                    print(f"== {engine} / {fault}", flush=True)
+                    results.append(run_fault(cluster, spec, fault, run))
+    write_results([r.row() for r in results], records=f"{args.records:,}")
     for result in results:
         print(f"{result.engine}/{result.fault}: {result.row()} {result.check.summary()}", flush=True)
 

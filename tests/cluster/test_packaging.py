@@ -39,7 +39,11 @@ def closure(requirements: list[str]) -> set[str]:
             continue
         found.add(key)
         found.add(name)
-        for dependency in metadata.requires(name) or []:
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:  # a dependency of another platform or Python (its marker is false)
+            continue
+        for dependency in requires:
             dep_head, _, dep_marker = dependency.partition(";")
             wanted = [e for e in extras if re.search(rf"extra\s*==\s*['\"]{re.escape(e)}['\"]", dep_marker)]
             if "extra ==" not in dep_marker or wanted:

@@ -38,7 +38,7 @@ def test_the_structured_pipeline_keeps_every_record_once_through_an_executor_kil
         standalone_cluster: StandaloneCluster, shared_locations: Locations, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     spec = PipelineSpec(engine="structured", state_root=shared_locations.state_root, sink=shared_locations.sink,
-                        conf=shared_locations.conf, records=2000, batch=100)
+                        conf=shared_locations.conf, records=1200, batch=100)
     result = run_fault(standalone_cluster, spec, "executor", tmp_path / "run")
     with capsys.disabled():
         print(f"\n[cluster] {result.row()}")
