@@ -70,8 +70,9 @@ WORKER_DOWN_S = 5.0
 """How long a killed worker stays down before it is started again."""
 FLOW_TARGET_S = 60.0
 """Issue 28: records flow again within 60 s of a driver kill on this machine."""
-STALL_S = 180.0
-"""The longest a run may go without a new row in the sink (a driver's restart and the group's re-forming included)."""
+STALL_S = 360.0
+"""The longest a run may go without a new row in the sink: a driver's restart and the group's re-forming included,
+which took up to 3 minutes on this machine's 2 cores under other work (load average 12-20)."""
 FAULTS = ("executor", "driver", "worker", "storage")
 ENGINES = ("structured", "members")
 _T = TypeVar("_T")
