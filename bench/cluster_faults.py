@@ -490,7 +490,8 @@ def write_results(rows: list[dict[str, Any]], *, records: str, command: str | No
         title="The ingestion pipeline on a Spark standalone cluster under faults: recovery times",
         rows=rows, checks=checks, command=command,
         summary={"cluster": "1 master + 2 workers x 1 core (own JVMs, 127.0.0.1), executors 512 MB",
-                 "records": records, "partitions": 4, "batch": 100, "session_timeout_ms": 10000,
+                 "records": records, "partitions": 4, "batch": "100 (structured), 10 (members)",
+                 "session_timeout_ms": 10000,
                  "worker_down_s": WORKER_DOWN_S},
         notes="jobs/streaming_ingest.py --available-now under `groupcoord cluster supervise`, bin/spark-submit "
               "--master spark://127.0.0.1:PORT (client mode), state root and sink on a shared local path. Kill at "
@@ -527,7 +528,7 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
                 for fault in args.faults.split(","):
                     run = work / f"{engine}-{fault}"
                     spec = PipelineSpec(engine=engine, state_root=str(run / "state"), sink=str(run / "sink"),
-                                        records=args.records, members=2)
+                                        records=args.records, members=2, batch=10 if engine == "members" else 100)
                     print(f"== {engine} / {fault}", flush=True)
                     results.append(run_fault(cluster, spec, fault, run))
     write_results([r.row() for r in results], records=f"{args.records:,}")
