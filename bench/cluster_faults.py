@@ -138,6 +138,7 @@ class ClusterPipeline:
         self.went_back: list[str] = []
         self.process: subprocess.Popen[bytes] | None = None
         self._stop = threading.Event()
+        self._sampling = threading.Lock()
         self._watcher: threading.Thread | None = None
 
     def command(self) -> list[str]:
@@ -264,6 +265,10 @@ class ClusterPipeline:
             self._sample()
 
     def _sample(self) -> None:
+        with self._sampling:  # the watcher and mark_kill: one sample at a time, appended in the order taken
+            self._sample_locked()
+
+    def _sample_locked(self) -> None:
         from kafka.structs import TopicPartition
 
         sink = SinkTable(self.spec.sink, self.spec.group)
@@ -292,20 +297,26 @@ class ClusterPipeline:
         earlier = [s for s in self.samples if s.at <= moment]
         return earlier[-1] if earlier else Sample(moment, 0, {}, None, {})
 
-    def flowing_again_s(self, kill_at: float) -> float | None:
-        """Seconds from ``kill_at`` to the first sample with more sink rows than at the kill."""
-        before = self.at(kill_at).rows
-        later = [s for s in self.samples if s.at > kill_at and s.rows > before]
+    def mark_kill(self) -> Sample:
+        """Sample now, just after a kill: the baseline the measures compare with. Nothing the kill stopped can commit
+        after it, so what moves past this sample moved after the kill (a sample taken before it could miss commits
+        made in between, and credit them to the recovery)."""
+        self._sample()
+        return self.samples[-1]
+
+    def flowing_again_s(self, kill_at: float, baseline: Sample) -> float | None:
+        """Seconds from ``kill_at`` to the first sample with more sink rows than ``baseline``."""
+        later = [s for s in self.samples if s.at > baseline.at and s.rows > baseline.rows]
         return later[0].at - kill_at if later else None
 
-    def all_flowing_again_s(self, kill_at: float) -> float | None:
-        """Seconds from ``kill_at`` to the first sample where every partition not yet at its log end at the kill has
-        moved on (or reached its end): the killed member's or task's partitions flow again too."""
-        before = self.at(kill_at).versions
+    def all_flowing_again_s(self, kill_at: float, baseline: Sample) -> float | None:
+        """Seconds from ``kill_at`` to the first sample where every partition not yet at its log end in ``baseline``
+        has moved on: the killed member's or task's partitions flow again too."""
         ends = self.end_offsets()
+        before = baseline.versions
         waiting = [p for p in range(self.spec.partitions) if before.get(p, 0) < ends.get(p, 0)]
         for sample in self.samples:
-            if sample.at > kill_at and all(sample.versions.get(p, 0) > before.get(p, 0) for p in waiting):
+            if sample.at > baseline.at and all(sample.versions.get(p, 0) > before.get(p, 0) for p in waiting):
                 return sample.at - kill_at
         return None
 
@@ -417,8 +428,9 @@ def run_fault(cluster: StandaloneCluster, spec: PipelineSpec, fault: str, work_d
         kill_after = max(1, int(spec.records * kill_at_fraction))
         pipeline.wait_for_rows(kill_after)
         killed, kill_at = _strike(pipeline, fault, storage)
+        baseline = pipeline.mark_kill()
         load = os.getloadavg()[0]
-        log.info("%s/%s: killed %s at %d sink rows", spec.engine, fault, killed, pipeline.at(kill_at).rows)
+        log.info("%s/%s: killed %s at %d sink rows", spec.engine, fault, killed, baseline.rows)
         if fault == "worker":
             time.sleep(WORKER_DOWN_S)
             index = int(killed.split()[1])
@@ -428,8 +440,8 @@ def run_fault(cluster: StandaloneCluster, spec: PipelineSpec, fault: str, work_d
     finally:
         pipeline.stop()
     runs = pipeline.output().count("supervise: started pid")
-    result = FaultResult(spec.engine, fault, killed, pipeline.at(kill_at).rows, pipeline.flowing_again_s(kill_at),
-                         pipeline.all_flowing_again_s(kill_at), pipeline.stable_again_s(kill_at), runs, code,
+    result = FaultResult(spec.engine, fault, killed, baseline.rows, pipeline.flowing_again_s(kill_at, baseline),
+                         pipeline.all_flowing_again_s(kill_at, baseline), pipeline.stable_again_s(kill_at), runs, code,
                          pipeline.check(), time.monotonic() - started, load)
     record_row(result)
     log.info("%s/%s: %s", spec.engine, fault, result.row())
