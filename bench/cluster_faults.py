@@ -69,7 +69,9 @@ MATERIALIZED_WAIT_S = 10.0
 WORKER_DOWN_S = 5.0
 """How long a killed worker stays down before it is started again."""
 FLOW_TARGET_S = 60.0
-"""Issue 28: records flow again within 60 s of a driver kill on this machine."""
+"""Issue 28: records flow again within 60 s of a driver kill on this machine; checked on ``all_flowing_again_s`` (the
+members engine's executor tasks go on writing for a moment after their driver died, so the first new rows come at
+once and say nothing about the recovery)."""
 STALL_S = 360.0
 """The longest a run may go without a new row in the sink: a driver's restart and the group's re-forming included,
 which took up to 3 minutes on this machine's 2 cores under other work (load average 12-20)."""
@@ -494,8 +496,9 @@ def write_results(rows: list[dict[str, Any]], *, records: str, command: str | No
     kill's 60 s target."""
     checks = [Check("cluster_faults", f"exactly_once_and_commits_kept[{r['engine']}, {r['fault']}]", "correctness",
                     r["commits_kept"], "==", True) for r in rows]
-    checks += [Check("cluster_faults", f"driver_kill_flowing_again_s[{r['engine']}]", "speed",
-                     r["flowing_again_s"] if r["flowing_again_s"] is not None else float("inf"), "<=", FLOW_TARGET_S)
+    checks += [Check("cluster_faults", f"driver_kill_all_flowing_again_s[{r['engine']}]", "speed",
+                     r["all_flowing_again_s"] if r["all_flowing_again_s"] is not None else float("inf"), "<=",
+                     FLOW_TARGET_S)
                for r in rows if r["fault"] == "driver"]
     return write_result(
         "cluster_faults",
