@@ -13,9 +13,10 @@ Python applications on a standalone master).
 - Exit code 0 (a finished or stopped job) and 2 (bad configuration: it would fail again) end the supervisor with
   that code; any other end (a failure, a signal, SIGKILL) starts the command again after a backoff (1 s, doubling
   up to 30 s; back to 1 s after a run of at least a minute), at most ``max_restarts`` times within ``window_s``.
-- SIGTERM or SIGINT to the supervisor is passed on to the command's process group, as a terminal passes Ctrl-C on to
-  its foreground group (under spark-submit the Python driver gets it: the ingestion job stops its queries and
-  leaves), and ends the supervision; the group is killed when the command has not ended within ``stop_timeout_s``.
+- SIGTERM or SIGINT to the supervisor is passed on to the processes the command started in its group (the command
+  itself when it started none): under spark-submit, the Python driver, so the ingestion job stops its queries,
+  leaves and exits 0, and spark-submit's JVM after it. It ends the supervision; the group is killed when the command
+  has not ended within ``stop_timeout_s``.
 - ``pid_file`` holds the running command's pid (its process group); each start rewrites it.
 - On Linux the command gets SIGKILL when the supervisor dies.
 
@@ -27,7 +28,9 @@ run NTP (chrony) on the driver's hosts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import subprocess
 import threading
@@ -37,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupcoord.cluster.processes import die_with_parent, kill_group
+from groupcoord.cluster.processes import descendants, die_with_parent, kill_group
 
 log = logging.getLogger("groupcoord.cluster.supervisor")
 
@@ -70,6 +73,13 @@ class Run:
     started: float
     ended: float
     code: int
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
 
 
 def describe_exit(code: int) -> str:
@@ -157,6 +167,23 @@ class Supervisor:
             log.info("supervise: killed what pid %d left in its process group", child.pid)
         return Run(child.pid, started, time.time(), code)
 
+    def _pass_on(self, child: subprocess.Popen[bytes]) -> None:
+        """Send the stop signal to the processes the command started in its group, or to the command itself when it
+        started none. Under spark-submit that is the Python driver, which stops its queries, leaves and exits 0,
+        and spark-submit's JVM exits after it; signalled too, the JVM would exit at once (143) and take the driver's
+        clean stop with it."""
+        below = [pid for pid in descendants(child.pid) if _group_of(pid) == child.pid]
+        name = self._stop_signal.name
+        if not below:
+            log.info("supervise: passing %s on to pid %d", name, child.pid)
+            child.send_signal(self._stop_signal)
+            return
+        log.info("supervise: passing %s on to pid(s) %s, started by pid %d", name, ", ".join(map(str, below)),
+                 child.pid)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, self._stop_signal)
+
     def _wait(self, child: subprocess.Popen[bytes]) -> int:
         """Wait for ``child``; on a stop request pass the signal on, and kill its group after the stop timeout."""
         while not self._stop.is_set():
@@ -165,8 +192,7 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 pass
         if child.poll() is None:
-            log.info("supervise: passing %s on to process group %d", self._stop_signal.name, child.pid)
-            kill_group(child.pid, self._stop_signal)
+            self._pass_on(child)
         try:
             return child.wait(self.stop_timeout_s)
         except subprocess.TimeoutExpired:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def test_the_cli_passes_sigterm_on_writes_the_pid_file_and_exits_with_the_comman
         if supervise.poll() is None:
             supervise.kill()
     assert supervise.returncode == 0, output
-    assert f"passing SIGTERM on to process group {supervised}" in output
+    assert f"passing SIGTERM on to pid {supervised}" in output
     assert not alive(supervised)
 
 
@@ -100,3 +101,21 @@ def test_the_cli_refuses_a_missing_command_in_one_line() -> None:
                          text=True, env={**os.environ}, timeout=60)
     assert run.returncode == 2
     assert run.stderr.strip() == "groupcoord: error: cluster supervise: no command given (put it after --)"
+
+
+def test_a_stop_goes_to_what_the_command_started_so_that_it_ends_cleanly(tmp_path: Path) -> None:
+    """spark-submit's case: the first process (here a shell) waits for the application it started (a Python driver
+    that stops cleanly on SIGTERM); signalled too, the first process would end at once (143) and the group be killed
+    under the application's clean stop."""
+    marker = tmp_path / "stopped"
+    app = (f"import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: (open({str(marker)!r}, 'w').close(), "
+           "sys.exit(0))); time.sleep(60)")
+    supervisor = Supervisor(["sh", "-c", f'{sys.executable} -c "{app}"; exit $?'], policy=FAST)
+    runner = threading.Thread(target=lambda: codes.append(supervisor.run()))
+    codes: list[int] = []
+    runner.start()
+    time.sleep(2)  # the shell started the application, which set its handler
+    supervisor.request_stop()
+    runner.join(30)
+    assert codes == [0]
+    assert marker.exists()
