@@ -47,8 +47,9 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
     supervise = commands.add_parser(
         "supervise", help="run a command (a client-mode driver) and start it again when it fails",
         description="Run COMMAND in a process group of its own and start it again when it ends with another code "
-                    "than 0 or 2 (or by a signal), after a backoff; SIGTERM or Ctrl-C are passed on to its process "
-                    "group and end the supervision. Exits with the command's last exit code.",
+                    "than 0 or 2 (or by a signal), after a backoff; SIGTERM or Ctrl-C are passed on to what it "
+                    "started (spark-submit's Python driver), or to it, and end the supervision. Exits with the "
+                    "command's last exit code.",
         usage="groupcoord cluster supervise [options] -- COMMAND [ARG ...]")
     supervise.add_argument("--max-restarts", type=_non_negative, default=10, metavar="N",
                            help="most restarts within --window-s before giving up (default 10)")
