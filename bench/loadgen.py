@@ -424,12 +424,23 @@ class Probe:
         return rtts
 
 
+MIN_SAMPLES_FOR_P99 = 100
+"""The fewest samples a p99 is reported from; below that a result gives the maximum instead (the p99 of a handful of
+samples is just their largest, with a name that promises more)."""
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The ``fraction`` percentile (nearest rank) in milliseconds, or -1 with no values."""
     if not values:
         return -1.0
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] * 1000, 2)
+
+
+def p99_or_none(values: list[float]) -> float | None:
+    """:func:`percentile` 0.99 in milliseconds from at least :data:`MIN_SAMPLES_FOR_P99` values, else ``None`` (a
+    result then shows the maximum, ``percentile(values, 1.0)``, in a column of its own)."""
+    return percentile(values, 0.99) if len(values) >= MIN_SAMPLES_FOR_P99 else None
 
 
 def emit(event: str, **fields: Any) -> None:

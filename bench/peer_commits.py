@@ -16,9 +16,11 @@ Cases, per side:
   seconds whatever the latency; latency runs from the moment a request was due (a committer has one request in
   flight at a time, so a slow answer delays the next ones and shows in their latency). Warm: the first case ran.
 
-200 committers x 50 partitions, 100,000 offsets/s offered (the target of bench/commit_throughput.py); 10 s per
-case, ``--full``: 30 s capacity and 60 s offered. Command: ``python -m bench.run
-peer_commits`` (or ``--full``).
+200 committers x 50 partitions, 100,000 offsets/s offered (the target of bench/commit_throughput.py); each case
+runs :data:`WARMUP_S` unmeasured, then 30 s measured (``--full``: 60 s), in steady state. Each side runs
+:data:`~bench.peer_targets.REPETITIONS` times, alternated with the other, each time a fresh process, at each of the
+two :data:`DURABILITY` levels (acknowledged from the page cache, or once flushed). Command:
+``python -m bench.run peer_commits`` (or ``--full``).
 """
 
 from __future__ import annotations
@@ -27,14 +29,25 @@ import asyncio
 import random
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kafka.protocol.consumer import OffsetCommitRequest
 
-from bench.loadgen import CLIENT_ID, Connection, cpu_seconds, percentile, read_payload
-from bench.peer_targets import GROUPCOORD, RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
+from bench.loadgen import CLIENT_ID, Connection, cpu_seconds, p99_or_none, percentile, read_payload
+from bench.peer_targets import (
+    GROUPCOORD,
+    KAFKA,
+    RATIO_MEANING,
+    REPETITIONS,
+    Endpoint,
+    alternated,
+    coordinator,
+    load_average,
+    medians,
+    side_by_side,
+)
 from bench.results_io import write_result
 from groupcoord.devbroker import KafkaBroker
 from groupcoord.state_root import StateRoot
@@ -42,6 +55,14 @@ from groupcoord.topics import TopicCatalog
 
 TOPIC = "commits"
 OFFSET_VARIANTS = 4
+FIGURES = ("offsets_per_s", "ack_p50_ms", "ack_p99_ms", "ack_max_ms")
+DURABILITY: dict[str, dict[str, dict[str, Any]]] = {
+    "page cache": {KAFKA: {}, GROUPCOORD: {"spark.groupcoord.log.fsync": "false"}},
+    "fsync": {KAFKA: {"log.flush.interval.messages": 1}, GROUPCOORD: {}},
+}
+"""The two durability levels compared like for like: each side's settings (the broker's properties, serve's conf)."""
+WARMUP_S = 5.0
+"""Each load runs this long, unmeasured, before its measured window."""
 TARGET_RATE = 100_000
 """Offered offsets/s: the target of bench/commit_throughput.py."""
 
@@ -145,8 +166,8 @@ def _row(side: str, case: str, load: Load | None, committers: list[Committer], e
     return {"side": side, "case": case, "requests": len(latencies),
             "offered_offsets_per_s": None if load is None or load.rate is None else load.rate,
             "offsets_per_s": round(offsets / elapsed) if load is not None else None,
-            "ack_p50_ms": percentile(latencies, 0.5), "ack_p99_ms": percentile(latencies, 0.99) if len(
-                latencies) >= 100 else None, "errors": sum(c.errors for c in committers),
+            "ack_p50_ms": percentile(latencies, 0.5), "ack_p99_ms": p99_or_none(latencies),
+            "ack_max_ms": percentile(latencies, 1.0), "errors": sum(c.errors for c in committers),
             "client_cpu_share": round(cpu_s / elapsed, 2),
             "coordinator_cpu_share": round(coordinator_cpu_s / elapsed, 2), "load_avg_1m": load_average()}
 
@@ -160,6 +181,7 @@ async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, 
         rows = [_row(endpoint.side, "first commit (cold)", None, committers[:1], time.monotonic() - started,
                      cpu_seconds() - cpu, endpoint.cpu_seconds() - served)]
         for load in loads:
+            await _drive(committers, replace(load, seconds=WARMUP_S))  # to steady state: not measured
             for committer in committers:
                 committer.latencies, committer.errors, committer.offsets = [], 0, 0
             cpu, served = cpu_seconds(), endpoint.cpu_seconds()
@@ -173,34 +195,41 @@ async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, 
     return rows
 
 
-def main(full: bool) -> None:
-    """Kafka's coordinator, then groupcoord's, at the same loads; writes ``bench/results/peer_commits.json``."""
+def main(full: bool, runs: int = REPETITIONS) -> None:
+    """Kafka's coordinator and groupcoord's at the same loads, ``runs`` times each, alternated; writes
+    ``bench/results/peer_commits.json`` (each figure's median over the runs, and its spread)."""
     committers, partitions_each = 200, 50
-    loads = [Load(committers, partitions_each, 30 if full else 10),
-             Load(committers, partitions_each, 60 if full else 10, rate=TARGET_RATE)]
+    loads = [Load(committers, partitions_each, 60 if full else 30),
+             Load(committers, partitions_each, 60 if full else 30, rate=TARGET_RATE)]
 
     def create_topic(broker: KafkaBroker) -> None:
         broker.create_topic(TOPIC, partitions=partitions_each)
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-commits-") as work:
-        for side in SIDES:
-            with coordinator(side, Path(work) / side, {}, on_start=create_topic) as endpoint:
-                if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
-                    TopicCatalog(StateRoot.open(Path(work) / side / "root")).create(TOPIC, partitions_each)
-                rows += asyncio.run(measure_side(endpoint, loads))
+        for durability, settings in DURABILITY.items():
+            for run, side in alternated(runs):
+                where = Path(work) / f"{durability}-{side}-{run}"
+                with coordinator(side, where, settings[side], on_start=create_topic) as endpoint:
+                    if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
+                        TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, partitions_each)
+                    rows += [{"durability": durability, **row} for row in asyncio.run(measure_side(endpoint, loads))]
+    key = ("durability", "case")
     write_result(
         "peer_commits",
         title="Offset commits: groupcoord serve vs Kafka 4.4.0's group coordinator (same committers, same load)",
-        rows=side_by_side(rows, ("case",), ("offsets_per_s", "ack_p50_ms", "ack_p99_ms"),
-                          extras=("requests", "errors", "coordinator_cpu_share", "client_cpu_share",
-                                  "load_avg_1m")),
+        rows=side_by_side(medians(rows, key, FIGURES, totals=("requests", "errors")), key, FIGURES,
+                          extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "requests", "errors",
+                                  "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
                  "offered_offsets_per_s": loads[1].rate},
-        notes=("Both coordinators started fresh in this run with default settings, Kafka's first, each alone on "
-               "the machine. Kafka acknowledges a commit once it is appended to __consumer_offsets (one replica, "
-               "acks from the local log, no fsync per commit: Kafka's default); groupcoord once its Delta "
-               "record-log commit is durable (fsynced). The committers run in the benchmark process "
+        notes=(f"Both coordinators started fresh {runs} times per durability in this run, the order swapped every "
+               "run (Kafka first in the first), each alone on the machine; figures are medians over the runs, their "
+               "spread beside them; the broker's JVM as kafka-server-start.sh starts it (1 GB heap, G1). Durability "
+               "'page cache': both acknowledge before the commit reaches the disk (Kafka's default: appended to "
+               "__consumer_offsets, no flush; groupcoord with spark.groupcoord.log.fsync=false). 'fsync': both "
+               "acknowledge a flushed commit (Kafka with log.flush.interval.messages=1, which reaches "
+               "__consumer_offsets; groupcoord's default). The committers run in the benchmark process "
                "(client_cpu_share: its CPU seconds per second), so on 2 cores they compete with the coordinator "
                "(coordinator_cpu_share: the broker's JVM, or the serve process). "
                "ack_p99_ms only from at least 100 requests."),

@@ -37,7 +37,7 @@ from deltalake import DeltaTable
 from bench.peer_ingest_app import RESULT_KEY
 from bench.peer_targets import RATIO_MEANING, load_average, side_by_side
 from bench.results_io import write_result
-from groupcoord.devbroker import KafkaBroker, Record
+from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker, Record
 
 REPO = Path(__file__).resolve().parent.parent
 SPARK_SUBMIT = REPO / "bin" / "spark-submit"
@@ -117,7 +117,7 @@ def main(full: bool) -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-ingest-") as tmp:
         work = Path(tmp)
-        with KafkaBroker.start(work / "kafka") as broker:
+        with KafkaBroker.start(work / "kafka", jvm_options=PEER_JVM_OPTIONS) as broker:
             broker.create_topic(TOPIC, partitions=PARTITIONS)
             started = time.monotonic()
             broker.produce(TOPIC, records(count))

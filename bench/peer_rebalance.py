@@ -31,15 +31,24 @@ from typing import Any
 
 from kafka.protocol.consumer import LeaveGroupRequest
 
-from bench.loadgen import Connection, percentile
-from bench.peer_targets import RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
+from bench.loadgen import MIN_SAMPLES_FOR_P99, Connection, p99_or_none, percentile
+from bench.peer_targets import (
+    RATIO_MEANING,
+    REPETITIONS,
+    Endpoint,
+    alternated,
+    coordinator,
+    load_average,
+    medians,
+    side_by_side,
+)
 from bench.rebalance_latency import Group
 from bench.results_io import write_result
 
 INITIAL_DELAY_MS = 1000
 HEARTBEAT_MS = 500
 SIZES = (3, 100)
-MIN_RUNS_FOR_P99 = 100
+FIGURES = ("first_s", "p50_s", "p99_s", "max_s")
 SETTLE_TIMEOUT_S = 120.0
 
 
@@ -96,7 +105,8 @@ def _row(side: str, size: int, scenario: str, latencies: list[float], errors: in
     warm = latencies[1:] or latencies
     return {"side": side, "members": size, "scenario": scenario, "runs": len(latencies),
             "first_s": round(latencies[0], 3), "p50_s": round(percentile(warm, 0.5) / 1000, 3),
-            "p99_s": round(percentile(latencies, 0.99) / 1000, 3) if len(latencies) >= MIN_RUNS_FOR_P99 else None,
+            "p99_s": round(p99 / 1000, 3) if (p99 := p99_or_none(latencies)) is not None else None,
+            "max_s": round(percentile(latencies, 1.0) / 1000, 3),
             "member_errors": errors, "load_avg_1m": load_average()}
 
 
@@ -114,29 +124,34 @@ async def measure_side(endpoint: Endpoint, runs: Runs) -> list[dict[str, Any]]:
     return rows
 
 
-def main(full: bool) -> None:
-    """Kafka's coordinator, then groupcoord's, on the same scenarios; writes ``bench/results/peer_rebalance.json``."""
-    runs = Runs(form=MIN_RUNS_FOR_P99, changes=MIN_RUNS_FOR_P99) if full else Runs(form=5, changes=5)
+def main(full: bool, repetitions: int = REPETITIONS) -> None:
+    """Kafka's coordinator and groupcoord's on the same scenarios, each started fresh ``repetitions`` times,
+    alternated; writes ``bench/results/peer_rebalance.json`` (each figure's median over the processes, its spread)."""
+    runs = Runs(form=MIN_SAMPLES_FOR_P99, changes=MIN_SAMPLES_FOR_P99) if full else Runs(form=5, changes=5)
     settings = {"group.initial.rebalance.delay.ms": INITIAL_DELAY_MS}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-rebalance-") as work:
-        for side in SIDES:
-            with coordinator(side, Path(work) / side, settings) as endpoint:
+        for run, side in alternated(repetitions):
+            with coordinator(side, Path(work) / f"{side}-{run}", settings) as endpoint:
                 rows += asyncio.run(measure_side(endpoint, runs))
-    table = side_by_side(rows, ("members", "scenario"), ("first_s", "p50_s", "p99_s"),
-                         extras=("runs", "member_errors", "load_avg_1m"))
+    key = ("members", "scenario")
+    table = side_by_side(medians(rows, key, FIGURES, totals=("member_errors",)), key, FIGURES,
+                         extras=("repetitions", "runs", *(f"{f}_spread" for f in FIGURES), "member_errors",
+                                 "load_avg_1m"))
     write_result(
         "peer_rebalance",
         title="Rebalance latency: groupcoord serve vs Kafka 4.4.0's group coordinator (time to a stable group)",
         rows=table,
         summary={"ratio": RATIO_MEANING, "runs_per_scenario": runs.form,
                  "group.initial.rebalance.delay.ms": INITIAL_DELAY_MS, "heartbeat.interval.ms": HEARTBEAT_MS},
-        notes=("Both coordinators started fresh in this run, Kafka's first, each alone on the machine. Members: "
+        notes=(f"Both coordinators started fresh {repetitions} times in this run, the order swapped every time "
+               "(Kafka first in the first), each alone on the machine; each figure is the median over those "
+               "processes (repetitions: how many), its spread beside it. Members: "
                "asyncio static members in the benchmark process (bench/rebalance_latency.py), client-side range "
                "assignment, JoinGroup v5 / SyncGroup v3 / Heartbeat v3 / LeaveGroup v3, session 30 s. Members "
                "learn of a rebalance from their next heartbeat, so every join/leave latency holds up to one "
                f"heartbeat interval ({HEARTBEAT_MS} ms) on both sides; every form latency holds the initial "
                f"rebalance delay ({INITIAL_DELAY_MS} ms). first_s: the scenario's first run in the process (the "
                "3-member form row is the process's very first group: cold); p50_s: the later runs (warm); p99_s: "
-               f"only with at least {MIN_RUNS_FOR_P99} runs (make bench-full)."),
+               f"only with at least {MIN_SAMPLES_FOR_P99} runs (make bench-full)."),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,11 +22,13 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 
 from bench.loadgen import Connection
 from bench.serve_process import ServeProcess
-from groupcoord.devbroker import KafkaBroker
+from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker
 
 KAFKA = "kafka"
 GROUPCOORD = "groupcoord"
 SIDES: tuple[str, ...] = (KAFKA, GROUPCOORD)
+REPETITIONS = 3
+"""Runs per side of a peer comparison: each run starts both sides fresh, the order swapped every run."""
 """The peer first, then groupcoord: each benchmark runs them in this order, one after the other."""
 
 READY_TIMEOUT_S = 180.0
@@ -61,7 +64,7 @@ def coordinator(side: str, work: Path, settings: Mapping[str, Any], *,
     """
     work.mkdir(parents=True, exist_ok=True)
     if side == KAFKA:
-        with KafkaBroker.start(work / "kafka", properties=dict(settings)) as broker:
+        with KafkaBroker.start(work / "kafka", properties=dict(settings), jvm_options=PEER_JVM_OPTIONS) as broker:
             if on_start is not None:
                 on_start(broker)
             endpoint = Endpoint(side, broker.host, broker.port, broker.process.pid)
@@ -125,6 +128,38 @@ def ratio(figure: str, peer: float | None, ours: float | None) -> float | None:
 def load_average() -> float:
     """The 1-minute load average, recorded with each row: this machine is shared."""
     return round(os.getloadavg()[0], 1)
+
+
+def alternated(runs: int = REPETITIONS, sides: tuple[str, ...] = SIDES) -> list[tuple[int, str]]:
+    """``(run, side)`` in the order to measure them: both sides each run, the order swapped every run (the peer
+    first, then groupcoord first, ...), so neither side always meets a warmer or a colder machine."""
+    return [(run, side) for run in range(runs) for side in (sides if run % 2 == 0 else sides[::-1])]
+
+
+def medians(rows: list[dict[str, Any]], key: tuple[str, ...], figures: tuple[str, ...],
+            totals: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """One row per side and ``key`` out of several runs' rows: each of ``figures`` as its median over the runs,
+    with ``<figure>_spread`` (``"min-max"``) beside it and ``repetitions`` (how many runs); each of ``totals``
+    (counts: errors, requests) summed over the runs; other columns as in the first run's row. A figure missing
+    (``None``) in any run stays ``None``."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["side"], *(row[k] for k in key)), []).append(row)
+    merged = []
+    for runs in groups.values():
+        row = {**runs[0], "repetitions": len(runs), **{t: sum(r[t] for r in runs) for t in totals}}
+        for figure in figures:
+            values = [r.get(figure) for r in runs]
+            known = [v for v in values if v is not None]
+            complete = len(known) == len(values)
+            row[figure] = _rounded(statistics.median(known)) if complete else None
+            row[f"{figure}_spread"] = f"{_rounded(min(known))}-{_rounded(max(known))}" if complete else None
+        merged.append(row)
+    return merged
+
+
+def _rounded(value: float) -> float:
+    return float(f"{value:.4g}")
 
 
 def side_by_side(rows: list[dict[str, Any]], key: tuple[str, ...], figures: tuple[str, ...],

@@ -26,8 +26,18 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from bench.loadgen import cpu_seconds, percentile
-from bench.peer_targets import GROUPCOORD, RATIO_MEANING, SIDES, Endpoint, coordinator, load_average, side_by_side
+from bench.loadgen import cpu_seconds, p99_or_none, percentile
+from bench.peer_targets import (
+    GROUPCOORD,
+    RATIO_MEANING,
+    REPETITIONS,
+    Endpoint,
+    alternated,
+    coordinator,
+    load_average,
+    medians,
+    side_by_side,
+)
 from bench.results_io import write_result
 from groupcoord.devbroker import KafkaBroker
 from groupcoord.state_root import StateRoot
@@ -36,6 +46,7 @@ from groupcoord.topics import TopicCatalog
 TOPIC = "produce"
 PARTITIONS = 6
 VALUE = b"v" * 100
+FIGURES = ("records_per_s", "ack_p50_ms", "ack_p99_ms", "ack_max_ms")
 
 
 @dataclass(frozen=True)
@@ -115,7 +126,8 @@ def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, Any]]:
         rows.append({
             "side": endpoint.side, "case": load.name, "records": produced,
             "records_per_s": round(len(deliveries.latencies) / elapsed),
-            "ack_p50_ms": percentile(deliveries.latencies, 0.5), "ack_p99_ms": percentile(deliveries.latencies, 0.99),
+            "ack_p50_ms": percentile(deliveries.latencies, 0.5), "ack_p99_ms": p99_or_none(deliveries.latencies),
+            "ack_max_ms": percentile(deliveries.latencies, 1.0),
             "errors": deliveries.errors, "client_cpu_share": round((cpu_seconds() - cpu) / elapsed, 2),
             "coordinator_cpu_share": round((endpoint.cpu_seconds() - served) / elapsed, 2),
             "load_avg_1m": load_average(),
@@ -128,8 +140,9 @@ def _create_kafka_topic(broker: KafkaBroker) -> None:
     broker.create_topic(TOPIC, partitions=PARTITIONS)
 
 
-def main(full: bool, *, seconds: float | None = None) -> None:
-    """Kafka's broker, then groupcoord serve, with the same producer; writes ``bench/results/produce.json``.
+def main(full: bool, *, seconds: float | None = None, runs: int = REPETITIONS) -> None:
+    """Kafka's broker and groupcoord serve with the same producer, ``runs`` times each, alternated; writes
+    ``bench/results/produce.json`` (each figure's median over the runs, and its spread).
 
     ``seconds`` overrides each case's length (a smoke run: ``python -m bench.produce --seconds 2``).
     """
@@ -137,18 +150,23 @@ def main(full: bool, *, seconds: float | None = None) -> None:
     loads = [Load(seconds), Load(seconds, rate=5_000)] + ([Load(seconds, rate=20_000)] if full else [])
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-produce-") as work:
-        for side in SIDES:
-            with coordinator(side, Path(work) / side, {}, on_start=_create_kafka_topic) as endpoint:
+        for run, side in alternated(runs):
+            where = Path(work) / f"{side}-{run}"
+            with coordinator(side, where, {}, on_start=_create_kafka_topic) as endpoint:
                 if side == GROUPCOORD:  # serve's Metadata reads the catalog on every request
-                    TopicCatalog(StateRoot.open(Path(work) / side / "root")).create(TOPIC, PARTITIONS)
+                    TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, PARTITIONS)
                 rows += measure_side(endpoint, loads)
     write_result(
         "produce",
         title="Produce: groupcoord serve vs Kafka 4.4.0's broker (the same librdkafka producer)",
-        rows=side_by_side(rows, ("case",), ("records_per_s", "ack_p50_ms", "ack_p99_ms"),
-                          extras=("records", "errors", "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
+        rows=side_by_side(medians(rows, ("case",), FIGURES, totals=("records", "errors")), ("case",), FIGURES,
+                          extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "records", "errors",
+                                  "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
         summary={"ratio": RATIO_MEANING, "partitions": PARTITIONS, "value_bytes": len(VALUE)},
-        notes=("Both sides started fresh in this run with default settings, Kafka's first, each alone on the machine. "
+        notes=(f"Both sides started fresh {runs} times in this run with default settings, the order swapped every "
+               "run (Kafka first in the first), each alone on the machine; figures are medians over the runs, their "
+               "spread beside them; "
+               "the broker's JVM as kafka-server-start.sh starts it (1 GB heap, G1). "
                "Kafka acknowledges acks=all once the batch is in its local log (one replica, no fsync per batch: "
                "Kafka's default); groupcoord once the Delta commit holding it is written (no fsync either: a topic log "
                "does not fsync), one commit per "
@@ -163,5 +181,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="bench.produce", description=__doc__.split("\n")[0])
     parser.add_argument("--full", action="store_true", help="30 s cases and also 20,000 records/s offered")
     parser.add_argument("--seconds", type=float, help="each case's length (a smoke run: 2)")
+    parser.add_argument("--runs", type=int, default=REPETITIONS, help="runs per side, alternated")
     arguments = parser.parse_args()
-    main(arguments.full, seconds=arguments.seconds)
+    main(arguments.full, seconds=arguments.seconds, runs=arguments.runs)

@@ -34,7 +34,15 @@ from typing import Any
 
 from kafka.protocol.consumer import LeaveGroupRequest
 
-from bench.loadgen import Connection, Membership, heartbeat_request, join_request, percentile, sync_request
+from bench.loadgen import (
+    Connection,
+    Membership,
+    heartbeat_request,
+    join_request,
+    p99_or_none,
+    percentile,
+    sync_request,
+)
 from bench.results_io import write_result
 from bench.serve_process import ServeProcess
 from groupcoord.member import GroupMember
@@ -237,13 +245,18 @@ async def measure_case(host: str, port: int, *, size: int, heartbeat_ms: int, re
                            "group_formed_s": round(formed_s, 2)}
     for kind in ("join", "leave"):
         latencies = [c.latency_s for c in changes if c.kind == kind]
-        row[f"{kind}_p50_s"] = round(percentile(latencies, 0.5) / 1000, 3)
-        row[f"{kind}_p99_s"] = round(percentile(latencies, 0.99) / 1000, 3)
-    every = [c.latency_s for c in changes]
-    row["all_p50_s"] = round(percentile(every, 0.5) / 1000, 3)
-    row["all_p99_s"] = round(percentile(every, 0.99) / 1000, 3)
+        row.update(_quantiles(kind, latencies))
+    row.update(_quantiles("all", [c.latency_s for c in changes]))
     row["member_errors"] = sum(m.errors for m in group.members)
     return row
+
+
+def _quantiles(kind: str, latencies_s: list[float]) -> dict[str, float | None]:
+    """p50, p99 (``None`` from fewer than :data:`~bench.loadgen.MIN_SAMPLES_FOR_P99` samples) and max, in seconds."""
+    p99 = p99_or_none(latencies_s)
+    return {f"{kind}_p50_s": round(percentile(latencies_s, 0.5) / 1000, 3),
+            f"{kind}_p99_s": round(p99 / 1000, 3) if p99 is not None else None,
+            f"{kind}_max_s": round(percentile(latencies_s, 1.0) / 1000, 3)}
 
 
 def main(full: bool) -> None:

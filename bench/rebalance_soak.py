@@ -204,7 +204,7 @@ def _rows(target: str, run: SoakRun) -> list[dict[str, Any]]:
 def main(full: bool, rounds: int | None = None) -> None:
     """Soak both strategies on one server, then the client-side one on Kafka's own coordinator (the dev broker, with
     the same initial rebalance delay), and record the distributions of times to a stable group."""
-    from groupcoord.devbroker import KafkaBroker
+    from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker
 
     rounds = rounds if rounds is not None else (100 if full else 10)
     rows: list[dict[str, Any]] = []
@@ -219,7 +219,8 @@ def main(full: bool, rounds: int | None = None) -> None:
                     raise
         finally:
             serve.close()
-        with KafkaBroker.start(Path(scratch) / "kafka", properties={"group.initial.rebalance.delay.ms": 0}) as broker:
+        with KafkaBroker.start(Path(scratch) / "kafka", properties={"group.initial.rebalance.delay.ms": 0},
+                               jvm_options=PEER_JVM_OPTIONS) as broker:
             broker.create_topic(TOPIC, partitions=PARTITIONS)
             strategy = "client-cooperative-sticky"
             rows.extend(_rows("Kafka 4.4.0 broker", soak(broker.bootstrap, strategy, rounds=rounds, progress=True)))

@@ -65,6 +65,7 @@ def write_result(
     summary: dict[str, Any] | None = None,
     command: str | None = None,
     checks: Iterable[Check] = (),
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``bench/results/<name>.json``.
 
@@ -82,6 +83,7 @@ def write_result(
         "rows": rows,
         "summary": summary or {},
         "notes": notes,
+        **(extra or {}),
     }
     payload["checks"] = [c.to_json() for c in merge_checks(list(checks), derive_checks(payload))]
     path = RESULTS_DIR / f"{name}.json"
@@ -287,7 +289,7 @@ def _errors(column: str) -> Rule:
     def rule(name: str, result: dict[str, Any]) -> list[Check]:
         checks = []
         for row in result.get("rows", []):
-            case = ", ".join(str(v) for k, v in row.items() if k in ("case", "members", "scenario"))
+            case = ", ".join(str(v) for k, v in row.items() if k in ("durability", "case", "members", "scenario"))
             checks.append(Check(name, f"{column}[{case}]", "correctness", row.get(column), "==", 0))
         return checks
     return rule
@@ -341,9 +343,26 @@ benchmark, and ``bench.run`` with it."""
 
 
 def derive_checks(result: dict[str, Any]) -> list[Check]:
-    """The checks of :data:`RULES` for ``result`` (none for a benchmark without a rule)."""
+    """The checks of :data:`RULES` for ``result`` (none for a benchmark without a rule, or for a failed run's
+    record, whose one check is that it failed)."""
     rule = RULES.get(result["name"])
-    return rule(result["name"], result) if rule else []
+    return rule(result["name"], result) if rule and not result.get("failed") else []
+
+
+COMPLETED = "completed"
+"""The check of a benchmark whose run raised (:func:`write_failure`)."""
+
+
+def write_failure(name: str, error: str) -> Path:
+    """Replace ``bench/results/<name>.json`` with the record of a run of it that raised ``error``: no figures (the
+    previous ones would pass for this run's), and a failed correctness check, so the report opens with it."""
+    path = RESULTS_DIR / f"{name}.json"
+    try:
+        title = json.loads(path.read_text(encoding="utf-8")).get("title", name)
+    except (OSError, ValueError):
+        title = name
+    return write_result(name, title=title, rows=[], notes=f"This benchmark failed in this run: {error}",
+                        checks=[Check(name, COMPLETED, "correctness", False, "==", True)], extra={"failed": True})
 
 
 def checks_of(result: dict[str, Any]) -> list[Check]:

@@ -6,7 +6,9 @@ Each benchmark module in :data:`BENCHMARKS` exposes ``main(full: bool) -> None``
 The run ends with the list of failed checks that opens ``docs/benchmarks.md`` (every result's, see
 :mod:`bench.report`) and exits 1 when a benchmark raised, or when a result this run wrote fails a correctness check
 (lost or duplicated records, a failed schedule, rows unlike the peer's) or misses a target that has no line in
-``bench/known_misses.txt``. A known speed miss is listed, and does not fail the run.
+``bench/known_misses.txt``. A known speed miss is listed, and does not fail the run. A benchmark that raised has its
+result replaced by the record of the failure (:func:`bench.results_io.write_failure`): every figure in the report
+comes from the run it is dated with.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import traceback
 from pathlib import Path
 
 from bench import report
-from bench.results_io import RESULTS_DIR, known_misses
+from bench.results_io import RESULTS_DIR, known_misses, write_failure
 
 BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "assign_java", "load_time", "simulate", "fuzz",
                                  "member_capacity", "failover", "rebalance_latency", "assign_heterogeneous",
@@ -44,9 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== bench {name} ({'full' if args.full else 'quick'})", flush=True)
         try:
             importlib.import_module(f"bench.{name}").main(full=args.full)
-        except Exception:  # one broken benchmark must not cost the others' measurements: reported at the end
+        except Exception as exc:  # one broken benchmark must not cost the others' measurements: reported at the end
             traceback.print_exc()
             failed.append(name)
+            lines = str(exc).strip().splitlines()
+            write_failure(name, f"{type(exc).__name__}: {lines[-1] if lines else ''}")
             print(f"== bench {name} FAILED after {time.perf_counter() - started:.1f} s", flush=True)
             continue
         print(f"== bench {name} took {time.perf_counter() - started:.1f} s", flush=True)
@@ -58,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.run: {why}: {miss.check.key} = {miss.check.value} (target {miss.check.op} {miss.check.target})",
               file=sys.stderr)
     if failed:
-        print(f"bench.run: {len(failed)} benchmark(s) failed: {', '.join(failed)} (their previous results stay in the "
-              "report)", file=sys.stderr)
+        print(f"bench.run: {len(failed)} benchmark(s) failed: {', '.join(failed)} (the report lists each as failed, "
+              "with no figures: the previous ones are in git's history)", file=sys.stderr)
     return 1 if failed or failing else status
 
 

@@ -6,7 +6,9 @@ how many schedules ran and failed, and for each failure (up to five) its seed an
 
 A *campaign* is a one-off large run, ``python -m bench.simulate --schedules 100000 --campaign "why"``: it is
 recorded under ``campaigns`` in ``bench/results/simulate.json``, where every later run keeps it (the seeds mean
-something else once the simulator changes, so each campaign names the commit it ran on).
+something else once the simulator changes, so each campaign names the commit it ran on). ``--protocol consumer``
+runs the campaign's schedules with members of the consumer group protocol (KIP-848, ``groupcoord.sim.consumer``)
+instead of classic ones; the campaign records which.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from bench.results_io import RESULTS_DIR, derive_checks, write_result
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.sim import Summary, run_seeds, run_seeds_in_parallel
+from groupcoord.sim.events import GroupProtocol
 
 LENGTH = 40
 """Events per schedule (before settling)."""
@@ -35,8 +38,8 @@ def _workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def _run_memory(count: int, workers: int) -> Summary:
-    return run_seeds_in_parallel(range(count), workers=workers, length=LENGTH,
+def _run_memory(count: int, workers: int, protocol: GroupProtocol = "classic") -> Summary:
+    return run_seeds_in_parallel(range(count), workers=workers, length=LENGTH, protocol=protocol,
                                  progress=lambda so_far: _progress(so_far, count))
 
 
@@ -114,11 +117,12 @@ def main(full: bool, *, campaign: dict[str, Any] | None = None) -> None:
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
 
 
-def run_campaign(schedules: int, why: str) -> dict[str, Any]:
-    """Run ``schedules`` in-memory schedules (seeds from 0) and return the campaign's record."""
-    summary = _run_memory(schedules, _workers())
-    _print("memory", summary)
-    return {"why": why, "commit": _commit(), "schedules": summary.ran, "failed": summary.failed,
+def run_campaign(schedules: int, why: str, protocol: GroupProtocol = "classic") -> dict[str, Any]:
+    """Run ``schedules`` in-memory schedules (seeds from 0) of the group ``protocol`` and return the campaign's
+    record."""
+    summary = _run_memory(schedules, _workers(), protocol)
+    _print(f"memory, {protocol} protocol", summary)
+    return {"why": why, "commit": _commit(), "protocol": protocol, "schedules": summary.ran, "failed": summary.failed,
             "failed_by_invariant": summary.by_invariant, "events_per_schedule": LENGTH,
             "seconds": round(summary.seconds, 1), "failed_seeds": summary.failed_seeds, "reports": summary.reports}
 
@@ -127,7 +131,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="bench.simulate")
     parser.add_argument("--schedules", type=int, required=True, help="in-memory schedules of the campaign")
     parser.add_argument("--campaign", required=True, help="why this campaign ran (kept in the result)")
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic",
+                        help="the group protocol of the campaign's members (consumer: KIP-848)")
     args = parser.parse_args()
-    found = run_campaign(args.schedules, args.campaign)
+    found = run_campaign(args.schedules, args.campaign, args.protocol)
     main(full=False, campaign=found)
     raise SystemExit(1 if found["failed"] else 0)

@@ -46,7 +46,7 @@ from bench.peer_ingest import PARTITIONS, RECORD_BYTES, REPO, SPARK_SUBMIT, reco
 from bench.peer_targets import RATIO_MEANING, load_average, side_by_side
 from bench.results_io import write_result
 from bench.streaming_ingest_app import RESULT_KEY
-from groupcoord.devbroker import KafkaBroker
+from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 
@@ -343,7 +343,7 @@ def main(full: bool, sizes: Sizes | None = None, *, record: bool | None = None) 
     with tempfile.TemporaryDirectory(prefix="streaming-ingest-") as tmp:
         work = Path(tmp)
         root = StateRoot.open(work / "state", create=True)
-        with KafkaBroker.start(work / "kafka") as broker:
+        with KafkaBroker.start(work / "kafka", jvm_options=PEER_JVM_OPTIONS) as broker:
             broker.create_topic("ingest", partitions=PARTITIONS)
             started = time.monotonic()
             broker.produce("ingest", records(sizes.records))

@@ -17,6 +17,12 @@ current code writes", so migrating an old root stays the same whatever later for
   (``kind``, ``key``, ``value``), so no table changes: the step is a no-op and a root of format 2 loads unchanged,
   only its marker says 3. The bump keeps an older groupcoord, which refuses a newer format, from misreading a log
   that holds these kinds.
+- **4**: a consumer group may hold members of the classic protocol (the online migration between classic and
+  consumer groups, Kafka's ``group.consumer.migration.policy``): a ``consumer_group_member_metadata`` value may carry
+  ``classic_member_metadata`` (the member's session timeout and its JoinGroup protocols, each ``[name, base64
+  metadata]``). A value without it is a member of the consumer protocol, so every record of format 3 reads as
+  before: the step is a no-op. The bump keeps a groupcoord of format 3, which would read a classic member as a
+  consumer-protocol member, from opening such a log.
 
 A step is idempotent: a process that died half-way, or two processes migrating one root at once, leave the same
 result. :func:`migrate_tables` runs the steps; the caller writes the new marker after it returns. A root may be a
@@ -38,7 +44,7 @@ from groupcoord.storage.tables import Where, is_table, open_table, table_filesys
 
 log = logging.getLogger("groupcoord.state_format")
 
-STATE_FORMAT_VERSION = 3
+STATE_FORMAT_VERSION = 4
 """The format this groupcoord writes."""
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
@@ -90,9 +96,15 @@ def _consumer_group_record_kinds(root: Where) -> None:
     record log's existing schema; see the module's history."""
 
 
+def _classic_members_in_consumer_groups(root: Where) -> None:
+    """Format 3 to 4: nothing to change. Format 4 only adds an optional field to a record kind of format 3 (the
+    classic-protocol metadata of a consumer group's member); see the module's history."""
+
+
 STEPS: dict[int, Callable[[Where], None]] = {
     2: _add_topic_log_columns,
     3: _consumer_group_record_kinds,
+    4: _classic_members_in_consumer_groups,
 }
 """The step that brings a root from format ``n - 1`` to format ``n``."""
 

@@ -49,6 +49,18 @@ REGISTRY.define("group.consumer.max.size", int, INT32_MAX, "Most members a consu
 REGISTRY.define("group.consumer.assignors", str, "uniform,range",
                 "Comma-separated server assignors consumer groups (KIP-848) may ask for (group.remote.assignor); "
                 "the first is the default. Any of range, roundrobin, sticky, cooperative-sticky, uniform, weighted.")
+REGISTRY.define("group.consumer.assignment.interval.ms", int, 0,
+                "Least time between two target assignments of one consumer group (KIP-848), as Kafka's setting of "
+                "that name: a change within it is assigned when it has passed, and members keep their current "
+                "assignment meanwhile. 0 (Kafka's default is 1000) assigns at once: groupcoord computes targets off "
+                "the request path, many groups in one batch.", minimum=0, maximum=INT32_MAX)
+REGISTRY.define("group.consumer.migration.policy", str, "bidirectional",
+                "Which online conversions between classic and consumer groups (KIP-848) are allowed, as Kafka's "
+                "group.consumer.migration.policy: upgrade (a classic group whose members roll to "
+                "group.protocol=consumer becomes a consumer group), downgrade (a consumer group whose last "
+                "consumer-protocol member leaves while classic members remain becomes a classic group), "
+                "bidirectional (both) or disabled. Empty groups convert either way whatever the policy.",
+                choices=("disabled", "upgrade", "downgrade", "bidirectional"))
 REGISTRY.define("offsets.retention.minutes", int, 10080,
                 "How long committed offsets of an empty group (or of an unsubscribed topic) are kept.", minimum=1)
 REGISTRY.define("offsets.retention.check.interval.ms", int, 600000,
@@ -98,6 +110,10 @@ REGISTRY.define("log.linger.ms", int, 5,
 REGISTRY.define("log.min.commit.interval.ms", int, 50,
                 "Least time between the starts of two record-log commits; caps the Delta commit rate.",
                 minimum=0, maximum=60000)
+REGISTRY.define("log.fsync", bool, True,
+                "fsync each record-log commit's files before offset commits and group changes are acknowledged. "
+                "false acknowledges from the page cache, as Kafka does by default (log.flush.interval.messages "
+                "unset): faster, but a machine crash (not a process crash) may lose the last acknowledged commits.")
 REGISTRY.define("log.checkpoint.interval", int, 10,
                 "Delta checkpoint interval of the record log (delta.checkpointInterval), in commits.",
                 minimum=1, maximum=INT32_MAX)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from groupcoord.config.binding import KeyedConfig, from_key, minutes_to_ms
 
@@ -10,6 +11,26 @@ from groupcoord.config.binding import KeyedConfig, from_key, minutes_to_ms
 def assignor_names(value: str) -> tuple[str, ...]:
     """``group.consumer.assignors``'s comma-separated names as a tuple (blanks dropped)."""
     return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+class MigrationPolicy(Enum):
+    """Kafka's ``group.consumer.migration.policy``: which online conversions between a classic group with members
+    and a consumer group are allowed (an empty group converts either way whatever the policy)."""
+
+    DISABLED = "disabled"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    BIDIRECTIONAL = "bidirectional"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """True when a classic group with members may become a consumer group."""
+        return self in (MigrationPolicy.UPGRADE, MigrationPolicy.BIDIRECTIONAL)
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """True when a consumer group left with classic members only may become a classic group."""
+        return self in (MigrationPolicy.DOWNGRADE, MigrationPolicy.BIDIRECTIONAL)
 
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
@@ -24,8 +45,9 @@ class CoordinatorConfig(KeyedConfig):
     it off when it has no assignment runner (``serve --no-spark``), and JoinGroup then refuses those protocols.
 
     The ``consumer_group_*`` settings are Kafka's ``group.consumer.*`` broker settings of consumer groups (KIP-848),
-    with Kafka's defaults: session timeout, heartbeat interval, maximum size and the server assignors (the first is
-    the default, ``uniform`` as in Kafka), from the ``group.consumer.*`` keys.
+    with Kafka's defaults: session timeout, heartbeat interval, maximum size, the server assignors (the first is
+    the default, ``uniform`` as in Kafka), the least time between two target assignments of a group (0: at once) and
+    the migration policy between the two group types, from the ``group.consumer.*`` keys.
     """
 
     min_session_timeout_ms: int = field(default=6000, metadata=from_key("group.min.session.timeout.ms"))
@@ -46,6 +68,11 @@ class CoordinatorConfig(KeyedConfig):
     consumer_group_max_size: int = field(default=2**31 - 1, metadata=from_key("group.consumer.max.size"))
     consumer_group_assignors: tuple[str, ...] = field(
         default=("uniform", "range"), metadata=from_key("group.consumer.assignors", convert=assignor_names))
+    consumer_group_assignment_interval_ms: int = field(
+        default=0, metadata=from_key("group.consumer.assignment.interval.ms"))
+    consumer_group_migration_policy: MigrationPolicy = field(
+        default=MigrationPolicy.BIDIRECTIONAL,
+        metadata=from_key("group.consumer.migration.policy", convert=MigrationPolicy))
 
     def __post_init__(self) -> None:
         if not self.consumer_group_assignors:

@@ -49,7 +49,8 @@ def _member(group: ConsumerGroup, member: ConsumerGroupMember) -> DescribedConsu
         subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
         subscribed_topic_regex=member.subscribed_topic_regex or None,
         assignment=dict(member.assigned_partitions),
-        target_assignment=dict(group.target_assignment_of(member.member_id)))
+        target_assignment=dict(group.target_assignment_of(member.member_id)),
+        uses_classic_protocol=member.uses_classic_protocol)
 
 
 def handle_consumer_describe(ctx: CoordinatorContext, request: ConsumerGroupDescribeRequest, now_ms: int,

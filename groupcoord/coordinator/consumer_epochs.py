@@ -178,7 +178,8 @@ def heartbeat_member(
 
     ``member_id`` is the request's, or a fresh one the coordinator made for a v0 join without one. A dynamic
     member joins with epoch 0 or must exist (UNKNOWN_MEMBER_ID). A static member joining with epoch 0 takes over
-    its instance only once the previous holder left with epoch -2 (UNRELEASED_INSTANCE_ID otherwise); with any
+    its instance only once the previous holder left with epoch -2 (UNRELEASED_INSTANCE_ID otherwise), or at once
+    from a holder of the classic protocol; with any
     other epoch its instance must be known (UNKNOWN_MEMBER_ID) and held by this member id (FENCED_INSTANCE_ID).
     Then the epoch must be valid for the member (:func:`throw_if_member_epoch_invalid`).
     """
@@ -197,7 +198,8 @@ def heartbeat_member(
         if holder is None:
             existing = group.member(member_id)
             return HeartbeatMember(existing or ConsumerGroupMember(member_id=member_id), is_new=existing is None)
-        throw_if_instance_id_unreleased(holder, member_id, instance_id)
+        if not holder.uses_classic_protocol:  # a classic holder is replaced at once (a rolling upgrade)
+            throw_if_instance_id_unreleased(holder, member_id, instance_id)
         return HeartbeatMember(holder.rejoined_as(member_id), is_new=True, replaced=holder)
     static = throw_if_static_member_unknown(holder, instance_id)
     throw_if_instance_id_fenced(static, member_id, instance_id)
@@ -284,7 +286,9 @@ def validate_offset_commit(
     """Kafka 4.4's ``ConsumerGroup.validateOffsetCommit`` for a member of the consumer protocol.
 
     Raises at once for the whole commit: UNKNOWN_MEMBER_ID for a stranger, UNSUPPORTED_VERSION for an OffsetCommit
-    below v9, STALE_MEMBER_EPOCH for an epoch newer than the member's. Returns the check to run on each partition:
+    below v9 (from a member of the consumer protocol; a member of the classic protocol commits at any version, its
+    generation being its member epoch), STALE_MEMBER_EPOCH for an epoch newer than the member's (ILLEGAL_GENERATION
+    for a member of the classic protocol). Returns the check to run on each partition:
     none for the member's own epoch (or a commit without group management on an empty group, or a transactional
     commit without member), and for an older epoch :func:`assignment_epoch_validator`. Topic ids must be resolved
     by the caller, as Kafka's ``KafkaApis`` resolves names for OffsetCommit v9 and below.
@@ -294,12 +298,17 @@ def validate_offset_commit(
     if (is_transactional and member_epoch == -1 and member_id == "" and group_instance_id is None):
         return NO_PARTITION_CHECK
     member = member_or_raise(group, member_id)
-    if not is_transactional and api_version < FIRST_CONSUMER_PROTOCOL_COMMIT_VERSION:
+    classic = member.uses_classic_protocol
+    if not is_transactional and not classic and api_version < FIRST_CONSUMER_PROTOCOL_COMMIT_VERSION:
         raise ProtocolError(
             Errors.UNSUPPORTED_VERSION,
             "OffsetCommit version 9 or above must be used by members using the consumer group protocol")
     if member_epoch == member.member_epoch:
         return NO_PARTITION_CHECK
+    if member_epoch > member.member_epoch and classic:
+        raise ProtocolError(
+            Errors.ILLEGAL_GENERATION,
+            f"Received generation id {member_epoch} is newer than current member epoch {member.member_epoch}.")
     if member_epoch > member.member_epoch:
         raise ProtocolError(
             STALE_MEMBER_EPOCH,

@@ -2,8 +2,9 @@
 temporary leave (epoch -2), as Kafka 4.4's ``GroupMetadataManager.consumerGroupHeartbeat`` and
 ``consumerGroupLeave`` do them, in their order:
 
-1. validate the request (:func:`~groupcoord.coordinator.consumer_epochs.throw_if_invalid_heartbeat`); an empty
-   classic group of that id converts to a consumer group, any other classic group is GROUP_ID_NOT_FOUND;
+1. validate the request (:func:`~groupcoord.coordinator.consumer_epochs.throw_if_invalid_heartbeat`); a classic
+   group of that id converts to a consumer group when the heartbeat joins (an empty one at once, one with members
+   by the online upgrade of :mod:`~groupcoord.coordinator.consumer_migration`), else it is GROUP_ID_NOT_FOUND;
 2. a leave fences the member (or keeps a static member at epoch -2 with its assignment) and answers at once;
 3. otherwise find the member (:func:`~groupcoord.coordinator.consumer_epochs.heartbeat_member`: joining, known,
    or a static member's new incarnation that replaces the old one), write its metadata when it changed, and bump
@@ -29,14 +30,15 @@ from groupcoord.coordinator.consumer_membership import (
     fence_member,
     park,
     reconcile_and_respond,
-    remove_member_records,
+    replace_static_member,
     request_target,
     schedule_session_timeout,
+    target_is_coming,
 )
+from groupcoord.coordinator.consumer_migration import upgrade_classic_group
 from groupcoord.coordinator.consumer_records import (
     new_current_assignment_record,
     new_member_metadata_record,
-    new_target_member_record,
 )
 from groupcoord.coordinator.consumer_topics import compiled_regex
 from groupcoord.coordinator.context import CoordinatorContext, ParkedHeartbeat, consumer_rebalance_key
@@ -59,7 +61,7 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
         # everything: a coordinator that just loaded waits for its first snapshot of the catalog.
         raise ProtocolError(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator has no topic metadata yet.")
     group_id = request.group_id
-    _maybe_convert_classic_group(ctx, group_id, request.member_epoch, now_ms)
+    _maybe_convert_classic_group(ctx, request, now_ms)
     existing = ctx.hard.consumer_group(group_id)
     throw_if_consumer_group_not_found(existing, group_id, request.member_epoch)
     view = existing if existing is not None else ConsumerGroup(group_id)
@@ -72,7 +74,7 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
     found = heartbeat_member(view, member_id=member_id, member_epoch=request.member_epoch,
                              instance_id=request.instance_id, owned=request.topic_partitions)
     if found.replaced is not None:
-        _replace_static_member(ctx, view, found.replaced, found.member)
+        replace_static_member(ctx, view, found.replaced, found.member)
     member = found.member
     throw_if_unknown_state(member, request)
     regex = request.subscribed_topic_regex
@@ -99,8 +101,11 @@ def handle_consumer_heartbeat(ctx: CoordinatorContext, request: ConsumerGroupHea
     heartbeat = ParkedHeartbeat(token, request, member_id, member, subscription_changed)
     if group.group_epoch > group.target_assignment_epoch:
         request_target(ctx, group_id)
-        park(ctx, heartbeat)
-        return
+        if target_is_coming(ctx, group):
+            park(ctx, group_id, heartbeat)
+            return
+        group = ctx.hard.consumer_group(group_id)
+        assert group is not None
     reconcile_and_respond(ctx, group, heartbeat, now_ms)
 
 
@@ -128,30 +133,30 @@ def _leave(ctx: CoordinatorContext, group: ConsumerGroup, request: ConsumerGroup
         error=Errors.NONE, member_id=decision.response_member_id, member_epoch=decision.response_member_epoch))
 
 
-def _replace_static_member(ctx: CoordinatorContext, group: ConsumerGroup, old: ConsumerGroupMember,
-                           new: ConsumerGroupMember) -> None:
-    """A static member's new incarnation takes the old one's place, target and assignment; the group epoch stays
-    (Kafka's ``replaceMember``)."""
-    target = dict(group.target_assignment_of(old.member_id))
-    had_target = old.member_id in group.target_assignment
-    remove_member_records(ctx, group, old.member_id)
-    ctx.append(new_member_metadata_record(group.group_id, new))
-    if had_target:
-        ctx.append(new_target_member_record(group.group_id, new.member_id, target))
-    ctx.append(new_current_assignment_record(group.group_id, new))
-
-
-def _maybe_convert_classic_group(ctx: CoordinatorContext, group_id: str, member_epoch: int, now_ms: int) -> None:
-    """An empty classic group of ``group_id`` becomes a consumer group when a member joins (its offsets stay, as
-    with Kafka's default ``group.consumer.migration.policy``); a classic group with members is not a consumer
-    group (groupcoord does not upgrade one online yet)."""
+def _maybe_convert_classic_group(ctx: CoordinatorContext, request: ConsumerGroupHeartbeatRequest, now_ms: int) -> None:
+    """A classic group of ``group_id`` becomes a consumer group when a member joins: an empty one is dropped (its
+    offsets stay), one with members is upgraded online when ``group.consumer.migration.policy`` allows it
+    (:func:`~groupcoord.coordinator.consumer_migration.upgrade_classic_group`). A heartbeat that does not join
+    finds no consumer group."""
+    group_id = request.group_id
     classic = ctx.groups.get(group_id)
-    if classic is None:
+    if classic is None or classic.is_in(GroupState.DEAD):
         return
-    if member_epoch == JOIN_GROUP_MEMBER_EPOCH and classic.is_in(GroupState.EMPTY) and not classic.pending_members:
+    if request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+        raise ProtocolError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+    # Kafka writes a conversion only with the heartbeat's own records: what would refuse the joining member
+    # afterwards refuses it first here, so that a refused join leaves the classic group as it was.
+    if request.subscribed_topic_regex:
+        compiled_regex(request.subscribed_topic_regex)
+    max_size = ctx.config.consumer_group_max_size
+    if classic.size >= max_size and classic.current_static_member_id(request.instance_id) is None:
+        raise ProtocolError(Errors.GROUP_MAX_SIZE_REACHED,
+                            f"The consumer group has reached its maximum capacity of {max_size} members.")
+    if classic.is_in(GroupState.EMPTY):
         if ctx.hard.group(group_id) is not None:
             ctx.append(new_group_tombstone(group_id))
         classic.transition_to(GroupState.DEAD, now_ms)
         ctx.forget_group(classic)
         return
-    raise ProtocolError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+    for member_id in upgrade_classic_group(ctx, classic, now_ms):
+        schedule_session_timeout(ctx, group_id, member_id, now_ms)

@@ -17,17 +17,18 @@ import logging
 from collections.abc import Mapping
 from uuid import UUID
 
+from groupcoord.coordinator.consumer_migration import downgrade_allowed, downgrade_to_classic_group
 from groupcoord.coordinator.consumer_reconciliation import (
     RebalanceTimer,
     is_fenced_by_rebalance_timeout,
     maybe_reconcile,
 )
 from groupcoord.coordinator.consumer_records import (
+    member_tombstones,
     new_consumer_group_epoch_record,
     new_consumer_group_epoch_tombstone,
     new_current_assignment_record,
-    new_current_assignment_tombstone,
-    new_member_metadata_tombstone,
+    new_member_metadata_record,
     new_target_epoch_record,
     new_target_epoch_tombstone,
     new_target_member_record,
@@ -36,9 +37,14 @@ from groupcoord.coordinator.consumer_records import (
 from groupcoord.coordinator.consumer_topics import group_topics, member_topics
 from groupcoord.coordinator.context import (
     CoordinatorContext,
+    Parked,
+    ParkedClassicJoin,
     ParkedHeartbeat,
+    consumer_assignment_key,
+    consumer_join_key,
     consumer_rebalance_key,
     consumer_session_key,
+    consumer_sync_key,
 )
 from groupcoord.coordinator.effects import (
     CompleteTargetAssignment,
@@ -93,7 +99,9 @@ def bump_group_epoch(ctx: CoordinatorContext, group_id: str, reason: str) -> Non
 
 def request_target(ctx: CoordinatorContext, group_id: str) -> None:
     """Make sure the target of the current group epoch is coming: written at once for a group without members,
-    else asked of the shell once per epoch (an earlier failed or lost request is asked again)."""
+    else asked of the shell once per epoch (an earlier failed or lost request is asked again), or, within
+    ``group.consumer.assignment.interval.ms`` of the group's last target, once that interval has passed (Kafka's
+    ``canComputeNextTargetAssignment``: the first target of a coordinator's term is never deferred)."""
     group = ctx.hard.consumer_group(group_id)
     if group is None or group.group_epoch <= group.target_assignment_epoch:
         return
@@ -106,6 +114,13 @@ def request_target(ctx: CoordinatorContext, group_id: str) -> None:
         ctx.pending_targets.pop(group_id, None)
         return
     if ctx.pending_targets.get(group_id) == group.group_epoch:
+        return
+    last = ctx.last_targets_ms.get(group_id)
+    interval = ctx.config.consumer_group_assignment_interval_ms
+    if last is not None and interval > 0 and ctx.now_ms < last + interval:
+        key = consumer_assignment_key(group_id)
+        if ctx.timers.deadline(key) is None:
+            ctx.timers.schedule(key, last + interval, lambda _at: request_target(ctx, group_id))
         return
     ctx.pending_targets[group_id] = group.group_epoch
     members = tuple(
@@ -135,7 +150,7 @@ def complete_target(ctx: CoordinatorContext, answer: CompleteTargetAssignment, n
         log.warning("consumer group %s: the target of epoch %d failed: %s", answer.group_id, answer.group_epoch,
                     answer.error.name)
         for parked in ctx.parked_heartbeats.pop(answer.group_id, []):
-            ctx.respond(parked.token, heartbeat_error(answer.error, "The target assignment could not be computed."))
+            fail_parked(ctx, parked, answer.error, "The target assignment could not be computed.")
         return
     assignment = answer.assignment or {}
     for member_id in sorted(group.members):
@@ -145,7 +160,15 @@ def complete_target(ctx: CoordinatorContext, answer: CompleteTargetAssignment, n
     for member_id in sorted(set(group.target_assignment) - set(group.members)):
         ctx.append(new_target_member_tombstone(group.group_id, member_id))
     ctx.append(new_target_epoch_record(group.group_id, answer.group_epoch))
+    ctx.last_targets_ms[group.group_id] = now_ms
     release_parked(ctx, group.group_id, now_ms)
+
+
+def target_is_coming(ctx: CoordinatorContext, group: ConsumerGroup) -> bool:
+    """True when the shell computes the target of ``group``'s epoch now; false when it is written already, or
+    deferred by ``group.consumer.assignment.interval.ms`` (a heartbeat then reconciles against the current target
+    and is answered at once, as in Kafka)."""
+    return ctx.pending_targets.get(group.group_id) == group.group_epoch > group.target_assignment_epoch
 
 
 def release_parked(ctx: CoordinatorContext, group_id: str, now_ms: int) -> None:
@@ -153,13 +176,24 @@ def release_parked(ctx: CoordinatorContext, group_id: str, now_ms: int) -> None:
     for parked in ctx.parked_heartbeats.pop(group_id, []):
         group = ctx.hard.consumer_group(group_id)
         if group is None or not group.has_member(parked.member_id):
-            ctx.respond(parked.token, heartbeat_error(
-                Errors.UNKNOWN_MEMBER_ID, f"Member {parked.member_id} is not a member of group {group_id}."))
+            fail_parked(ctx, parked, Errors.UNKNOWN_MEMBER_ID,
+                        f"Member {parked.member_id} is not a member of group {group_id}.")
             continue
         try:
-            reconcile_and_respond(ctx, group, parked, now_ms)
+            if isinstance(parked, ParkedClassicJoin):
+                parked.answer(now_ms)
+            else:
+                reconcile_and_respond(ctx, group, parked, now_ms)
         except ProtocolError as exc:
-            ctx.respond(parked.token, heartbeat_error(exc.error, exc.message or None))
+            fail_parked(ctx, parked, exc.error, exc.message or None)
+
+
+def fail_parked(ctx: CoordinatorContext, parked: Parked, error: ErrorCode, message: str | None) -> None:
+    """Answer a parked heartbeat or classic JoinGroup with ``error``."""
+    if isinstance(parked, ParkedClassicJoin):
+        parked.fail(error, message)
+    else:
+        ctx.respond(parked.token, heartbeat_error(error, message))
 
 
 def heartbeat_error(error: ErrorCode, message: str | None) -> ConsumerGroupHeartbeatResponse:
@@ -194,15 +228,19 @@ def reconcile_and_respond(ctx: CoordinatorContext, group: ConsumerGroup, heartbe
 
 
 def schedule_session_timeout(ctx: CoordinatorContext, group_id: str, member_id: str, now_ms: int) -> None:
-    """(Re)start the member's session: it is fenced if no heartbeat comes within the session timeout."""
+    """(Re)start the member's session: it is fenced if no heartbeat comes within the session timeout (the
+    group's for a member of the consumer protocol, its own for a member of the classic protocol)."""
     def expire(fired_ms: int) -> None:
         group = ctx.hard.consumer_group(group_id)
         if group is not None and group.has_member(member_id):
             log.info("consumer group %s: member %s's session expired", group_id, member_id)
             fence_member(ctx, group, member_id, fired_ms)
 
-    ctx.timers.schedule(consumer_session_key(group_id, member_id),
-                        now_ms + ctx.config.consumer_group_session_timeout_ms, expire)
+    group = ctx.hard.consumer_group(group_id)
+    member = None if group is None else group.member(member_id)
+    classic = None if member is None else member.classic
+    timeout_ms = ctx.config.consumer_group_session_timeout_ms if classic is None else classic.session_timeout_ms
+    ctx.timers.schedule(consumer_session_key(group_id, member_id), now_ms + timeout_ms, expire)
 
 
 def schedule_rebalance_timeout(ctx: CoordinatorContext, group_id: str, member: ConsumerGroupMember,
@@ -223,9 +261,11 @@ def schedule_rebalance_timeout(ctx: CoordinatorContext, group_id: str, member: C
 
 
 def cancel_member_timers(ctx: CoordinatorContext, group_id: str, member_id: str) -> None:
-    """Stop the member's session and rebalance timers."""
+    """Stop the member's session and rebalance timers (and a classic member's join and sync timers)."""
     ctx.timers.cancel(consumer_session_key(group_id, member_id))
     ctx.timers.cancel(consumer_rebalance_key(group_id, member_id))
+    ctx.timers.cancel(consumer_join_key(group_id, member_id))
+    ctx.timers.cancel(consumer_sync_key(group_id, member_id))
 
 
 # --- metadata and load ------------------------------------------------------------------------------------------
@@ -285,7 +325,7 @@ def load_consumer_groups(ctx: CoordinatorContext, now_ms: int) -> None:
         assert group is not None
         for member in group.members.values():
             schedule_session_timeout(ctx, group_id, member.member_id, now_ms)
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
                 schedule_rebalance_timeout(ctx, group_id, member, now_ms)
         request_target(ctx, group_id)
 
@@ -293,19 +333,45 @@ def load_consumer_groups(ctx: CoordinatorContext, now_ms: int) -> None:
 # --- members leaving, groups going -------------------------------------------------------------------------------
 
 def remove_member_records(ctx: CoordinatorContext, group: ConsumerGroup, member_id: str) -> None:
-    """The member's tombstones in Kafka's order: its current assignment (its partitions are free), its target,
-    its metadata; and its timers stop."""
-    ctx.append(new_current_assignment_tombstone(group.group_id, member_id))
-    if member_id in group.target_assignment:
-        ctx.append(new_target_member_tombstone(group.group_id, member_id))
-    ctx.append(new_member_metadata_tombstone(group.group_id, member_id))
+    """The member's tombstones in Kafka's order (:func:`member_tombstones`); and its timers stop."""
+    for record in member_tombstones(group, member_id):
+        ctx.append(record)
     cancel_member_timers(ctx, group.group_id, member_id)
 
 
+def replace_static_member(ctx: CoordinatorContext, group: ConsumerGroup, old: ConsumerGroupMember,
+                           new: ConsumerGroupMember) -> None:
+    """A static member's new incarnation takes the old one's place, target and assignment; the group epoch stays
+    (Kafka's ``replaceMember``)."""
+    target = dict(group.target_assignment_of(old.member_id))
+    had_target = old.member_id in group.target_assignment
+    remove_member_records(ctx, group, old.member_id)
+    ctx.append(new_member_metadata_record(group.group_id, new))
+    if had_target:
+        ctx.append(new_target_member_record(group.group_id, new.member_id, target))
+    ctx.append(new_current_assignment_record(group.group_id, new))
+
+
 def fence_member(ctx: CoordinatorContext, group: ConsumerGroup, member_id: str, now_ms: int) -> None:
-    """Remove the member (a leave with epoch -1, or a timeout) and bump the group epoch."""
-    remove_member_records(ctx, group, member_id)
-    bump_group_epoch(ctx, group.group_id, f"member {member_id} left")
+    """Remove the member (a leave with epoch -1, or a timeout) and bump the group epoch (see
+    :func:`fence_members`)."""
+    fence_members(ctx, group, [member_id], now_ms)
+
+
+def fence_members(ctx: CoordinatorContext, group: ConsumerGroup, member_ids: list[str], now_ms: int) -> None:
+    """Remove the members and bump the group epoch once (Kafka's ``consumerGroupFenceMembers``); when only
+    members of the classic protocol would remain and the migration policy allows it, the group becomes a classic
+    group instead (the online downgrade)."""
+    if not member_ids:
+        return
+    if downgrade_allowed(ctx, group, frozenset(member_ids)):
+        for member_id in group.members:
+            cancel_member_timers(ctx, group.group_id, member_id)
+        downgrade_to_classic_group(ctx, group, frozenset(member_ids), now_ms)
+        return
+    for member_id in member_ids:
+        remove_member_records(ctx, group, member_id)
+    bump_group_epoch(ctx, group.group_id, f"member {', '.join(member_ids)} left")
     release_if_settled(ctx, group.group_id, now_ms)
 
 
@@ -316,9 +382,9 @@ def release_if_settled(ctx: CoordinatorContext, group_id: str, now_ms: int) -> N
         release_parked(ctx, group_id, now_ms)
 
 
-def park(ctx: CoordinatorContext, heartbeat: ParkedHeartbeat) -> None:
-    """Keep ``heartbeat`` until its group's target is written."""
-    ctx.parked_heartbeats.setdefault(heartbeat.request.group_id, []).append(heartbeat)
+def park(ctx: CoordinatorContext, group_id: str, parked: Parked) -> None:
+    """Keep a heartbeat (or a classic member's JoinGroup) until its group's target is written."""
+    ctx.parked_heartbeats.setdefault(group_id, []).append(parked)
 
 
 def delete_consumer_group(ctx: CoordinatorContext, group: ConsumerGroup, *, with_offsets: bool) -> None:
@@ -333,5 +399,7 @@ def delete_consumer_group(ctx: CoordinatorContext, group: ConsumerGroup, *, with
     ctx.append(new_target_epoch_tombstone(group_id))
     ctx.append(new_consumer_group_epoch_tombstone(group_id))
     ctx.pending_targets.pop(group_id, None)
+    ctx.last_targets_ms.pop(group_id, None)
+    ctx.timers.cancel(consumer_assignment_key(group_id))
     ctx.parked_heartbeats.pop(group_id, None)
 

@@ -4,7 +4,8 @@ Five kinds, each a key and a value (``None`` is a tombstone), built only through
 
 - ``consumer_group_metadata`` (key: group): the group epoch;
 - ``consumer_group_member_metadata`` (group, member): what the member sent: instance, rack, client, subscription,
-  server assignor, rebalance timeout;
+  server assignor, rebalance timeout, and for a member of the classic protocol its session timeout and protocols
+  (``classic_member_metadata``, absent for a member of the consumer protocol);
 - ``consumer_group_target_assignment_member`` (group, member): the member's partitions in the target assignment;
 - ``consumer_group_target_assignment_metadata`` (group): the epoch of the target assignment;
 - ``consumer_group_current_member_assignment`` (group, member): the member's epochs, reconciliation state, and the
@@ -16,13 +17,16 @@ Topics are named by id (a UUID string in JSON). Kafka's ``ConsumerGroupPartition
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from groupcoord.group.consumer_member import ConsumerGroupMember, MemberState
+from groupcoord.group.consumer_group import ConsumerGroup
+from groupcoord.group.consumer_member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
+from groupcoord.protocol.requests import JoinGroupProtocol
 
 CONSUMER_GROUP_METADATA_KIND = "consumer_group_metadata"
 CONSUMER_GROUP_MEMBER_METADATA_KIND = "consumer_group_member_metadata"
@@ -66,6 +70,7 @@ class ConsumerMemberMetadataValue:
     subscribed_topic_regex: str
     server_assignor: str | None
     rebalance_timeout_ms: int
+    classic: ClassicMemberMetadata | None = None
 
     @classmethod
     def of(cls, member: ConsumerGroupMember) -> ConsumerMemberMetadataValue:
@@ -73,7 +78,7 @@ class ConsumerMemberMetadataValue:
         return cls(instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
                    client_host=member.client_host, subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
                    subscribed_topic_regex=member.subscribed_topic_regex, server_assignor=member.server_assignor_name,
-                   rebalance_timeout_ms=member.rebalance_timeout_ms)
+                   rebalance_timeout_ms=member.rebalance_timeout_ms, classic=member.classic)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,6 +209,16 @@ def new_current_assignment_tombstone(group_id: str, member_id: str) -> CurrentAs
     return CurrentAssignmentRecord(group_id, member_id, None)
 
 
+def member_tombstones(group: ConsumerGroup, member_id: str) -> list[ConsumerGroupRecord]:
+    """A leaving member's tombstones in Kafka's order: its current assignment (its partitions are free), its target
+    (when it has one), its metadata."""
+    records: list[ConsumerGroupRecord] = [new_current_assignment_tombstone(group.group_id, member_id)]
+    if member_id in group.target_assignment:
+        records.append(new_target_member_tombstone(group.group_id, member_id))
+    records.append(new_member_metadata_tombstone(group.group_id, member_id))
+    return records
+
+
 # --- codec ---------------------------------------------------------------------------------------------------------
 
 def _partitions_to_json(partitions: Partitions) -> list[list[Any]]:
@@ -220,6 +235,20 @@ def _epochs_to_json(partitions: PartitionsWithEpochs) -> list[list[Any]]:
 
 def _epochs_from_json(data: list[list[Any]]) -> PartitionsWithEpochs:
     return sorted_epochs({UUID(str(topic_id)): {int(p): int(e) for p, e in pairs} for topic_id, pairs in data})
+
+
+def _classic_to_json(classic: ClassicMemberMetadata) -> dict[str, Any]:
+    return {"session_timeout_ms": classic.session_timeout_ms,
+            "protocols": [[p.name, base64.b64encode(p.metadata).decode("ascii")] for p in classic.protocols]}
+
+
+def _classic_from_json(data: dict[str, Any] | None) -> ClassicMemberMetadata | None:
+    if data is None:
+        return None
+    return ClassicMemberMetadata(
+        session_timeout_ms=int(data["session_timeout_ms"]),
+        protocols=tuple(JoinGroupProtocol(str(name), base64.b64decode(str(metadata)))
+                        for name, metadata in data["protocols"]))
 
 
 def member_key(group_id: str, member_id: str) -> str:
@@ -255,7 +284,8 @@ def consumer_record_payload(record: ConsumerGroupRecord) -> dict[str, Any] | Non
         return {"instance_id": value.instance_id, "rack_id": value.rack_id, "client_id": value.client_id,
                 "client_host": value.client_host, "subscribed_topic_names": list(value.subscribed_topic_names),
                 "subscribed_topic_regex": value.subscribed_topic_regex, "server_assignor": value.server_assignor,
-                "rebalance_timeout_ms": value.rebalance_timeout_ms}
+                "rebalance_timeout_ms": value.rebalance_timeout_ms,
+                **({} if value.classic is None else {"classic_member_metadata": _classic_to_json(value.classic)})}
     if record.value is None:
         return None
     current = record.value
@@ -285,7 +315,8 @@ def decode_consumer_record(kind: str, key: str, payload: dict[str, Any] | None) 
             subscribed_topic_names=tuple(str(n) for n in payload["subscribed_topic_names"]),
             subscribed_topic_regex=str(payload["subscribed_topic_regex"]),
             server_assignor=None if assignor is None else str(assignor),
-            rebalance_timeout_ms=int(payload["rebalance_timeout_ms"])))
+            rebalance_timeout_ms=int(payload["rebalance_timeout_ms"]),
+            classic=_classic_from_json(payload.get("classic_member_metadata"))))
     if kind == CONSUMER_GROUP_CURRENT_ASSIGNMENT_KIND:
         if payload is None:
             return CurrentAssignmentRecord(group_id, member_id, None)

@@ -130,7 +130,7 @@ def _replay_member_metadata(groups: dict[str, ConsumerGroup], record: ConsumerMe
         member, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
         client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
         subscribed_topic_regex=value.subscribed_topic_regex, server_assignor_name=value.server_assignor,
-        rebalance_timeout_ms=value.rebalance_timeout_ms))
+        rebalance_timeout_ms=value.rebalance_timeout_ms, classic=value.classic))
 
 
 def _replay_current_assignment(groups: dict[str, ConsumerGroup], record: CurrentAssignmentRecord) -> None:

@@ -7,6 +7,7 @@ coordinator runtime does.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from groupcoord.coordinator.timers import Timers
 from groupcoord.group.consumer_member import ConsumerGroupMember
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.member import Token
+from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.requests import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.responses import GroupResponse
 
@@ -30,6 +32,12 @@ MemberIdFactory = Callable[[str], str]
 def random_member_id(prefix: str) -> str:
     """Kafka's form: ``<client id or instance id>-<uuid>``."""
     return f"{prefix or 'member'}-{uuid.uuid4()}"
+
+
+def kafka_uuid_member_id() -> str:
+    """A member id as Kafka's group coordinator makes one for a classic member joining a consumer group: a random
+    uuid in Kafka's ``Uuid.toString()`` form (URL-safe base64 of its 16 bytes, unpadded: 22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:
@@ -62,6 +70,22 @@ def consumer_rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-rebalance-{group_id}-{member_id}"
 
 
+def consumer_assignment_key(group_id: str) -> str:
+    """Timer key of a consumer group's next target assignment, deferred by ``group.consumer.assignment.interval.ms``."""
+    return f"consumer-assignment-{group_id}"
+
+
+def consumer_join_key(group_id: str, member_id: str) -> str:
+    """Timer key of a classic member's deadline to rejoin its consumer group once told to (its rebalance
+    timeout; Kafka's ``consumer-group-join-timeout-...``)."""
+    return f"consumer-join-{group_id}-{member_id}"
+
+
+def consumer_sync_key(group_id: str, member_id: str) -> str:
+    """Timer key of a classic member's deadline to send SyncGroup after its JoinGroup in a consumer group."""
+    return f"consumer-sync-{group_id}-{member_id}"
+
+
 OFFSETS_EXPIRATION_KEY = "offsets-expiration"
 
 
@@ -78,13 +102,31 @@ class ParkedHeartbeat:
     subscription_changed: bool
 
 
+@dataclass(frozen=True)
+class ParkedClassicJoin:
+    """A classic member's JoinGroup to a consumer group, waiting like a heartbeat for the target assignment of the
+    group's epoch: ``answer`` reconciles the member and answers once the target is written (with the time then),
+    ``fail`` answers the JoinGroup with an error."""
+
+    token: Token
+    member_id: str
+    answer: Callable[[int], None]
+    fail: Callable[[ErrorCode, str | None], None]
+
+
+Parked = ParkedHeartbeat | ParkedClassicJoin
+"""A request waiting for its consumer group's target assignment."""
+
+
 class CoordinatorContext:
     """Live groups, hard state, timers, configuration, and the output of the call in progress.
 
     ``groups`` are the live classic groups; consumer groups (KIP-848) live in ``hard`` (all of their state is
     hard), with three soft books here: ``topic_ids`` (topic name to id, from the last metadata snapshot),
-    ``parked_heartbeats`` (heartbeats waiting for a target assignment, by group) and ``pending_targets`` (the group
-    epoch whose target assignment the shell was asked for, by group).
+    ``parked_heartbeats`` (heartbeats, and classic members' JoinGroups, waiting for a target assignment, by group)
+    and ``pending_targets`` (the group epoch whose target assignment the shell was asked for, by group), with
+    ``last_targets_ms`` (when each group's last target was written, for ``group.consumer.assignment.interval.ms``).
+    ``now_ms`` is the time of the call (or timer) in progress.
     """
 
     def __init__(self, config: CoordinatorConfig, member_id_factory: MemberIdFactory) -> None:
@@ -95,8 +137,10 @@ class CoordinatorContext:
         self.timers = Timers()
         self.partition_counts: dict[str, int] | None = None
         self.topic_ids: dict[str, uuid.UUID] = {}
-        self.parked_heartbeats: dict[str, list[ParkedHeartbeat]] = {}
+        self.parked_heartbeats: dict[str, list[Parked]] = {}
         self.pending_targets: dict[str, int] = {}
+        self.last_targets_ms: dict[str, int] = {}
+        self.now_ms = 0
         self._records: list[Record] = []
         self._responses: list[tuple[Token, GroupResponse]] = []
         self._effects: list[Effect] = []

@@ -32,6 +32,12 @@ from uuid import UUID
 
 from groupcoord.coordinator import admin, offsets
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.consumer_classic import (
+    handle_classic_heartbeat,
+    handle_classic_join,
+    handle_classic_leave,
+    handle_classic_sync,
+)
 from groupcoord.coordinator.consumer_describe import handle_consumer_describe
 from groupcoord.coordinator.consumer_heartbeat import handle_consumer_heartbeat
 from groupcoord.coordinator.consumer_membership import (
@@ -125,8 +131,14 @@ _CONSUMER_GROUP_HANDLERS: Mapping[type, ConsumerHandler] = {
     OffsetCommitRequest: handle_consumer_offset_commit,
     OffsetFetchRequest: handle_consumer_offset_fetch,
     OffsetDeleteRequest: handle_consumer_offset_delete,
+    JoinGroupRequest: handle_classic_join,
+    SyncGroupRequest: handle_classic_sync,
+    HeartbeatRequest: handle_classic_heartbeat,
+    LeaveGroupRequest: handle_classic_leave,
 }
-"""The offset APIs when their group is a consumer group (KIP-848)."""
+"""The offset APIs and the classic protocol's APIs when their group is a consumer group (KIP-848): members of the
+classic protocol in a consumer group (:mod:`groupcoord.coordinator.consumer_classic`). A JoinGroup to a consumer group
+without members converts it to a classic group instead."""
 
 
 def error_response(request: GroupRequest, error: ErrorCode) -> GroupResponse:
@@ -186,11 +198,13 @@ class GroupCoordinator:
         try:
             consumer_handler = _CONSUMER_GROUP_HANDLERS.get(type(request))
             consumer_group = self._ctx.hard.consumer_group(getattr(request, "group_id", ""))
+            if isinstance(request, JoinGroupRequest) and consumer_group is not None and not consumer_group.members:
+                # An empty consumer group becomes classic (its offsets stay, as with Kafka's default policy).
+                delete_consumer_group(self._ctx, consumer_group, with_offsets=False)
+                consumer_group = None
             if consumer_handler is not None and consumer_group is not None:
                 consumer_handler(self._ctx, consumer_group, request, now_ms, token)
             else:
-                if isinstance(request, JoinGroupRequest) and consumer_group is not None:
-                    self._convert_consumer_group(consumer_group)
                 handler(self._ctx, request, now_ms, token)
         except ProtocolError as exc:
             log.debug("%s rejected: %s", type(request).__name__, exc)
@@ -214,16 +228,6 @@ class GroupCoordinator:
         self._fire_timers(now_ms)
         complete_target(self._ctx, answer, now_ms)
         return self._ctx.drain()
-
-    def _convert_consumer_group(self, group: ConsumerGroup) -> None:
-        """A classic JoinGroup to a consumer group: an empty one becomes classic (its offsets stay, as with Kafka's
-        default migration policy); one with members refuses it (groupcoord has no classic members in consumer
-        groups yet)."""
-        if group.members:
-            raise ProtocolError(
-                Errors.INCONSISTENT_GROUP_PROTOCOL,
-                f"Group {group.group_id} is a consumer group with members; classic members cannot join it.")
-        delete_consumer_group(self._ctx, group, with_offsets=False)
 
     def advance(self, now_ms: int) -> CoordinatorResult:
         """Fire every timer due at ``now_ms`` (session expiry, join and sync deadlines, offset expiry)."""
@@ -273,7 +277,9 @@ class GroupCoordinator:
         self._ensure_expiration_timer(now_ms)
         while (due := self._ctx.timers.pop_due(now_ms)) is not None:
             deadline, op = due
+            self._ctx.now_ms = deadline
             op(deadline)
+        self._ctx.now_ms = now_ms
         self._now_ms = now_ms if self._now_ms is None else max(self._now_ms, now_ms)
 
     def _ensure_expiration_timer(self, now_ms: int) -> None:

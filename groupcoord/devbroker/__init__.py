@@ -13,8 +13,15 @@ replica of everything.
 ``groupcoord dev-broker --listen 127.0.0.1:9092 --log-dir DIR`` runs one from the command line.
 """
 
-from groupcoord.devbroker.broker import JVM_OPTIONS, TEST_JVM_OPTIONS, BrokerError, KafkaBroker, parse_listen
+from groupcoord.devbroker.broker import (
+    JVM_OPTIONS,
+    PEER_JVM_OPTIONS,
+    TEST_JVM_OPTIONS,
+    BrokerError,
+    KafkaBroker,
+    parse_listen,
+)
 from groupcoord.devbroker.topics import ProduceError, Record, create_topic, produce
 
-__all__ = ["JVM_OPTIONS", "TEST_JVM_OPTIONS", "BrokerError", "KafkaBroker", "ProduceError", "Record", "create_topic",
-           "parse_listen", "produce"]
+__all__ = ["JVM_OPTIONS", "PEER_JVM_OPTIONS", "TEST_JVM_OPTIONS", "BrokerError", "KafkaBroker", "ProduceError",
+           "Record", "create_topic", "parse_listen", "produce"]

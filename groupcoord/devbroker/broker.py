@@ -30,6 +30,12 @@ log = logging.getLogger("groupcoord.devbroker")
 JVM_OPTIONS: tuple[str, ...] = ("-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
 """A small heap, and the serial collector (one GC thread: the machine's cores belong to the tests); see the README."""
 
+PEER_JVM_OPTIONS: tuple[str, ...] = (
+    "-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true")
+"""The JVM as Kafka's own ``kafka-server-start.sh`` starts a broker (its ``KAFKA_HEAP_OPTS`` and
+``kafka-run-class.sh``'s ``KAFKA_JVM_PERFORMANCE_OPTS``): the benchmarks' peer runs at Kafka's defaults."""
+
 TOOL_JVM_OPTIONS: tuple[str, ...] = ("-XX:TieredStopAtLevel=1",)
 """Added for the short-lived StorageTool: a JVM that exits within seconds gains nothing from the C2 compiler."""
 

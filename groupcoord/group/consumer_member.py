@@ -22,6 +22,7 @@ from groupcoord.protocol.requests import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    JoinGroupProtocol,
 )
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "NO_PREVIOUS_MEMBER_EPOCH",
+    "ClassicMemberMetadata",
     "ConsumerGroupMember",
     "MemberState",
     "OwnedPartitions",
@@ -106,14 +108,32 @@ class MemberState(Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ClassicMemberMetadata:
+    """What a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside a consumer group
+    keeps besides a consumer member's fields (Kafka's ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``):
+    its session timeout and the protocols its last JoinGroup offered, in the client's order (each with its
+    ConsumerProtocol subscription)."""
+
+    session_timeout_ms: int
+    protocols: tuple[JoinGroupProtocol, ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol the coordinator names in the member's JoinGroup and SyncGroup answers: its first."""
+        return self.protocols[0].name
+
+
+@dataclass(frozen=True, kw_only=True)
 class ConsumerGroupMember:
-    """One member of a consumer group, as Kafka's ``ConsumerGroupMember`` (without classic-protocol metadata).
+    """One member of a consumer group, as Kafka's ``ConsumerGroupMember``.
 
     ``member_epoch`` is the epoch the member is at (-2 while a static member is away); ``previous_member_epoch``
     the one before its last move, accepted once more from a member whose response was lost.
     ``subscribed_topic_regex`` is ``""`` when the member has no regex (Kafka's default). ``rebalance_timeout_ms``
     is -1 until a join provides it. ``assigned_with_epochs`` and ``pending_revocation_with_epochs`` hold the
-    partitions the member owns, each with the epoch it was assigned at.
+    partitions the member owns, each with the epoch it was assigned at. ``classic`` is set for a member that
+    speaks the classic protocol (a classic group's member kept through an online upgrade, or a classic consumer
+    joining a consumer group), ``None`` for a member of the consumer protocol.
     """
 
     member_id: str
@@ -130,6 +150,7 @@ class ConsumerGroupMember:
     server_assignor_name: str | None = None
     assigned_with_epochs: PartitionEpochs = field(default_factory=dict, hash=False)
     pending_revocation_with_epochs: PartitionEpochs = field(default_factory=dict, hash=False)
+    classic: ClassicMemberMetadata | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "subscribed_topic_names", frozenset(self.subscribed_topic_names))
@@ -141,6 +162,11 @@ class ConsumerGroupMember:
     def is_static(self) -> bool:
         """True for a member with a ``group.instance.id``."""
         return self.instance_id is not None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """True for a member that speaks the classic protocol (Kafka's ``useClassicProtocol``)."""
+        return self.classic is not None
 
     @property
     def assigned_partitions(self) -> TopicPartitions:
@@ -180,7 +206,8 @@ class ConsumerGroupMember:
     ) -> ConsumerGroupMember:
         """This member with what a heartbeat carries: ``None`` (or -1 for the timeout) keeps the current value.
 
-        The client id and host are always replaced, as Kafka's ``consumerGroupHeartbeat`` does.
+        The client id and host are always replaced, as Kafka's ``consumerGroupHeartbeat`` does, and the member
+        speaks the consumer protocol from now on (no classic metadata).
         """
         return replace(
             self,
@@ -194,6 +221,7 @@ class ConsumerGroupMember:
             server_assignor_name=self.server_assignor_name if server_assignor_name is None else server_assignor_name,
             client_id=client_id,
             client_host=client_host,
+            classic=None,
         )
 
     def left_temporarily(self) -> ConsumerGroupMember:

@@ -284,6 +284,7 @@ class _Term:
             host.root.log_path,
             checkpoint_interval=self.config.log.checkpoint_interval,
             retention_minutes=self.config.log.retention_minutes,
+            fsync=self.config.log.fsync,
         )
         self.tasks: list[asyncio.Task[Any]] = []
         self.keeper: LeaseKeeper | None = None

@@ -15,6 +15,7 @@ class LogConfig(KeyedConfig):
 
     linger_ms: int = field(default=5, metadata=from_key("log.linger.ms"))
     min_commit_interval_ms: int = field(default=50, metadata=from_key("log.min.commit.interval.ms"))
+    fsync: bool = field(default=True, metadata=from_key("log.fsync"))
     checkpoint_interval: int = field(default=10, metadata=from_key("log.checkpoint.interval"))
     snapshot_interval: int = field(default=100_000, metadata=from_key("log.snapshot.interval"))
     retention_hours: int = field(default=168, metadata=from_key("history.retention.hours"))

@@ -210,7 +210,8 @@ class ConsumerGroupHeartbeatResponse:
 @dataclass(frozen=True, kw_only=True)
 class DescribedConsumerMember:
     """One member of a consumer group in ConsumerGroupDescribe: its partitions now (``assignment``) and in the
-    group's target, by topic id."""
+    group's target, by topic id; ``uses_classic_protocol`` for a member of the classic protocol (its
+    ``MemberType``)."""
 
     member_id: str
     instance_id: str | None
@@ -222,6 +223,7 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: Mapping[UUID, frozenset[int]] = field(default_factory=dict, hash=False)
     target_assignment: Mapping[UUID, frozenset[int]] = field(default_factory=dict, hash=False)
+    uses_classic_protocol: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

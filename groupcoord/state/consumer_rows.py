@@ -119,7 +119,8 @@ def add_consumer_group_rows(row: Row, group_id: str, group: ConsumerGroup | None
     for member in members:
         row("members", group_id=group_id, generation=member.member_epoch, member_id=member.member_id,
             group_instance_id=member.instance_id, client_id=member.client_id, client_host=member.client_host,
-            session_timeout_ms=None, rebalance_timeout_ms=member.rebalance_timeout_ms,
+            session_timeout_ms=None if member.classic is None else member.classic.session_timeout_ms,
+            rebalance_timeout_ms=member.rebalance_timeout_ms,
             subscribed_topics=sorted(member.subscribed_topic_names), deleted=False, **tags)
     if not members:
         row("members", group_id=group_id, generation=group.group_epoch, deleted=True, **tags)

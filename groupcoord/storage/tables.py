@@ -19,7 +19,7 @@ import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -111,7 +111,7 @@ def table_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) 
     rows again when reading).
     """
     uri = table.table_uri
-    location = TableLocation(_local_path(table)) if uri.startswith("file://") or "://" not in uri else \
+    location = TableLocation(local_path_of(table)) if uri.startswith("file://") or "://" not in uri else \
         TableLocation(uri, getattr(table, "_storage_options", None) or {})
     return table.to_pyarrow_dataset(filesystem=table_filesystem(location), file_pruning_predicate=where)
 
@@ -149,9 +149,11 @@ def _s3_filesystem(options: tuple[tuple[str, str], ...]) -> pa_fs.S3FileSystem:
         scheme=urlsplit(endpoint).scheme if endpoint else "https")
 
 
-def _local_path(table: DeltaTable) -> str:
+def local_path_of(table: DeltaTable) -> str:
+    """The directory of a local table. delta-rs names it by a ``file://`` URI, percent-encoded (a space is ``%20``):
+    decoded here, or a root under a directory with a space in its name reads files that do not exist."""
     uri = table.table_uri
-    return uri.removeprefix("file://") if uri.startswith("file://") else uri
+    return unquote(uri.removeprefix("file://")) if uri.startswith("file://") else uri
 
 
 def compact_table(path: Where, *, retention_hours: int, min_files: int = 2, target_size: int | None = None,

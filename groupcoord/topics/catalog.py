@@ -25,6 +25,7 @@ from deltalake.exceptions import CommitFailedError
 
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.commits import COMMIT_ID_KEY
+from groupcoord.storage.freshness import TableFreshness
 from groupcoord.storage.tables import holds_commit, open_if_exists, open_or_create, table_dataset
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, cas_commit_properties, commit_with_retry
@@ -104,6 +105,7 @@ class TopicCatalog:
                                    timeout_ms=self._config.commit_timeout_ms)
         self._lock = threading.Lock()
         self._table: DeltaTable | None = None
+        self._freshness = TableFreshness(root.catalog_path)
         self._cached: tuple[int, dict[str, TopicInfo]] = (-1, {})
 
     @property
@@ -246,7 +248,7 @@ class TopicCatalog:
         if self._table is None:
             self._table = open_if_exists(self._root.catalog_path)
         else:
-            self._table.update_incremental()
+            self._freshness.refresh(self._table)
         return self._table
 
     def _writable(self) -> DeltaTable:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from groupcoord.storage.tables import table_dataset
+from groupcoord.storage.tables import local_path_of, table_dataset
 
 INCREMENTAL_COMMITS = 200
 """Most commits :func:`offsets_at_version` reads one by one before it aggregates every file's statistics instead."""
@@ -43,7 +43,7 @@ def offsets_at_version(table: DeltaTable, known: tuple[int, Bounds], version: in
     commits in between can be read, else from every file's statistics."""
     known_version, bounds = known
     if 0 <= known_version < version <= known_version + INCREMENTAL_COMMITS:
-        updated = offsets_after_commits(_local_path(table), bounds, known_version, version)
+        updated = offsets_after_commits(Path(local_path_of(table)), bounds, known_version, version)
         if updated is not None:
             return updated
     return offsets_from_stats(table)
@@ -86,11 +86,6 @@ def _widen(bounds: PartitionOffsets | None, start: int, end: int) -> PartitionOf
     if bounds is None:
         return PartitionOffsets(start, end)
     return PartitionOffsets(min(bounds.start, start), max(bounds.end, end))
-
-
-def _local_path(table: DeltaTable) -> Path:
-    uri = table.table_uri
-    return Path(uri.removeprefix("file://") if uri.startswith("file://") else uri)
 
 
 def offsets_from_stats(table: DeltaTable) -> dict[int, PartitionOffsets]:

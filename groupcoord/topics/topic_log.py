@@ -38,6 +38,7 @@ from deltalake import DeltaTable
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import BackgroundCheckpointer
 from groupcoord.storage.files import FileAppend, append_file, split_by_partition
+from groupcoord.storage.freshness import TableFreshness
 from groupcoord.storage.tables import table_dataset
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
@@ -113,6 +114,24 @@ class TopicRecord:
             compression=compression or NO_COMPRESSION,
         )
 
+    @classmethod
+    def from_table(cls, table: pa.Table) -> list[TopicRecord]:
+        """The records of rows of the log table, as :meth:`from_row` reads each, converted a column at a time
+        (several times faster than a dict per row, which Fetch paid for every record it served)."""
+        rows = table.num_rows
+        absent: list[Any] = [None] * rows
+        column = {name: table.column(name).to_pylist() if name in table.column_names else absent
+                  for name in ("partition", "offset", "timestamp", "key", "value", "headers", "timestamp_type",
+                               "compression")}
+        return [
+            cls(partition, offset, timestamp, key, value,
+                tuple((h["key"], h["value"]) for h in headers) if headers else (),
+                CREATE_TIME if timestamp_type is None else timestamp_type, compression or NO_COMPRESSION)
+            for partition, offset, timestamp, key, value, headers, timestamp_type, compression in zip(
+                column["partition"], column["offset"], column["timestamp"], column["key"], column["value"],
+                column["headers"], column["timestamp_type"], column["compression"], strict=True)
+        ]
+
 
 @dataclass(frozen=True)
 class ProduceResult:
@@ -140,6 +159,7 @@ class TopicLog:
         self._path = root.topic_path(topic)
         self._checkpointer = BackgroundCheckpointer(self._path, interval=CHECKPOINT_INTERVAL)
         self._table: DeltaTable | None = None
+        self._freshness = TableFreshness(self._path)
         self._cached: tuple[int, dict[int, PartitionOffsets]] = (-1, {})
         """The bounds at a version: the newest this writer knows (its own last commit, or the table's as read)."""
 
@@ -245,7 +265,7 @@ class TopicLog:
     def read_records(self, partition: int, from_offset: int,
                      max_records: int = DEFAULT_MAX_RECORDS) -> list[TopicRecord]:
         """:meth:`read` as a list of :class:`TopicRecord`."""
-        return [TopicRecord.from_row(row) for row in self.read(partition, from_offset, max_records).to_pylist()]
+        return TopicRecord.from_table(self.read(partition, from_offset, max_records))
 
     def offsets(self) -> dict[int, PartitionOffsets]:
         """Start and end offsets of every partition of the topic, from Delta file statistics only."""
@@ -289,7 +309,7 @@ class TopicLog:
     def _refreshed(self) -> DeltaTable:
         if self._table is None:
             return self._open()
-        self._table.update_incremental()
+        self._freshness.refresh(self._table)
         return self._table
 
     def _latest(self, table: DeltaTable) -> tuple[int, dict[int, PartitionOffsets]]:

@@ -151,3 +151,20 @@ def test_a_run_fails_on_correctness_and_on_unexplained_misses_of_what_it_wrote()
 
     assert run_failures([wrong, unexplained, explained, old], {"simulate", "assign", "member_capacity"}) == [
         wrong, unexplained]
+
+
+def test_a_benchmark_that_raised_leaves_no_figures_and_a_failed_check(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its old result is replaced (no figure of an earlier run passes for this one's); the report opens with it."""
+    import bench.results_io as results_io
+    from bench import report
+
+    monkeypatch.setattr(results_io, "RESULTS_DIR", tmp_path)
+    results_io.write_result("commit_throughput", title="Offset commits", rows=[{"offsets_per_s": 120_000}],
+                            summary={"offsets_per_s": 120_000})
+    results_io.write_failure("commit_throughput", "RuntimeError: serve did not start")
+    (result,) = report.load_results(tmp_path)
+    assert result["rows"] == [] and result["title"] == "Offset commits"
+    (check,) = results_io.checks_of(result)
+    assert (check.name, check.kind, check.met) == ("completed", "correctness", False)
+    assert "serve did not start" in report.render(tmp_path, reasons={})

@@ -25,3 +25,26 @@ def test_side_by_side_merges_the_sides_of_each_case() -> None:
         {"case": "b", "kafka_p50_s": 3.0, "groupcoord_p50_s": None, "p50_s_ratio": None, "kafka_errors": 1,
          "groupcoord_errors": None},
     ]
+
+
+def test_a_p99_needs_a_hundred_samples() -> None:
+    """Below 100 samples there is no p99 (the maximum is reported beside it); from 100 on, the nearest rank."""
+    from bench.loadgen import MIN_SAMPLES_FOR_P99, p99_or_none, percentile
+
+    few = [i / 1000 for i in range(MIN_SAMPLES_FOR_P99 - 1)]
+    assert p99_or_none(few) is None
+    assert percentile(few, 1.0) == 98.0
+    enough = [i / 1000 for i in range(200)]
+    assert p99_or_none(enough) == 198.0
+
+
+def test_sides_alternate_and_runs_fold_into_medians_with_their_spread() -> None:
+    from bench.peer_targets import alternated, medians
+
+    assert alternated(3) == [(0, "kafka"), (0, "groupcoord"), (1, "groupcoord"), (1, "kafka"), (2, "kafka"),
+                             (2, "groupcoord")]
+    rows = [{"side": "kafka", "case": "c", "rate": rate, "p99": p99, "extra": i}
+            for i, (rate, p99) in enumerate([(10.0, 1.0), (30.0, None), (20.0, 3.0)])]
+    (merged,) = medians(rows, ("case",), ("rate", "p99"), totals=("extra",))
+    assert merged == {"side": "kafka", "case": "c", "rate": 20.0, "rate_spread": "10.0-30.0", "p99": None,
+                      "p99_spread": None, "extra": 3, "repetitions": 3}

@@ -61,6 +61,7 @@ class ConsumerGroupContext:
     def __init__(self, record_log: RecordLog, *, config: CoordinatorConfig = CONFIG, auto_assign: bool = True,
                  start_ms: int = 0) -> None:
         self.clock = ManualClock(start_ms)
+        self.config = config
         self.log = record_log
         counter = itertools.count(1)
         self.coordinator = GroupCoordinator(config, member_id_factory=lambda p: f"{p or 'member'}-{next(counter)}")
@@ -147,9 +148,10 @@ class ConsumerGroupContext:
     def reloaded(self, *, auto_assign: bool | None = None) -> ConsumerGroupContext:
         """A fresh coordinator that replayed this log, loaded at the current time, on the same log; its shell
         answers targets at once when ``auto_assign`` (by default, as this context's does)."""
-        fresh = ConsumerGroupContext(self.log, auto_assign=self.auto_assign if auto_assign is None else auto_assign,
+        fresh = ConsumerGroupContext(self.log, config=self.config,
+                                     auto_assign=self.auto_assign if auto_assign is None else auto_assign,
                                      start_ms=self.now)
-        fresh.coordinator = GroupCoordinator(CONFIG)
+        fresh.coordinator = GroupCoordinator(self.config)
         for record in self.log.load().records:
             fresh.coordinator.replay(decode_record(record))
         fresh.absorb(fresh.coordinator.on_metadata_change(

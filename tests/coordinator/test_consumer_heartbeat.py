@@ -25,10 +25,13 @@ from groupcoord.protocol import (
     JoinGroupProtocol,
     JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
 )
+from groupcoord.protocol.requests import MemberIdentity
+from tests.coordinator.context import subscription
 from tests.narrowing import present
 
 from .consumer_context import CONFIG, REBALANCE_MS, SESSION_MS, ConsumerGroupContext, T, U, parts
@@ -238,10 +241,11 @@ def test_validation_and_unknown_members_answer_kafka_errors_with_messages(ctx: C
     assert ctx.join("b", assignor="nope").error == Errors.UNSUPPORTED_ASSIGNOR
 
 
-def test_an_empty_classic_group_becomes_a_consumer_group_and_a_busy_one_is_not_one(
+def test_an_empty_classic_group_becomes_a_consumer_group_and_a_busy_one_upgrades_only_when_it_can(
         ctx: ConsumerGroupContext) -> None:
-    """A classic group with only committed offsets converts on a consumer join (its offsets stay); a consumer
-    heartbeat to a classic group with members is GROUP_ID_NOT_FOUND, as in Kafka."""
+    """A classic group with only committed offsets converts on a consumer join (its offsets stay); one with members
+    upgrades online only when its members' consumer protocol decodes (else GROUP_ID_NOT_FOUND with Kafka's message),
+    and a heartbeat that does not join finds no consumer group, as in Kafka."""
     ctx.call(OffsetCommitRequest(group_id="simple", topics=(OffsetCommitTopic("t", (OffsetCommitPartition(0, 5),)),)))
     assert present(ctx.coordinator.group("simple")).state is GroupState.EMPTY
     answer = ctx.join("a", group="simple")
@@ -251,21 +255,28 @@ def test_an_empty_classic_group_becomes_a_consumer_group_and_a_busy_one_is_not_o
                                      protocols=(JoinGroupProtocol("range", b""),), require_known_member_id=False))
     assert present(ctx.coordinator.group("classic")).state is not GroupState.EMPTY and busy
     refused = ctx.join("c", group="classic")
-    assert (refused.error, refused.error_message) == (Errors.GROUP_ID_NOT_FOUND,
-                                                      "Group classic is not a consumer group.")
+    assert (refused.error, refused.error_message) == (
+        Errors.GROUP_ID_NOT_FOUND,
+        "Cannot upgrade classic group classic to consumer group because the embedded consumer protocol is malformed.")
+    not_joining = ctx.beat("c", 3, group="classic")
+    assert (not_joining.error, not_joining.error_message) == (Errors.GROUP_ID_NOT_FOUND,
+                                                              "Group classic is not a consumer group.")
 
 
-def test_a_classic_join_converts_an_empty_consumer_group_and_is_refused_by_one_with_members(
+def test_a_classic_join_converts_an_empty_consumer_group_and_joins_one_with_members(
         ctx: ConsumerGroupContext) -> None:
-    """JoinGroup to a consumer group with members is INCONSISTENT_GROUP_PROTOCOL (groupcoord has no classic members
-    in consumer groups); once the group is empty, the join makes it a classic group again."""
+    """JoinGroup to a consumer group with members joins it as a member of the classic protocol (the online
+    migration; tests/coordinator/test_consumer_migration.py); once the group is empty, a join makes it a classic
+    group again."""
     ctx.join("a")
     join = JoinGroupRequest(group_id="g", session_timeout_ms=10_000, protocol_type="consumer",
-                            protocols=(JoinGroupProtocol("range", b""),), require_known_member_id=False)
-    refused = ctx.response(ctx.call(join))
-    assert isinstance(refused, JoinGroupResponse) and refused.error == Errors.INCONSISTENT_GROUP_PROTOCOL
+                            protocols=(JoinGroupProtocol("range", subscription("t")),), require_known_member_id=False)
+    joined = ctx.response(ctx.call(join))
+    assert isinstance(joined, JoinGroupResponse) and joined.error == Errors.NONE and joined.leader == ""
+    assert present(ctx.coordinator.consumer_group("g")).members[joined.member_id].uses_classic_protocol
+    ctx.call(LeaveGroupRequest(group_id="g", members=(MemberIdentity(joined.member_id),)))
     ctx.leave("a")
-    ctx.call(join)
+    ctx.call(dataclasses.replace(join, member_id=""))
     assert ctx.coordinator.consumer_group("g") is None and present(ctx.coordinator.group("g")) is not None
 
 

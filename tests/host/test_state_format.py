@@ -2,8 +2,8 @@
 
 ``state_format1`` is the first release's record log alone; ``state_format1_full`` is every table release 0.1.0
 writes (record log, lease, catalog, topic logs, materialized offsets), written by that release's code. A root of
-format 2 is that fixture migrated by format 2's step alone; format 3 (consumer-group record kinds) must load it
-unchanged.
+format 2 is that fixture migrated by format 2's step alone; formats 3 (consumer-group record kinds) and 4 (classic
+members in consumer groups, an optional field of a member record) must load it unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
+from groupcoord.coordinator.consumer_records import ConsumerMemberMetadataRecord
+from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.coordinator.records import decode_record
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.protocol.requests import OffsetFetchRequest
@@ -77,14 +79,14 @@ def test_committed_format1_root_loads_with_its_offsets(format1_root: Path) -> No
 def test_a_newer_format_is_refused_with_a_clear_message(format1_root: Path) -> None:
     marker = format1_root / "_groupcoord" / "format.json"
     marker.write_text(json.dumps({"format": STATE_FORMAT_VERSION + 1}))
-    with pytest.raises(StateRootError, match=r"has format 4, newer than this groupcoord supports \(3\)"):
+    with pytest.raises(StateRootError, match=r"has format 5, newer than this groupcoord supports \(4\)"):
         StateRoot.open(format1_root)
 
 
 def test_release_0_1_0_root_migrates_and_keeps_every_record(full_format1_root: Path) -> None:
     assert _marker_format(full_format1_root) == 1
     root = StateRoot.open(full_format1_root)
-    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 3
+    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 4
     for topic in ("orders", "clicks"):
         table = open_if_exists(root.topic_path(topic))
         assert table is not None
@@ -130,15 +132,17 @@ def _files(root: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != "format.json"}
 
 
-def test_a_format2_root_loads_unchanged_as_format3(full_format1_root: Path) -> None:
-    """Format 3 adds only record kinds (consumer groups) to the record log's rows: a format-2 root (release
-    0.1.0's, migrated by format 2's step) opens without a byte of any table changing, its marker then says 3,
-    and its record log replays as before."""
+@pytest.mark.parametrize("found", [2, 3])
+def test_a_format2_or_format3_root_loads_unchanged(full_format1_root: Path, found: int) -> None:
+    """Formats 3 and 4 add only record kinds (consumer groups) and an optional field of one of them (classic
+    members in consumer groups) to the record log's rows: a format-2 or format-3 root (release 0.1.0's, migrated by
+    the steps before) opens without a byte of any table changing, its marker then says 4, and its record log
+    replays as before."""
     STEPS[2](full_format1_root)
-    (full_format1_root / "_groupcoord" / "format.json").write_text(json.dumps({"format": 2}))
+    (full_format1_root / "_groupcoord" / "format.json").write_text(json.dumps({"format": found}))
     before = _files(full_format1_root)
     root = StateRoot.open(full_format1_root)
-    assert _marker_format(full_format1_root) == root.format_version == 3
+    assert _marker_format(full_format1_root) == root.format_version == 4
     assert _files(full_format1_root) == before
     core = GroupCoordinator(CoordinatorConfig())
     for record in DeltaRecordLog(root.log_path).load().records:
@@ -146,6 +150,21 @@ def test_a_format2_root_loads_unchanged_as_format3(full_format1_root: Path) -> N
     assert {(g, t, p): v.offset for g, t, p, v in core.hard_state().offsets} == {
         ("g1", "orders", 0): 2, ("g1", "orders", 1): 1, ("g2", "clicks", 0): 1}
     assert core.hard_state().consumer_groups == ()
+
+
+FORMAT3_MEMBER = EncodedRecord(
+    "consumer_group_member_metadata", '["g","m"]',
+    b'{"instance_id":null,"rack_id":null,"client_id":"c","client_host":"/127.0.0.1",'
+    b'"subscribed_topic_names":["orders"],"subscribed_topic_regex":"","server_assignor":null,'
+    b'"rebalance_timeout_ms":30000}')
+"""A consumer group member's metadata as format 3 wrote it (before classic members in consumer groups)."""
+
+
+def test_a_format3_member_record_reads_as_a_consumer_protocol_member() -> None:
+    """A member record of format 3 has no ``classic_member_metadata``: it is a member of the consumer protocol."""
+    record = decode_record(FORMAT3_MEMBER)
+    assert isinstance(record, ConsumerMemberMetadataRecord) and record.value is not None
+    assert record.value.classic is None and record.value.subscribed_topic_names == ("orders",)
 
 
 @pytest.mark.integration

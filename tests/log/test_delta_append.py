@@ -140,3 +140,28 @@ def test_an_append_makes_its_files_and_every_new_directory_entry_durable_before_
     synced.clear()
     log.append([offset("g", 0, 2)], expected_version=version)  # the directory exists now: no need for the root
     assert root not in synced
+
+
+def test_a_coordinator_with_log_fsync_false_acknowledges_commits_without_an_fsync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spark.groupcoord.log.fsync=false`` (Kafka's default durability: the page cache) reaches the record log: the
+    commit is acknowledged and read back, and nothing was fsynced on the way."""
+    import groupcoord.storage.files as files
+    from groupcoord.admin.describe import committed_offsets
+    from groupcoord.admin.wire import AdminClient
+    from groupcoord.config import resolve_config
+    from groupcoord.host.background import BackgroundCoordinator
+    from groupcoord.state_root import StateRoot
+    from groupcoord.topics import TopicCatalog
+
+    synced: list[Path] = []
+    monkeypatch.setattr(files, "_fsync_path", synced.append)
+    monkeypatch.setattr(files, "_fsync_dir", synced.append)
+    root = StateRoot.open(tmp_path / "root", create=True)
+    TopicCatalog(root).create("orders", 1)
+    config = resolve_config(spark_conf={"spark.groupcoord.log.fsync": "false"})
+    with BackgroundCoordinator(root, config, listen="127.0.0.1:0") as coordinator, \
+            AdminClient(str(coordinator.address), timeout_ms=10_000) as admin:
+        assert {e.name for e in admin.commit_offsets("billing", {("orders", 0): 7}).values()} == {"NONE"}
+    assert not [p for p in synced if "log" in p.parts], synced
+    assert committed_offsets(root, "billing") == {("orders", 0): 7}  # the stopped coordinator flushed its state

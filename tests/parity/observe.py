@@ -4,7 +4,7 @@ A scenario records steps (a label and a value: a decoded response as a dict, or 
 targets' steps are compared, what legitimately differs is replaced:
 
 - member ids keep their prefix (the client or instance id) but their uuid becomes ``<uuid1>``, ``<uuid2>``... in
-  order of first appearance;
+  order of first appearance (a member id that is a bare uuid in Kafka's base64 form too);
 - lists that Kafka answers in hash order (members, topics, partitions, DeleteGroups results) are sorted;
 - error codes become Kafka's error names (``REBALANCE_IN_PROGRESS``), so a diff reads as prose;
 - throttle times are dropped; a client host loses Kafka's leading ``/`` (``test_describe_shows_the_client_host``
@@ -24,6 +24,10 @@ import pytest
 from tests.parity.targets import Target
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_KAFKA_UUID = re.compile(r"[A-Za-z0-9_-]{22}")
+"""A uuid in Kafka's ``Uuid.toString()`` form (URL-safe base64, unpadded), the member id Kafka gives a classic member
+joining a consumer group; named like the other uuids where a member id is expected (:data:`_MEMBER_ID_FIELDS`)."""
+_MEMBER_ID_FIELDS = frozenset({"member_id", "leader", "MemberId"})
 _DROPPED = frozenset({"throttle_time_ms"})
 _LIST_ORDER = {"members": "member_id", "topics": "name", "partitions": "partition_index", "results": "group_id"}
 """Lists Kafka answers in hash order, compared sorted by this field (member ids after their uuids are named)."""
@@ -62,6 +66,8 @@ class Observation:
                 if all(isinstance(item, dict) and sort_key in item for item in items):
                     return sorted(items, key=lambda item: item[sort_key])
                 return items
+            if isinstance(value, str) and key in _MEMBER_ID_FIELDS and (bare := _KAFKA_UUID.fullmatch(value)):
+                return uuid_label(bare)
             if isinstance(value, str):
                 text = _UUID.sub(uuid_label, value)
                 return text.lstrip("/") if key == "client_host" else text

@@ -16,9 +16,18 @@ from typing import Any
 
 import pytest
 
-from tests.parity.observe import Observation, assert_parity, differs
+from groupcoord.protocol.consumer_protocol import decode_assignment
+from tests.parity.observe import Observation, assert_parity
 from tests.parity.targets import OTHER_TOPIC, TOPIC, Target, group_name
-from tests.parity.wire import RawMember, Wire, commit_partition, offset_commit, rebalance, versions_for
+from tests.parity.wire import (
+    RawMember,
+    Wire,
+    assignment,
+    commit_partition,
+    offset_commit,
+    rebalance,
+    versions_for,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration]
 
@@ -331,22 +340,83 @@ def test_empty_groups_change_protocol_both_ways(targets: tuple[Target, Target], 
 
 
 def a_live_classic_group_meets_the_consumer_protocol(target: Target, group: str) -> Observation:
-    """A classic group with a member, and a consumer-protocol member joining it: the first step of a rolling upgrade."""
+    """A rolling upgrade and its way back (Kafka's default ``group.consumer.migration.policy``, ``bidirectional``): a
+    classic group with a member meets a consumer-protocol member, which converts it to a consumer group; the classic
+    member, told to rejoin, rejoins and syncs inside it: reporting the partitions it owns (a cooperative client's
+    subscription), it first keeps its epoch and gives up what moves, then rejoins at the new epoch; the consumer
+    member gets what was released; once it leaves, the group is a classic group again and its member rejoins the
+    classic way."""
     observation = Observation()
     wire = ConsumerWire(target, observation)
     member = RawMember(target, observation, group, versions_for(9), "classic")
+    a = member_id(group, "a")
     try:
         rebalance("a classic member forms the group", [member])
-        wire.join("a consumer-protocol member joins", group, member_id(group, "a"), [TOPIC])
+        member.owned = {TOPIC: [0, 1, 2]}
+        joined = wire.join("a consumer-protocol member joins", group, a, [TOPIC])
+        member.heartbeat("the classic member is told to rejoin")
+        revoking = member.join("the classic member rejoins owning everything: it must revoke first")
+        kept = member.sync("the classic member syncs what it keeps")
+        member.owned = {tp.topic: list(tp.partitions) for tp in decode_assignment(kept.assignment).partitions}
+        member.heartbeat("the classic member is told to rejoin once it revoked")
+        moved_on = member.join("the classic member rejoins at the new epoch")
+        member.sync("the classic member syncs at the new epoch")
+        member.heartbeat("the classic member heartbeats at the new epoch")
+        settled = wire.heartbeat("the consumer member gets the released partitions", group, a, joined["MemberEpoch"],
+                                 owned=wire.owned_after(joined))
+        wire.describe_consumer_group("the consumer group with a classic member", group)
+        wire.describe("DescribeGroups of it", group)
+        wire.heartbeat("the consumer member leaves", group, a, LEAVE_EPOCH)
+        wire.describe("a classic group again, rebalancing", group)
+        member.heartbeat("the classic member is told to rejoin the classic group")
+        member.owned = None
+        member.join("the classic member rejoins the classic group")
+        member.sync("the classic member syncs", {member.member_id: assignment({TOPIC: [0, 1, 2]})})
+        wire.describe("the classic group, stable", group)
+        member.leave("the classic member leaves")
+        assert settled["ErrorCode"] == 0 and revoking.generation_id < moved_on.generation_id
     finally:
         member.close()
         wire.close()
     return observation
 
 
-@differs("a consumer-protocol member joining a classic group with members: Kafka upgrades the group online (the "
-         "classic members stay in a consumer group and rebalance through JoinGroup/SyncGroup); groupcoord answers "
-         "GROUP_ID_NOT_FOUND (it does not upgrade a group with members yet)")
 def test_a_live_classic_group_meets_the_consumer_protocol(targets: tuple[Target, Target],
                                                           request: pytest.FixtureRequest) -> None:
     assert_parity(targets, a_live_classic_group_meets_the_consumer_protocol, group_name(request.node.name))
+
+
+def a_classic_static_member_replaces_the_last_consumer_member(target: Target, group: str) -> Observation:
+    """A rolling downgrade by instance id: a static classic group upgraded by a static consumer-protocol member, whose
+    instance then comes back speaking the classic protocol. It replaces the last consumer-protocol member, and the
+    group is a classic group at once, Stable at the group epoch, the newcomer holding the replaced member's
+    partitions (Kafka's downgrade "with stale assignment")."""
+    observation = Observation()
+    wire = ConsumerWire(target, observation)
+    classic = RawMember(target, observation, group, versions_for(9), "classic", instance_id="classic-1")
+    restarted = RawMember(target, observation, group, versions_for(9), "restarted", instance_id="static-1")
+    s = member_id(group, "s")
+    try:
+        rebalance("a static classic member forms the group", [classic])
+        joined = wire.join("a static consumer-protocol member joins", group, s, [TOPIC], instance_id="static-1")
+        classic.heartbeat("the classic member is told to rejoin")
+        classic.join("the classic member rejoins")
+        classic.sync("the classic member syncs")
+        wire.heartbeat("the consumer member gets the released partitions", group, s, joined["MemberEpoch"],
+                       owned=wire.owned_after(joined), instance_id="static-1")
+        restarted.join("the static member comes back speaking the classic protocol")
+        wire.describe("a classic group again, at once", group)
+        classic.heartbeat("the other classic member heartbeats")
+        restarted.sync("the restarted member syncs")
+        restarted.leave("the restarted member leaves")
+        classic.leave("the classic member leaves")
+    finally:
+        classic.close()
+        restarted.close()
+        wire.close()
+    return observation
+
+
+def test_a_classic_static_member_replaces_the_last_consumer_member(targets: tuple[Target, Target],
+                                                                  request: pytest.FixtureRequest) -> None:
+    assert_parity(targets, a_classic_static_member_replaces_the_last_consumer_member, group_name(request.node.name))

@@ -76,9 +76,15 @@ def versions_for(join_version: int) -> Versions:
     return _CLIENT_GENERATIONS[join_version]
 
 
-def subscription(*topics: str) -> bytes:
-    """A consumer protocol subscription (version 0) to ``topics``."""
-    return bytes(ConsumerProtocolSubscription(version=0, topics=list(topics), user_data=b"").encode())
+def subscription(*topics: str, owned: Mapping[str, Iterable[int]] | None = None) -> bytes:
+    """A consumer protocol subscription to ``topics``: version 0, or version 1 reporting the partitions the member
+    ``owned`` (as a cooperative client sends it)."""
+    if owned is None:
+        return bytes(ConsumerProtocolSubscription(version=0, topics=list(topics), user_data=b"").encode())
+    reported = [ConsumerProtocolSubscription.TopicPartition(topic=topic, partitions=sorted(partitions))
+                for topic, partitions in owned.items()]
+    return bytes(ConsumerProtocolSubscription(version=1, topics=list(topics), user_data=b"",
+                                              owned_partitions=reported).encode())
 
 
 def assignment(partitions: Mapping[str, Iterable[int]]) -> bytes:
@@ -258,10 +264,13 @@ class RawMember(Wire):
         self.generation = -1
         self.protocol = "range"
         self.leader = ""
+        self.owned: dict[str, list[int]] | None = None
+        """Partitions the member reports owning in its subscription (version 1), or ``None`` (version 0)."""
 
     def join_request(self, *, member_id: str | None = None, protocol_type: str = "consumer") -> Any:
         """This member's JoinGroup (its current member id unless ``member_id`` is given)."""
-        protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name=self.protocol, metadata=subscription(*self.topics))]
+        metadata = subscription(*self.topics, owned=self.owned)
+        protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name=self.protocol, metadata=metadata)]
         return JoinGroupRequest(version=self.versions.join, group_id=self.group,
                                 session_timeout_ms=self.session_timeout_ms, rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
                                 member_id=self.member_id if member_id is None else member_id,

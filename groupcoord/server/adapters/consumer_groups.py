@@ -23,7 +23,9 @@ from groupcoord.server.adapters.groups import single
 from groupcoord.server.api import RequestContext
 
 CONSUMER_MEMBER_TYPE = 1
-"""ConsumerGroupDescribe v1's ``MemberType`` of a member that speaks the consumer protocol (0: classic)."""
+"""ConsumerGroupDescribe v1's ``MemberType`` of a member that speaks the consumer protocol."""
+CLASSIC_MEMBER_TYPE = 0
+"""ConsumerGroupDescribe v1's ``MemberType`` of a member of the classic protocol in a consumer group."""
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 """``AuthorizedOperations`` when they were not asked for (or not known)."""
 
@@ -112,7 +114,7 @@ def _described_member(member: DescribedConsumerMember, names: Mapping[UUID, str]
         "TargetAssignment": {"TopicPartitions": _named(member.target_assignment, names)},
     }
     if api_version >= 1:
-        described["MemberType"] = CONSUMER_MEMBER_TYPE
+        described["MemberType"] = CLASSIC_MEMBER_TYPE if member.uses_classic_protocol else CONSUMER_MEMBER_TYPE
     return described
 
 
