@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: help install run run-members ingest checkpoint test test-faults test-fast lint bench bench-full conf clean
+.PHONY: help install run run-members ingest checkpoint cluster test test-faults test-cluster test-fast lint bench bench-full conf clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,13 @@ ingest: install ## jobs/streaming_ingest.py: make ingest ARGS="--group G --topic
 checkpoint: install ## jobs/offset_checkpoint.py: make checkpoint ARGS="--state-root DIR [--plot lag.png]" [SPARK_ARGS=...]
 	GROUPCOORD_VENV=$(abspath $(VENV)) bin/spark-submit $(SPARK_ARGS) jobs/offset_checkpoint.py $(ARGS)
 
+# A Spark standalone cluster on this machine (groupcoord cluster start): a master and CLUSTER_WORKERS workers of
+# CLUSTER_CORES cores, each its own JVM, on 127.0.0.1; logs under var/cluster. Submit to the master URL it prints.
+CLUSTER_WORKERS ?= 2
+CLUSTER_CORES ?= 1
+cluster: install ## a Spark standalone cluster on 127.0.0.1 (master + 2 workers, own JVMs) until Ctrl-C; prints its spark:// URL
+	$(PY) -m groupcoord cluster start --work-dir var/cluster --workers $(CLUSTER_WORKERS) --cores $(CLUSTER_CORES)
+
 # pytest-xdist workers: each module (or package of tests/conftest.py's WHOLE_PACKAGES) runs on one worker, the costly
 # ones handed out first. TEST_WORKERS=0 runs the tests in this process, in file order.
 TEST_WORKERS ?= 2
@@ -64,11 +71,16 @@ define pytest
   if [ $$rc -eq 5 ]; then echo "make $@: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 endef
 
-test: install ## run every test but the fault matrices (see test-faults) on TEST_WORKERS=2 workers
-	$(call pytest,not faults)
+test: install ## run every test but the fault matrices (see test-faults, test-cluster) on TEST_WORKERS=2 workers
+	$(call pytest,not faults and not cluster)
 
 test-faults: install ## the fault matrices (tests marked faults: kills, crash points, broken storage, failover); CI runs them after make test
-	$(call pytest,faults)
+	$(call pytest,faults and not cluster)
+
+# One module on one worker (its tests share one standalone cluster): the machine's cores belong to the cluster.
+test-cluster: install ## the fault matrix on a Spark standalone cluster (tests marked cluster: driver, worker, executor kills); CI runs it after test-faults
+	@$(PY) -m pytest -m cluster --durations=15; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "make $@: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test-fast: install ## run the tests marked neither slow nor faults (on TEST_WORKERS=2 workers)
 	$(call pytest,not slow and not faults)

@@ -17,7 +17,8 @@ from groupcoord.config.console import log_to_stderr, one_line
 # Each module has ``register(subparsers, parent)`` adding its subcommand(s); a handler is stored as ``func``.
 # Heavy imports (Spark, deltalake) happen inside handlers, so ``groupcoord --help`` stays fast.
 COMMAND_MODULES: tuple[str, ...] = ("groupcoord.cli.topics", "groupcoord.cli.serve", "groupcoord.cli.demo",
-                                     "groupcoord.cli.groups", "groupcoord.cli.coordinator", "groupcoord.cli.dev_broker")
+                                     "groupcoord.cli.groups", "groupcoord.cli.coordinator", "groupcoord.cli.dev_broker",
+                                     "groupcoord.cli.cluster")
 
 log = logging.getLogger("groupcoord")
 

@@ -196,6 +196,11 @@ REGISTRY.define("streaming.checkpoint", str, None,
 REGISTRY.define("streaming.trigger.ms", int, 1000,
                 "Structured engine without --available-now: the micro-batch interval of each query.", minimum=1,
                 maximum=INT32_MAX)
+REGISTRY.define("streaming.session.timeout.ms", int, 45000,
+                "Structured engine: each query's member session timeout (the source's session.timeout.ms). When "
+                "the driver dies, its queries' members keep their partitions this long after the next coordinator "
+                "loaded, so the restarted driver's queries wait for it; 10000 on a cluster whose driver runs under "
+                "a supervisor (README, 'Running on a cluster').", minimum=1, maximum=INT32_MAX)
 REGISTRY.define("source.metadata.refresh.ms", int, 30000,
                 "Members engine: how often the driver copies a Kafka source's partition counts into the topic "
                 "catalog (they only grow); each query of the structured engine copies them at every trigger.",

@@ -109,7 +109,9 @@ def _run(args: argparse.Namespace) -> int:
         from groupcoord.ingest.structured import run_structured
 
         run_structured(spark, ingest, root, checkpoint=config["streaming.checkpoint"],
-                       trigger_ms=config["streaming.trigger.ms"], demo_leave_after=args.demo_leave_after, tty=tty)
+                       trigger_ms=config["streaming.trigger.ms"],
+                       session_timeout_ms=config["streaming.session.timeout.ms"],
+                       demo_leave_after=args.demo_leave_after, tty=tty)
         return 0
     run_ingest(spark, ingest, root, demo_leave_after=args.demo_leave_after, config_keys=config, tty=tty)
     return 0

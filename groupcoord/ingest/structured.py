@@ -10,6 +10,9 @@ query is one member of the group; they share the partitions and rebalance as the
   leaves the group, so its partitions move to the queries still running; the last leaves nothing unread);
 - otherwise each query runs micro-batches (``streaming.trigger.ms``) until SIGTERM or SIGINT stops them all;
 - ``--demo-leave-after N``: query 0 stops once it has read ``N`` records, so its partitions move to the others.
+- ``streaming.session.timeout.ms``: each query's member session timeout; when the driver dies, its queries'
+  members hold their partitions this long after the next coordinator loaded, so a restarted driver's queries wait
+  for it (10 s on a supervised cluster driver, README's "Running on a cluster").
 
 ``max.records.per.batch`` is each query's ``maxOffsetsPerTrigger`` (records per micro-batch in all, shared among
 its partitions by backlog, as Spark's Kafka source does). Both engines write the same table
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupcoord.ingest")
 
 _POLL_S = 0.2
+DEFAULT_SESSION_TIMEOUT_MS = 45000
+"""Each query's member session timeout unless ``streaming.session.timeout.ms`` says otherwise (Kafka's default)."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +67,14 @@ def query_checkpoint(config: IngestConfig, index: int, checkpoint: str | None,
 
 
 def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, index: int, *,
-                checkpoint: str | None, trigger_ms: int) -> StreamingQuery:
+                checkpoint: str | None, trigger_ms: int,
+                session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> StreamingQuery:
     """Start query ``index`` of the run (see the module docstring)."""
     source = SourceSpec.parse(config.source, state_root=root)
     storage = dict(root.location.settings)
     reader = (spark.readStream.format("groupcoord").option("group.id", config.group_id)
               .option("state.root", root.location.uri).option("startingOffsets", config.auto_offset_reset)
+              .option("session.timeout.ms", str(session_timeout_ms))
               .option("maxOffsetsPerTrigger", str(config.max_records_per_batch))
               .option("assignors", ",".join(config.assignors)))
     reader = reader.option("subscribe", ",".join(config.topics)) if config.topics is not None else \
@@ -90,7 +97,8 @@ def records_read(query: StreamingQuery) -> int:
 
 
 def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *, checkpoint: str | None = None,
-                   trigger_ms: int = 1000, demo_leave_after: int | None = None, progress_interval_s: float = 2.0,
+                   trigger_ms: int = 1000, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+                   demo_leave_after: int | None = None, progress_interval_s: float = 2.0,
                    tty: bool | None = None) -> StructuredResult:
     """Run ``config.members`` queries in the job's group until they finish or are stopped (see the module)."""
     from groupcoord.spark import register
@@ -111,7 +119,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
         try:
             for index in range(config.members):
                 queries.append(start_query(spark, config, root, index, checkpoint=checkpoint,
-                                           trigger_ms=trigger_ms))
+                                           trigger_ms=trigger_ms, session_timeout_ms=session_timeout_ms))
             log.info("group %s: %d structured streaming queries started", config.group_id, len(queries))
             _watch(queries, marker, demo_leave_after)
         finally:

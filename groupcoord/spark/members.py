@@ -8,11 +8,13 @@
 What it does:
 
 1. **Coordinator.** With a state root (``state_root=`` or ``spark.groupcoord.state.root``) it starts a
-   :class:`~groupcoord.host.background.BackgroundCoordinator` in the driver, bound to ``spark.driver.host``
-   (``127.0.0.1`` in local mode) on a free port unless ``spark.groupcoord.listen`` is set, with server-side
+   :class:`~groupcoord.host.background.BackgroundCoordinator` in the driver, bound to ``spark.driver.host`` as a
+   numeric address (``127.0.0.1`` in local mode; a loopback one is refused unless the master is on loopback too:
+   :mod:`groupcoord.spark.driver_address`) on a free port unless ``spark.groupcoord.listen`` is set, with server-side
    assignment on this SparkSession. When another process already holds the live lease, it uses that coordinator
-   instead. The members find the coordinator through the lease table, so they follow a failover. Without a state
-   root, ``bootstrap_servers=`` names a coordinator to use and none is started.
+   and stands by to take it over (a restarted driver finds its dead predecessor's lease live for a while). The
+   members find the coordinator through the lease table, so they follow a failover. Without a state root,
+   ``bootstrap_servers=`` names a coordinator to use and none is started.
 2. **Slots.** It needs ``num_members + spark.groupcoord.assignor.reserved.slots`` task slots: the members hold
    theirs for the whole run, and the coordinator's assignment jobs need at least one more. With fewer it fails at
    once, naming both numbers. ``spark.speculation=true`` is refused (a speculative copy would be a second member).
@@ -58,6 +60,7 @@ from kafka.structs import TopicPartition
 from groupcoord.config import Config, full_name, resolve_config
 from groupcoord.member import GroupMember, GroupMemberSettings, MemberOptions
 from groupcoord.member.config import DEFAULT_ASSIGNORS
+from groupcoord.spark.driver_address import coordinator_endpoint
 from groupcoord.state_root import StateRoot, StateRootError
 
 if TYPE_CHECKING:
@@ -109,6 +112,7 @@ class MembersResult:
     group_id: str
     coordinator: str | None
     started_coordinator: bool
+    """Whether this driver's coordinator served when the members started (else it stood by behind another)."""
     members: tuple[MemberResult, ...]
     elapsed_s: float
 
@@ -163,15 +167,16 @@ def run_members(spark: SparkSession, group_id: str, topics: Sequence[str] | None
     _build_member(spec, 0).close()  # argument errors surface here, on the driver, not in every task
     coordinator: BackgroundCoordinator | None = None
     address = None
+    serving = False
     if root is not None:
         offered = member_options.get("assignors") or DEFAULT_ASSIGNORS
-        coordinator, address = _ensure_coordinator(spark, config, root, offered)
+        coordinator, address, serving = _ensure_coordinator(spark, config, root, offered)
     try:
         results = _run_member_job(sc, spec, num_members, work)
     finally:
         if coordinator is not None:
             coordinator.stop()
-    return MembersResult(group_id=group_id, coordinator=address, started_coordinator=coordinator is not None,
+    return MembersResult(group_id=group_id, coordinator=address, started_coordinator=serving,
                          members=tuple(sorted(results, key=lambda r: r.index)),
                          elapsed_s=time.monotonic() - started)
 
@@ -225,40 +230,41 @@ def _open_root(location: str | Path | StateRoot, storage: Mapping[str, Any] | No
 
 
 def _ensure_coordinator(spark: SparkSession, config: Config, root: StateRoot,
-                        offered: Sequence[str]) -> tuple[BackgroundCoordinator | None, str]:
-    """Start a coordinator in this driver, or use the live lease holder; returns (ours or None, its address).
+                        offered: Sequence[str]) -> tuple[BackgroundCoordinator, str, bool]:
+    """Start a coordinator in this driver, serving, or standing by behind the live lease holder (and taking over
+    when that one dies: a restarted driver finds its dead predecessor's lease still live for up to
+    ``lease.timeout.ms`` + ``lease.safety.ms``); returns (ours, the serving address, whether ours serves).
     ``offered``: the members' assignors, which decide what the planner warm-up warms."""
     from groupcoord.assignment.runner import spark_assignment_runner
-    from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
+    from groupcoord.host.background import BackgroundCoordinator
     from groupcoord.log.lease import current_holder
 
-    holder = current_holder(root)
-    if holder is not None and holder.live:
-        log.info("using the coordinator of %s held by %s at %s", root.location, holder.holder, holder.address)
-        return None, holder.address
-    conf = spark.sparkContext.getConf()
-    listen = None if conf.contains(full_name("listen")) else f"{driver_host(spark)}:0"
     runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"], offered=offered)
-    coordinator = BackgroundCoordinator(root, config, assignment_runner=runner, target_assignment_runner=runner.targets,
-                                        listen=listen)
-    try:
-        address = coordinator.start(COORDINATOR_START_TIMEOUT_S)
-    except CoordinatorStartError:
-        holder = current_holder(root)
-        if holder is None or not holder.live:
-            raise
-        log.info("another process took the lease of %s first; using it at %s", root.location, holder.address)
-        return None, holder.address
-    log.info("coordinator of %s started in the driver at %s", root.location, address)
-    return coordinator, address
+    coordinator = BackgroundCoordinator(root, coordinator_config(spark, config), assignment_runner=runner,
+                                        target_assignment_runner=runner.targets)
+    address = coordinator.start_or_stand_by(COORDINATOR_START_TIMEOUT_S)
+    if address is not None:
+        log.info("coordinator of %s started in the driver at %s", root.location, address)
+        return coordinator, address, True
+    holder = current_holder(root)
+    assert holder is not None  # standing by: somebody holds the lease
+    log.info("using the coordinator of %s held by %s at %s; standing by to take it over", root.location, holder.holder,
+             holder.address)
+    return coordinator, holder.address, False
 
 
-def driver_host(spark: SparkSession) -> str:
-    """The address a driver-side coordinator binds: 127.0.0.1 in local mode, else ``spark.driver.host``."""
-    sc = spark.sparkContext
-    if _LOCAL_MASTER.fullmatch(sc.master or ""):
-        return "127.0.0.1"
-    return sc.getConf().get("spark.driver.host") or "127.0.0.1"
+def coordinator_config(spark: SparkSession, config: Config, *, listen_given: bool | None = None) -> Config:
+    """``config`` with the driver's coordinator endpoint (:func:`~groupcoord.spark.driver_address.coordinator_endpoint`:
+    bound and advertised where the executors reach it), unless ``spark.groupcoord.listen`` was given
+    (``listen_given``; by default: whether the Spark conf sets it)."""
+    if listen_given is None:
+        listen_given = spark.sparkContext.getConf().contains(full_name("listen"))
+    if listen_given:
+        return config
+    endpoint = coordinator_endpoint(spark)
+    if endpoint.advertised is None:
+        return config.with_values(listen=endpoint.listen)
+    return config.with_values(listen=endpoint.listen, advertised_listener=endpoint.advertised)
 
 
 def _run_member_job(sc: SparkContext, spec: _TaskSpec, num_members: int, work: Work) -> list[MemberResult]:

@@ -90,7 +90,7 @@ def _register_sink(spark: SparkSession, state_root: str | Path | None) -> None:
 def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
     from groupcoord.assignment.runner import spark_assignment_runner
     from groupcoord.host.background import BackgroundCoordinator
-    from groupcoord.spark.members import driver_host
+    from groupcoord.spark.members import coordinator_config
 
     key = _key(root.location.uri)
     with _lock:
@@ -98,13 +98,12 @@ def _coordinator(spark: SparkSession, root: StateRoot) -> BackgroundCoordinator:
         if running is not None:
             return running
         conf = session_groupcoord_conf(spark)
-        config = resolve_config(spark_conf=conf)
-        listen = None if full_name("listen") in conf else f"{driver_host(spark)}:0"
+        config = coordinator_config(spark, resolve_config(spark_conf=conf), listen_given=full_name("listen") in conf)
         # The queries' own "assignors" options are not known yet: the session's default stands for them.
         runner = spark_assignment_runner(root, spark=spark, warm_up=config["assignor.warmup"],
                                          offered=split_list(str(config["assignors"])))
         coordinator = BackgroundCoordinator(root, config, assignment_runner=runner,
-                                            target_assignment_runner=runner.targets, listen=listen)
+                                            target_assignment_runner=runner.targets)
         address = coordinator.start_or_stand_by(COORDINATOR_START_TIMEOUT_S)
         if address is None:
             log.info("standing by for the coordinator of %s (another process holds its lease)", root.location)

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("source",),
     ("sink",),
     ("spark",),
-    ("ingest", "admin", "devbroker"),
+    ("ingest", "admin", "devbroker", "cluster"),
     ("cli", "__main__"),
 )
 """Bottom to top. ``plans`` (Spark's internals behind one interface, with its fallback) imports nothing of groupcoord,

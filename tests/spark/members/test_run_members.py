@@ -143,10 +143,11 @@ def test_killed_member_worker_rebalances_and_the_retry_rejoins_under_its_instanc
     assert set(owners.values()) == {"kill-0", victim}
 
 
-def test_a_live_lease_holder_is_used_instead_of_starting_a_coordinator(
+def test_a_live_lease_holder_is_used_while_the_driver_stands_by(
         spark: SparkSession, root: StateRoot, tmp_path: Path, fast_config: Config) -> None:
-    """Another coordinator holds the lease: the driver starts none, and the members find that one (leader-side
-    range assignment here, so no Spark assignor is involved)."""
+    """Another coordinator holds the lease: the driver's stands by (it would take over, as a restarted driver takes
+    over from its dead predecessor), and the members find that one (leader-side range assignment here, so no Spark
+    assignor is involved)."""
     work = SplitThenLeave(str(tmp_path), members=2, share=3, partitions=PARTITIONS)
     with BackgroundCoordinator(root, fast_config, holder_id="elsewhere") as holder:
         result = run_members(spark, "holder", [TOPIC], 2, work, config=_config(spark), state_root=str(root.path),
