@@ -305,6 +305,13 @@ def _rebalance_latency(name: str, result: dict[str, Any]) -> list[Check]:
     return checks
 
 
+def _s3_disk(name: str, result: dict[str, Any]) -> list[Check]:
+    """The sink writer's tables hold every row written, once (a result recorded before the counts has none)."""
+    return [Check(name, f"rows_in_table[{row['store']}, {row['case']}]", "correctness", row["rows_in_table"], "==",
+                  row["rows_written"])
+            for row in result.get("rows", []) if row.get("rows_written") is not None]
+
+
 def _simulate(name: str, result: dict[str, Any]) -> list[Check]:
     """No failed schedule on either log (nor in the latest campaign); 10,000 schedules in a full run."""
     checks = [Check(name, f"failed_schedules[{row['log']}]", "correctness", row.get("failed"), "==", 0)
@@ -334,7 +341,7 @@ RULES: dict[str, Rule] = {
     "commit_throughput": _commit_throughput, "failover": _failover, "fuzz": _fuzz, "load_time": _load_time,
     "member_capacity": _member_capacity, "peer_commits": _errors("groupcoord_errors"),
     "produce": _errors("groupcoord_errors"), "peer_rebalance": _errors("groupcoord_member_errors"),
-    "rebalance_latency": _rebalance_latency, "simulate": _simulate,
+    "rebalance_latency": _rebalance_latency, "s3_disk": _s3_disk, "simulate": _simulate,
     "streaming_ingest_latency": _streaming_ingest_latency,
 }
 """How each benchmark's checks are read off its result. Benchmarks without a rule (peer_ingest, streaming_ingest,

@@ -30,6 +30,16 @@ BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "assign_java", "lo
                                  "produce", "partition_growth", "s3_disk", "cluster_faults")
 
 
+FULL_ONLY: frozenset[str] = frozenset({"cluster_faults"})
+"""Benchmarks a plain ``make bench`` leaves to ``make bench-full`` (or to being named): the cluster's fault drills
+take about 20 minutes, a third of ``make bench``'s hour."""
+
+
+def selected(names: list[str], full: bool) -> list[str]:
+    """The benchmarks a run measures: the ones named, else every one (but :data:`FULL_ONLY` unless ``full``)."""
+    return names or [name for name in BENCHMARKS if full or name not in FULL_ONLY]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the named benchmarks (all by default), then render ``docs/benchmarks.md``."""
     parser = argparse.ArgumentParser(prog="bench.run")
@@ -41,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
     before = _stamps()
     failed: list[str] = []
-    for name in args.names or BENCHMARKS:
+    for name in selected(args.names, args.full):
         started = time.perf_counter()
         print(f"== bench {name} ({'full' if args.full else 'quick'})", flush=True)
         try:

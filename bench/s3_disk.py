@@ -48,7 +48,7 @@ from groupcoord.sink.commit import append_batch, ensure_table
 from groupcoord.sink.plan import BatchRange
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.location import TableLocation, parse_location
-from groupcoord.storage.tables import open_table
+from groupcoord.storage.tables import open_table, table_dataset
 from groupcoord.topics import TopicCatalog
 
 LATENCY_MS = 20.0
@@ -166,7 +166,12 @@ def sink_writer(store: Store, *, kept: bool) -> dict[str, Any]:
         append_batch(table, "bench", ranges, rows.to_batches(), resets=dict, table=handle)
         took.append(time.perf_counter() - started)
     after = store.requests()
+    held = table_dataset(open_table(table)).count_rows()
+    if held != SINK_ROWS * SINK_BATCHES:
+        raise RuntimeError(f"the sink table on {store.name} holds {held} rows, not the {SINK_ROWS * SINK_BATCHES} "
+                           "written")
     return {"case": f"sink writer, table {'kept open' if kept else 'opened per batch'}", **_ms(took),
+            "rows_written": SINK_ROWS * SINK_BATCHES, "rows_in_table": held,
             "per_s": round(SINK_ROWS * len(took) / sum(took)),
             "requests_per_op": _per(None if before is None or after is None else after - before, SINK_BATCHES)}
 
@@ -209,7 +214,7 @@ def main(full: bool) -> None:
             rows.append(row)
             print(row, flush=True)
     columns = ("store", "case", "p50_ms", "p99_ms", "mean_ms", "per_s", "log_commits", "commits_per_log_commit",
-               "requests_per_op", "write_s", "read_s", "replay_s")
+               "requests_per_op", "write_s", "read_s", "replay_s", "rows_written", "rows_in_table")
     write_result(
         "s3_disk",
         title="State root on S3 against local disk (versitygw on loopback, and +20 ms a request)",

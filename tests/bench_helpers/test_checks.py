@@ -98,7 +98,7 @@ def test_results_recorded_before_checks_existed_list_issue_26s_misses(tmp_path: 
 
 def test_every_result_has_checks_or_checks_by_raising() -> None:
     """A benchmark with no check at all must be one of those whose failures raise (bench.results_io.RULES)."""
-    raising = {"peer_ingest", "streaming_ingest", "streaming_ingest_handover", "rebalance_soak"}
+    raising = {"peer_ingest", "streaming_ingest", "streaming_ingest_handover", "rebalance_soak", "s3_disk"}
     for path in sorted(RESULTS_DIR.glob("*.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
         assert checks_of(result) or result["name"] in raising, result["name"]
@@ -168,3 +168,11 @@ def test_a_benchmark_that_raised_leaves_no_figures_and_a_failed_check(tmp_path: 
     (check,) = results_io.checks_of(result)
     assert (check.name, check.kind, check.met) == ("completed", "correctness", False)
     assert "serve did not start" in report.render(tmp_path, reasons={})
+
+
+def test_make_bench_leaves_the_cluster_drills_to_bench_full() -> None:
+    from bench.run import BENCHMARKS, selected
+
+    assert "cluster_faults" in BENCHMARKS and "cluster_faults" not in selected([], full=False)
+    assert selected([], full=True) == list(BENCHMARKS)
+    assert selected(["cluster_faults"], full=False) == ["cluster_faults"]
