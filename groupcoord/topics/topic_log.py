@@ -103,21 +103,10 @@ class TopicRecord:
     compression: str = NO_COMPRESSION
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> TopicRecord:
-        """The record of one row of the log table."""
-        headers = row.get("headers") or ()
-        timestamp_type, compression = row.get("timestamp_type"), row.get("compression")
-        return cls(
-            partition=row["partition"], offset=row["offset"], timestamp=row["timestamp"], key=row["key"],
-            value=row["value"], headers=tuple((h["key"], h["value"]) for h in headers),
-            timestamp_type=CREATE_TIME if timestamp_type is None else timestamp_type,
-            compression=compression or NO_COMPRESSION,
-        )
-
-    @classmethod
     def from_table(cls, table: pa.Table) -> list[TopicRecord]:
-        """The records of rows of the log table, as :meth:`from_row` reads each, converted a column at a time
-        (several times faster than a dict per row, which Fetch paid for every record it served)."""
+        """The records of rows of the log table (rows of state format 1 lack ``headers``, ``timestamp_type`` and
+        ``compression``), converted a column at a time: several times faster than a dict per row, which Fetch paid
+        for every record it served."""
         rows = table.num_rows
         absent: list[Any] = [None] * rows
         column = {name: table.column(name).to_pylist() if name in table.column_names else absent
