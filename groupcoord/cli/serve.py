@@ -1,7 +1,9 @@
 """``groupcoord serve``: run the coordinator of a state root on the Kafka wire protocol.
 
 Readiness is one line on stdout, ``groupcoord coordinator listening on HOST:PORT``, printed when the lease is held,
-the log is loaded and the socket accepts. Logs go to stderr. SIGTERM or SIGINT stop it cleanly (exit 0).
+the log is loaded and the socket accepts. With ``--metrics-listen HOST:PORT`` (``metrics.listen``), ``/metrics``
+and ``/health`` are served there from start to stop, standing by included (docs/metrics.md). Logs go to stderr.
+SIGTERM or SIGINT stop it cleanly (exit 0).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT", help="address to bind (port 0 picks a free port)")
     parser.add_argument("--advertised-listener", metavar="HOST:PORT",
                         help="address clients are told to use (default: the bound address)")
+    parser.add_argument("--metrics-listen", metavar="HOST:PORT",
+                        help="serve /metrics (Prometheus) and /health there (metrics.listen; default: none)")
     parser.add_argument("--no-spark", action="store_true",
                         help="never start Spark: refuse server-side (server-*) protocols; consumer groups "
                              "(group.protocol=consumer) are assigned by the assignors' Python engine")
@@ -41,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from groupcoord.spark.session import active_or_local_session
     from groupcoord.state_root import StateRoot, StateRootError
 
-    config = config_from_args(args, listen=args.listen, advertised_listener=args.advertised_listener)
+    config = config_from_args(args, listen=args.listen, advertised_listener=args.advertised_listener,
+                              metrics_listen=args.metrics_listen)
     location = state_root_from_args(args)
     assert location is not None
     try:

@@ -26,6 +26,11 @@ REGISTRY.define("listen", str, "127.0.0.1:9092", "HOST:PORT the coordinator endp
 REGISTRY.define("advertised.listener", str, None,
                 "HOST:PORT advertised to clients in Metadata and FindCoordinator; defaults to the bound address.",
                 check=_host_port)
+REGISTRY.define("metrics.listen", str, None,
+                "HOST:PORT of the live metrics endpoint (/metrics in Prometheus's text format, /health as JSON), "
+                "served by every coordinator host, standing by or serving; unset: none. It names groups and "
+                "topics: keep it on loopback unless the network is trusted (docs/metrics.md).",
+                check=_host_port)
 REGISTRY.define("node.id", int, None,
                 "Broker id given with the advertised address in Metadata and FindCoordinator; by default a number "
                 "derived from that address, so a standby taking over at another address is another broker to "

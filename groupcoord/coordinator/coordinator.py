@@ -60,12 +60,12 @@ from groupcoord.coordinator.context import (
     random_member_id,
 )
 from groupcoord.coordinator.effects import CompleteAssignment, CompleteTargetAssignment, EffectAnswer
-from groupcoord.coordinator.hard_state import HardState
+from groupcoord.coordinator.hard_state import HardState, TopicPartition
 from groupcoord.coordinator.heartbeat import handle_heartbeat
 from groupcoord.coordinator.join import handle_join
 from groupcoord.coordinator.leave import handle_leave
 from groupcoord.coordinator.rebalance import heartbeat, maybe_prepare_rebalance
-from groupcoord.coordinator.records import Record
+from groupcoord.coordinator.records import OffsetValue, Record
 from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.coordinator.sync import complete_assignment, handle_sync
 from groupcoord.group.consumer_group import ConsumerGroup
@@ -344,3 +344,7 @@ class GroupCoordinator:
     def group_ids(self) -> list[str]:
         """Live group ids, sorted."""
         return sorted(self._ctx.groups)
+
+    def committed_offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetValue]:
+        """The committed offsets of ``group_id``, classic or consumer group (a read-only view)."""
+        return self._ctx.hard.offsets(group_id)

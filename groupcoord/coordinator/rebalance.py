@@ -115,6 +115,8 @@ def prepare_rebalance(ctx: CoordinatorContext, group: ClassicGroup, now_ms: int,
         reset_and_propagate_assignment_error(ctx, group, Errors.REBALANCE_IN_PROGRESS, now_ms)
     ctx.timers.cancel(sync_key(group.group_id))
     from_empty = group.is_in(_S.EMPTY)
+    if not group.is_in(_S.COMPLETING_REBALANCE):  # a rebalance restarted from its sync phase goes on
+        group.rebalance_started_ms = now_ms
     group.transition_to(_S.PREPARING_REBALANCE, now_ms)
     watch_phase(ctx, group, now_ms)
     initial_delay = ctx.config.initial_rebalance_delay_ms

@@ -43,6 +43,8 @@ class ClassicGroup:
         self.state = GroupState.EMPTY
         self.previous_state = GroupState.EMPTY
         self.state_timestamp_ms = now_ms
+        self.rebalance_started_ms: int | None = None
+        """When the rebalance in progress (or the last one) left Stable or Empty; soft state, for metrics."""
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
         self.generation_id = 0

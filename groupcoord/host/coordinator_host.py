@@ -48,6 +48,7 @@ from groupcoord.log.config import LeaseConfig, LogConfig
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import HeldLease, LeaseLostError, LeaseTable, utc_now
 from groupcoord.log.maintenance import maintain_record_log
+from groupcoord.metrics import AuthenticationFailures, CoordinatorMetrics, MetricsServer, Phase, ServingTerm
 from groupcoord.protocol.errors import Errors
 from groupcoord.runtime import (
     AssignmentQueue,
@@ -106,6 +107,8 @@ class HostConfig:
     materializer: MaterializerConfig = field(default_factory=MaterializerConfig)
     topics: TopicsConfig = field(default_factory=TopicsConfig)
     holder_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}")
+    metrics_listen: str | None = None
+    """``HOST:PORT`` of ``/metrics`` and ``/health`` (``metrics.listen``); ``None``: not served."""
     metadata_refresh_ms: int = 1000
     standby_poll_ms: int = 500
     lease_check_ms: int = 100
@@ -125,6 +128,7 @@ class HostConfig:
             materializer=MaterializerConfig.from_config(config),
             topics=TopicsConfig.from_config(config),
             metadata_refresh_ms=config["metadata.refresh.ms"],
+            metrics_listen=config["metrics.listen"],
             holder_id=holder_id or base.holder_id,
         )
 
@@ -144,6 +148,9 @@ class CoordinatorHost:
     from the log, gets the same error at SyncGroup). ``target_assignment_runner`` computes consumer groups' target
     assignments (KIP-848); without one ConsumerGroupHeartbeat is not served (clients are told the API is
     unsupported).
+
+    ``metrics`` (:class:`~groupcoord.metrics.CoordinatorMetrics`, its own registry) is fed all along, and served on
+    ``config.metrics_listen`` from :meth:`run`'s start to its end, standing by included.
     """
 
     def __init__(
@@ -158,24 +165,37 @@ class CoordinatorHost:
     ) -> None:
         self.root = root
         self.config = config
-        self.assignment_runner = assignment_runner
-        self.target_assignment_runner = target_assignment_runner
+        self.lease_table = LeaseTable(root.lease_path, config=config.lease)
+        self.metrics = CoordinatorMetrics(holder_id=config.holder_id, lease_table=self.lease_table)
+        self.assignment_runner = self.metrics.timed(assignment_runner, "classic")
+        self.target_assignment_runner = self.metrics.timed(target_assignment_runner, "consumer")
         self.on_ready = on_ready
         self.on_standby = on_standby
-        self.lease_table = LeaseTable(root.lease_path, config=config.lease)
         self.serving = asyncio.Event()
         self.endpoint: Endpoint | None = None
         self.coordinator: GroupCoordinator | None = None
+        self.metrics_server: MetricsServer | None = None
+        """The ``/metrics`` and ``/health`` server while :meth:`run` runs with ``metrics_listen`` set."""
+
 
     # --- the cycle ------------------------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
         """Alternate between standby and serving until ``stop`` is set."""
-        while not stop.is_set():
-            lease = await self._acquire(stop)
-            if lease is None:
-                return
-            await _Term(self, lease, stop).serve()
+        server = self.metrics_server = MetricsServer(self.config.metrics_listen, self.metrics.registry,
+                                                     self.metrics.host) if self.config.metrics_listen else None
+        if server is not None:
+            await asyncio.to_thread(server.start)
+        try:
+            while not stop.is_set():
+                lease = await self._acquire(stop)
+                if lease is None:
+                    return
+                await _Term(self, lease, stop).serve()
+        finally:
+            self.metrics.leave(Phase.STOPPED)
+            if server is not None:
+                await asyncio.to_thread(server.stop)
 
     async def _acquire(self, stop: asyncio.Event) -> HeldLease | None:
         announced = False
@@ -193,6 +213,7 @@ class CoordinatorHost:
                 current = await asyncio.to_thread(self.lease_table.read_current)
                 holder = f"{current.holder} at {current.address}" if current else "another process"
                 log.info("standing by: the lease is held by %s", holder)
+                self.metrics.leave(Phase.STANDING_BY)
                 if self.on_standby is not None:
                     self.on_standby(holder)
                 announced = True
@@ -311,8 +332,10 @@ class _Term:
                                     epoch=self.lease.epoch)
         except Exception as exc:
             log.warning("could not rebuild the materialized state tables: %s", exc)
+        metrics = self.host.metrics
         batcher = CommitBatcher(
-            CrashPointLog(self.log), version=version, config=BatcherConfig.from_log_config(self.config.log)
+            CrashPointLog(self.log), version=version, config=BatcherConfig.from_log_config(self.config.log),
+            on_commit=metrics.on_record_log_commit,
         )
         self.writer = DurableWriter(batcher, self.materializer, epoch=self.lease.epoch,
                                     snapshot_interval=self.config.log.snapshot_interval,
@@ -325,7 +348,7 @@ class _Term:
         )
         self.service = CoordinatorService(
             WriteGuard(core, lambda: self.writer.healthy),
-            persist=self.writer.persist,
+            persist=metrics.watch_records(core, self.writer.persist),
             on_effects=self._on_effects,
             on_fenced=self.deposed.set,
         )
@@ -333,12 +356,14 @@ class _Term:
         # Produce's group commit and idempotent producers' state live for this term only (docs/compatibility.md).
         self.appender = TopicAppender(self.host.root, config=self.config.topics)
         endpoint = Endpoint(
-            build_dispatcher(topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
-                             producer_ids=ProducerIdAllocator(self.lease.epoch),
-                             consumer_groups=self.host.target_assignment_runner is not None,
-                             topic_admin=TopicCatalog(self.host.root, config=self.config.topics)),
+            metrics.metered(build_dispatcher(
+                topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
+                producer_ids=ProducerIdAllocator(self.lease.epoch),
+                consumer_groups=self.host.target_assignment_runner is not None,
+                topic_admin=TopicCatalog(self.host.root, config=self.config.topics))),
             config=self.config.endpoint,
         )
+        metrics.count_authentication_failures(endpoint if isinstance(endpoint, AuthenticationFailures) else None)
         self.host.coordinator, self.host.endpoint = core, endpoint
         # The first catalog snapshot comes before serving: consumer groups cannot answer heartbeats without one.
         self.catalog_watcher = CatalogWatcher(TopicCatalog(self.host.root))
@@ -361,6 +386,9 @@ class _Term:
                 check_s=self.config.lease_check_ms / 1000, on_lost=self.depose_from_thread,
             )
             self.keeper.start()
+            metrics.serving(ServingTerm(
+                loop=self.loop, core=core, lease=self.current_lease, batcher=batcher, record_log=self.log.location,
+                materializer=self.materializer, topics=topics, appender=self.appender))
             self.tasks = [
                 asyncio.create_task(self.watch_loop_lag(), name="loop-lag"),
                 asyncio.create_task(self.watch_catalog(), name="catalog-watch"),
@@ -374,6 +402,10 @@ class _Term:
             deposed_wait.cancel()
         finally:
             await self.step_down()
+
+    def current_lease(self) -> HeldLease:
+        """The newest lease of this term (renewed by the keeper once it runs)."""
+        return self.keeper.lease if self.keeper is not None else self.lease
 
     def _stopped_serving(self) -> bool:
         return self.service.unavailable is not None
@@ -390,6 +422,7 @@ class _Term:
         """Stop answering, stop the endpoint, drain (if still the holder) and release the lease."""
         deposed = self.deposed.is_set()
         self.host.serving.clear()
+        self.host.metrics.leave(Phase.STARTING)
         gc.unfreeze()  # this term's state may be collected again once it is gone
         await self.service.stop(Errors.NOT_COORDINATOR)
         for queue in self.assignments:

@@ -110,11 +110,11 @@ def test_a_run_writes_snapshot_weights_textfile_and_plot_and_rerunning_its_id_is
         ("billing", TOPIC, 0, 7.0), ("billing", TOPIC, 1, 1.0), ("billing", TOPIC, 2, 6.0)]
 
     text = prom.read_text()
-    for line in ('kafka_consumergroup_current_offset{consumergroup="billing",partition="0",topic="orders"} 4',
-                 'kafka_consumergroup_lag{consumergroup="billing",partition="2",topic="orders"} 5',
-                 'kafka_consumergroup_lag_sum{consumergroup="billing",topic="orders"} 11',
-                 'kafka_consumergroup_members{consumergroup="billing"} 0',
-                 'groupcoord_consumergroup_status{consumergroup="billing"} 0',
+    for line in ('kafka_consumergroup_current_offset{consumergroup="billing",partition="0",topic="orders"} 4.0',
+                 'kafka_consumergroup_lag{consumergroup="billing",partition="2",topic="orders"} 5.0',
+                 'kafka_consumergroup_lag_sum{consumergroup="billing",topic="orders"} 11.0',
+                 'kafka_consumergroup_members{consumergroup="billing"} 0.0',
+                 'groupcoord_consumergroup_status{consumergroup="billing"} 0.0',
                  "# TYPE kafka_consumergroup_lag gauge"):
         assert line in text.splitlines()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

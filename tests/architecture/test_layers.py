@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("state",),
     ("runtime",),
     ("server", "member"),
+    ("metrics",),
     ("host",),
     ("assignors",),
     ("assignment",),
@@ -33,7 +34,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 """Bottom to top. ``plans`` (Spark's internals behind one interface, with its fallback) imports nothing of groupcoord,
 so it sits in the bottom row, below the assignors that use it; so does ``storage`` (the log layer under the record
-log and the topic logs), below both of its users. ``sim`` is a test and bench harness: it may import
+log and the topic logs), below both of its users. ``metrics`` reads the core, the log, the state tables, the topics
+and the server's dispatcher, and the host (which starts it) imports it, so it sits between the two; ``admin`` shares
+its consumer-lag families. ``sim`` is a test and bench harness: it may import
 anything, and nothing in the package imports it. The root package's ``__init__`` (``__version__``) is in the bottom
 row."""
 

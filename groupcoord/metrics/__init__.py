@@ -1,0 +1,26 @@
+"""Live metrics of a coordinator host: ``/metrics`` (Prometheus) and ``/health`` on ``metrics.listen``.
+
+- :mod:`~groupcoord.metrics.coordinator_metrics`: :class:`CoordinatorMetrics`, one registry per host and the
+  hooks the host wires in;
+- :mod:`~groupcoord.metrics.state_collector`: what is read at scrape time (groups, members, lease, record log,
+  materializer, consumer lag);
+- :mod:`~groupcoord.metrics.consumer_lag`: kafka_exporter's consumer-lag families, shared with the checkpoint job's
+  textfile;
+- :mod:`~groupcoord.metrics.requests`, :mod:`~groupcoord.metrics.record_watch`: request latencies per API;
+  rebalances and offset commits from the core's records;
+- :mod:`~groupcoord.metrics.http_server`, :mod:`~groupcoord.metrics.health`: the HTTP endpoint and its health
+  document; :mod:`~groupcoord.metrics.authentication`: the count the SASL endpoint provides.
+
+``docs/metrics.md`` lists every metric with its labels, and the Grafana dashboard built on them. The package sits
+between the server and the host: the host imports it, and it reads the core, the log, the state tables and the
+topic logs below it.
+"""
+
+from __future__ import annotations
+
+from groupcoord.metrics.authentication import AuthenticationFailures
+from groupcoord.metrics.coordinator_metrics import CoordinatorMetrics
+from groupcoord.metrics.host_state import Phase, ServingTerm
+from groupcoord.metrics.http_server import MetricsServer
+
+__all__ = ["AuthenticationFailures", "CoordinatorMetrics", "MetricsServer", "Phase", "ServingTerm"]
