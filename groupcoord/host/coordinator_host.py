@@ -388,7 +388,9 @@ class _Term:
             self.keeper.start()
             metrics.serving(ServingTerm(
                 loop=self.loop, core=core, lease=self.current_lease, batcher=batcher, record_log=self.log.location,
-                materializer=self.materializer, topics=topics, appender=self.appender))
+                # The scrapes read log ends through their own topic logs: the Fetch path's hold their locks while
+                # they read records, and a scrape waited seconds behind them under load.
+                materializer=self.materializer, topics=EmbeddedTopics(self.host.root), appender=self.appender))
             self.tasks = [
                 asyncio.create_task(self.watch_loop_lag(), name="loop-lag"),
                 asyncio.create_task(self.watch_catalog(), name="catalog-watch"),

@@ -77,7 +77,8 @@ def _offsets(core: GroupCoordinator, group_id: str) -> dict[tuple[str, int], int
 
 @dataclass(frozen=True)
 class ServingTerm:
-    """The parts of one term as lease holder that metrics read (see the module docs)."""
+    """The parts of one term as lease holder that metrics read (see the module docs); ``topics`` reads the log ends
+    for consumer lag, best through topic logs of its own (the Fetch path's are busy under load)."""
 
     loop: asyncio.AbstractEventLoop
     core: GroupCoordinator

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -51,9 +52,8 @@ class MetricsServer:
     def start(self) -> str:
         """Bind and serve from a daemon thread; returns the bound ``HOST:PORT``."""
         handler = _handler_class(self._registry, self._host)
-        server_class = _IPv6Server if ":" in self._address[0] else ThreadingHTTPServer
+        server_class = _IPv6Server if ":" in self._address[0] else _Server
         self._server = server_class(self._address, handler)
-        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="groupcoord-metrics", daemon=True)
         self._thread.start()
         log.info("metrics on http://%s/metrics and /health", self.address)
@@ -70,7 +70,16 @@ class MetricsServer:
             self._thread = None
 
 
-class _IPv6Server(ThreadingHTTPServer):
+class _Server(ThreadingHTTPServer):
+    """A threading HTTP server that logs a failed exchange in one line (a scraper that timed out and hung up)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.warning("metrics: the exchange with %s failed: %s", client_address, sys.exc_info()[1])
+
+
+class _IPv6Server(_Server):
     address_family = socket.AF_INET6
 
 

@@ -14,6 +14,8 @@ Spark runs a Python data source's driver-side methods (``initialOffset``, ``late
   ``maxOffsetsPerTrigger``. With no record to read it returns ``start`` itself, so no empty batch is planned.
 - **partitions(start, end)** depends on the two offsets alone (:func:`~groupcoord.source.offset.
   batch_ranges`), so a batch Spark replays after a crash reads exactly the same records.
+- **reportLatestOffset()** reports the log ends the last plan saw and the group's lag at that batch's end, which
+  Spark shows in each query's progress (:mod:`~groupcoord.source.progress`).
 - **commit(end)** commits ``end``'s positions of the partitions still owned from the same acquisition; a late call
   about partitions that have moved since commits nothing for them.
 - **AvailableNow**: the target is the log-end offsets recorded when the query starts, for every partition of the
@@ -44,6 +46,7 @@ from groupcoord.source.log_view import LogView, open_log_view
 from groupcoord.source.offset import Position, SourceOffset, batch_ranges
 from groupcoord.source.options import SourceOptions, parse_source_options
 from groupcoord.source.planning import admit, split_ranges
+from groupcoord.source.progress import lag_report
 from groupcoord.source.query_member import QueryMember
 from groupcoord.source.records import DataLossError, RangeRead, kafka_source_schema, read_range
 from groupcoord.topics import PartitionOffsets
@@ -105,12 +108,14 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._member: QueryMember | None = None
         self._log_view: LogView | None = None
         self._targets: dict[TopicPartition, PartitionOffsets] | None = None
+        self._latest: dict[TopicPartition, int] = {}
+        self._lag: dict[str, Any] | None = None
         self._previous_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Only the options travel to the executors (the driver-side member and clients stay)."""
         return {"options": self.options, "range_read": self.range_read, "_member": None, "_log_view": None,
-                "_targets": None, "_previous_sigterm": None}
+                "_targets": None, "_latest": {}, "_lag": None, "_previous_sigterm": None}
 
     # --- the driver side ---------------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
@@ -142,14 +147,20 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             acquired = member.poll(POLL_TIMEOUT_MS)
             end = self._plan(previous, acquired, limit)
             if batch_ranges(previous, end):
-                return end.to_dict()
+                return self._reported(end).to_dict()
             if self._targets is None or not self._others_behind(acquired):
+                self._reported(end)  # nothing to read: where the member stands
                 return start
             if time.monotonic() - waited_since > 30:
                 log.info("group %s: AvailableNow: waiting for partitions owned by other members to reach the target",
                          self.options.group_id)
                 waited_since = time.monotonic()
             time.sleep(AVAILABLE_NOW_WAIT_S)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The log ends of the last plan and the group's lag at its batch's end, for the query's progress
+        (:mod:`~groupcoord.source.progress`); ``None`` before the first plan."""
+        return self._lag
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """The batch's offset ranges, from ``start`` and ``end`` alone, cut for ``minPartitions``."""
@@ -242,9 +253,16 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return
         member.commit({tp: p.next for tp, p in offset.positions.items() if member.owns(tp, p.acquired)})
 
+    def _reported(self, offset: SourceOffset) -> SourceOffset:
+        """``offset``, after keeping the lag its positions leave against the last plan's log ends."""
+        self._lag = lag_report(self.options.group_id, self._latest,
+                               {tp: p.next for tp, p in offset.positions.items() if tp in self._latest})
+        return offset
+
     def _plan(self, previous: SourceOffset, acquired: Mapping[TopicPartition, int], limit: ReadLimit) -> SourceOffset:
         member = self._query_member()
         bounds = self._view().bounds(acquired)
+        self._latest = {tp: b.end for tp, b in bounds.items()}
         continuing = {tp: p for tp in acquired
                       if (p := previous.continues(tp, member.member_id, acquired[tp])) is not None}
         fresh = sorted(tp for tp in acquired if tp not in continuing)

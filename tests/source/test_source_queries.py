@@ -9,9 +9,11 @@ across a group, on both sources.)"""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chispa import assert_df_equality
@@ -68,7 +70,9 @@ def _expected(spark: SparkSession, topic: str, partitions: int) -> DataFrame:
     return spark.createDataFrame(rows, KAFKA_SCHEMA)
 
 
-def _read_available_now(spark: SparkSession, topic: str, group: str, tmp_path: Path, **options: str) -> DataFrame:
+def _read_available_now(spark: SparkSession, topic: str, group: str, tmp_path: Path,
+                        **options: str) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """What an AvailableNow query of ``topic`` read, and its progress reports."""
     name = f"q_{uuid.uuid4().hex[:8]}"
     reader = spark.readStream.format("groupcoord").option("group.id", group).option("subscribe", topic) \
         .option("startingOffsets", "earliest").option("includeHeaders", "true")
@@ -80,7 +84,7 @@ def _read_available_now(spark: SparkSession, topic: str, group: str, tmp_path: P
     try:
         assert query.awaitTermination(QUERY_WAIT_S), "the AvailableNow query did not finish"
         assert query.exception() is None
-        return spark.table(name)
+        return spark.table(name), query.recentProgress
     finally:
         query.stop()
 
@@ -91,14 +95,27 @@ def test_available_now_on_the_embedded_log_reads_spark_kafka_schema_and_commits_
     TopicCatalog(registered).create(topic, partitions)
     TopicLog(registered, topic).produce(r for _, r in _records(topic, partitions))
     # A session timeout far longer than the wait below: only a leave removes the finished query's member in time.
-    actual = _read_available_now(spark, topic, "embedded-g", tmp_path, maxOffsetsPerTrigger="4",
-                                 **{"session.timeout.ms": "120000"})
+    actual, progress = _read_available_now(spark, topic, "embedded-g", tmp_path, maxOffsetsPerTrigger="4",
+                                           **{"session.timeout.ms": "120000"})
     wait_until(lambda: group_members(registered, "embedded-g") == [], QUERY_WAIT_S,
                "the finished query to leave the group")
     assert actual.schema.simpleString() == _expected(spark, topic, partitions).schema.simpleString()
     assert_df_equality(actual, _expected(spark, topic, partitions), ignore_row_order=True, ignore_nullable=True)
     ends = {TopicPartition(topic, p): 3 for p in range(partitions)}
     assert committed(registered, "embedded-g", list(ends)) == ends
+    # Each batch's progress reports the group's lag at its end (reportLatestOffset): 9 records, at most 4 a batch
+    # (admitted evenly: one per partition).
+    reported = [_latest(p) for p in progress if p["numInputRows"]]
+    assert [r["lagSum"] for r in reported] == [6, 3, 0], reported
+    assert reported[-1] == {"group": "embedded-g", "latest": {topic: {"0": 3, "1": 3, "2": 3}},
+                            "lag": {topic: {"0": 0, "1": 0, "2": 0}}, "lagSum": 0}
+
+
+def _latest(progress: dict[str, Any]) -> dict[str, Any]:
+    """The source's ``latestOffset`` in one progress report (JSON text in some pyspark versions)."""
+    latest = progress["sources"][0]["latestOffset"]
+    parsed: dict[str, Any] = json.loads(latest) if isinstance(latest, str) else latest
+    return parsed
 
 
 @pytest.mark.kafka
@@ -115,8 +132,8 @@ def test_available_now_on_kafka_reads_spark_kafka_schema_and_commits_the_ends(
                          timestamp=int(WHEN.timestamp() * 1000), headers=list(record.headers) or None)
     assert producer.flush(30) == 0
     group = f"kafka-g-{uuid.uuid4().hex[:8]}"  # the broker's groups are shared by the session
-    actual = _read_available_now(spark, topic, group, tmp_path, **{"kafka.bootstrap.servers": bootstrap,
-                                                                    "mirrorCommitsToKafka": "true"})
+    actual, _ = _read_available_now(spark, topic, group, tmp_path, **{"kafka.bootstrap.servers": bootstrap,
+                                                                       "mirrorCommitsToKafka": "true"})
     assert_df_equality(actual, _expected(spark, topic, partitions), ignore_row_order=True, ignore_nullable=True)
     ends = {TopicPartition(topic, p): 3 for p in range(partitions)}
     assert committed(registered, group, list(ends)) == ends
