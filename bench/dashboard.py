@@ -3,7 +3,7 @@
 ``python -m bench.dashboard [--seconds 180]`` (Prometheus from the Debian package: ``apt-get install prometheus``):
 
 1. starts ``groupcoord serve --no-spark --metrics-listen 127.0.0.1:PORT`` over a new state root with topic ``orders``
-   (6 partitions), and a Prometheus scraping ``/metrics`` every 2 s;
+   (6 partitions), and a Prometheus scraping ``/metrics`` every 5 s;
 2. runs :class:`bench.dashboard_load.Load` (a producer, classic and KIP-848 consumers committing, members leaving
    and rejoining) for ``--seconds``;
 3. runs every query of every panel through Prometheus's ``/api/v1/query_range`` over the load, as Grafana would;
@@ -21,6 +21,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import re
 import shlex
 import shutil
@@ -43,8 +44,10 @@ from groupcoord.topics import TopicCatalog
 REPO = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO / "docs" / "grafana-dashboard.json"
 OUT = REPO / "docs" / "dashboard"
-SCRAPE_INTERVAL_S = 2
-STEP_S = 4
+SCRAPE_INTERVAL_S = 5
+"""Seconds between scrapes, which is also their timeout (Prometheus's default interval is 15 s: 5 s gives a few
+minutes of load enough points, and a scrape slowed by a loaded machine its time)."""
+STEP_S = 5
 
 
 @dataclass
@@ -233,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if binary is None:
         parser.error(f"no {args.prometheus!r} binary: install Prometheus (apt-get install prometheus)")
     found = panels(json.loads(DASHBOARD.read_text()))
+    load_at_start = [round(v, 1) for v in os.getloadavg()]
     work = Path(tempfile.mkdtemp(prefix="groupcoord-dashboard-"))
     root = StateRoot.open(work / "root", create=True)
     TopicCatalog(root).create(TOPIC, 6)
@@ -272,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join([sys.executable.rsplit("/", 1)[-1], "-m", "bench.dashboard", *(argv or sys.argv[1:])]),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "load_seconds": args.seconds, "scrape_interval_s": SCRAPE_INTERVAL_S, "step_s": STEP_S,
+        "machine": {"cpus": os.cpu_count(), "load_average_at_start": load_at_start,
+                    "load_average_at_end": [round(v, 1) for v in os.getloadavg()]},
         "load": dict(sorted(load.counts.items())) if load is not None else {},
         "images": [path.name for path in images],
         "scrapes": scrapes,

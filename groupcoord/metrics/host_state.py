@@ -3,8 +3,11 @@
 The host sets the phase as its cycle moves (``starting`` -> ``standing_by`` or ``serving`` -> ... -> ``stopped``) and
 hands a :class:`ServingTerm` while it holds the lease. Scrapes and health checks run in the metrics server's threads:
 they read the term's thread-safe parts directly (the lease keeper's lease, the materializer's lag, the topic logs'
-offsets, the record log's Delta table) and sample the core on the event loop (:func:`sample_groups` through
-:meth:`ServingTerm.on_loop`), since only the loop may touch it.
+offsets, the record log's Delta table) and sample the core's groups on the event loop (:func:`sample_groups` through
+:meth:`ServingTerm.on_loop`): a group's state is computed from its members, which only the loop may walk. The
+committed offsets, the bulk of a sample (5,000 groups of 10 partitions took 90 ms on the loop of this loaded
+machine), are copied afterwards from the scrape's thread (:func:`committed_offsets`): each group's offsets in one
+C-level copy of its dictionary, which no bytecode of the loop's thread can interleave with.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import concurrent.futures
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
@@ -46,13 +49,12 @@ class Phase(Enum):
 
 @dataclass(frozen=True)
 class GroupSample:
-    """One group as sampled on the loop: type, state, member count and committed offsets."""
+    """One group as sampled on the loop: type, state and member count."""
 
     group_id: str
     type: str
     state: str
     members: int
-    offsets: Mapping[tuple[str, int], int]
 
 
 def sample_groups(core: GroupCoordinator) -> list[GroupSample]:
@@ -61,18 +63,18 @@ def sample_groups(core: GroupCoordinator) -> list[GroupSample]:
     for group_id in core.group_ids():
         classic = core.group(group_id)
         if classic is not None:
-            samples.append(GroupSample(group_id, CLASSIC, classic.state.value, classic.size,
-                                       _offsets(core, group_id)))
+            samples.append(GroupSample(group_id, CLASSIC, classic.state.value, classic.size))
     for group_id in core.consumer_group_ids():
         consumer = core.consumer_group(group_id)
         if consumer is not None:
-            samples.append(GroupSample(group_id, CONSUMER, consumer.state.value, consumer.num_members,
-                                       _offsets(core, group_id)))
+            samples.append(GroupSample(group_id, CONSUMER, consumer.state.value, consumer.num_members))
     return samples
 
 
-def _offsets(core: GroupCoordinator, group_id: str) -> dict[tuple[str, int], int]:
-    return {tp: value.offset for tp, value in core.committed_offsets(group_id).items()}
+def committed_offsets(core: GroupCoordinator, group_id: str) -> dict[tuple[str, int], int]:
+    """The committed offset of each partition of ``group_id`` (from any thread: see the module docs)."""
+    values = dict(core.committed_offsets(group_id))
+    return {tp: value.offset for tp, value in values.items()}
 
 
 @dataclass(frozen=True)

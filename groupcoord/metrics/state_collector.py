@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from groupcoord.group.consumer_group import ConsumerGroupState
 from groupcoord.group.state import GroupState
 from groupcoord.metrics.consumer_lag import consumer_group_families, partition_lag
-from groupcoord.metrics.host_state import GroupSample, HostState, Phase, ServingTerm, sample_groups
+from groupcoord.metrics.host_state import GroupSample, HostState, Phase, ServingTerm, committed_offsets, sample_groups
 from groupcoord.metrics.record_watch import CLASSIC, CONSUMER
 from groupcoord.storage.tables import open_table
 
@@ -132,11 +132,12 @@ class StateCollector(Collector):
     def _lags(term: ServingTerm, samples: Sequence[GroupSample]) -> list[_Group]:
         """Each group's committed offsets with their lag against the embedded topics' log ends (none for a topic
         the catalog does not know, such as an external Kafka's)."""
+        offsets = {s.group_id: committed_offsets(term.core, s.group_id) for s in samples}
         known = term.topics.partition_counts()
-        topics = sorted({t for s in samples for t, _ in s.offsets if t in known})
+        topics = sorted({t for group in offsets.values() for t, _ in group if t in known})
         ends = {(t, p): bounds.end for t in topics for p, bounds in term.topics.offsets(t).items()}
         return [_Group(s.group_id, s.members, [_Partition(t, p, offset, partition_lag(offset, ends.get((t, p))))
-                                               for (t, p), offset in sorted(s.offsets.items())])
+                                               for (t, p), offset in sorted(offsets[s.group_id].items())])
                 for s in samples]
 
     def _record_log(self, term: ServingTerm | None) -> Iterator[Metric]:
