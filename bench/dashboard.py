@@ -202,19 +202,22 @@ def render(found: list[Panel], out: Path) -> list[Path]:
         row_panels = [p for p in found if p.row == row]
         columns = min(COLUMNS, len(row_panels))
         lines = math.ceil(len(row_panels) / columns)
-        figure, axes = plt.subplots(lines, columns, figsize=(4.6 * columns, 3.4 * lines), squeeze=False)
+        figure, axes = plt.subplots(lines, columns, figsize=(4.6 * columns, 4.4 * lines), squeeze=False)
         for ax in axes.flat[len(row_panels):]:
             ax.set_visible(False)
         for ax, panel in zip(axes.flat, row_panels, strict=False):
-            for legend, times, values in _drawn(panel):
-                ax.plot(times, values, label=legend, linewidth=1.2)
+            drawn = _drawn(panel)
+            colors = plt.get_cmap("tab20" if len(drawn) > 10 else "tab10")  # no two series of a panel alike
+            for number, (legend, times, values) in enumerate(drawn):
+                ax.plot(times, values, label=legend, linewidth=1.2, color=colors(number % colors.N))
             ax.set_title(panel.title, fontsize=10)
             ax.set_xlabel("seconds into the load", fontsize=8)
             if panel.unit not in ("", "none", "short"):
                 ax.set_ylabel(panel.unit, fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=6, loc="best")
+            # Below the plot, as Grafana puts it: inside, a legend hid the lines it covered.
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
         figure.suptitle(row, fontsize=12)
         figure.tight_layout()
         path = out / f"{index}-{re.sub(r'[^a-z0-9]+', '-', row.lower()).strip('-')}.png"

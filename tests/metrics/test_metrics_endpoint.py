@@ -61,6 +61,14 @@ def _value(samples: Samples, name: str, **labels: str) -> float:
     return samples[name, frozenset(labels.items())]
 
 
+def _settled(samples: Samples) -> bool:
+    """The group is Stable (kafka-python rejoins once after its first metadata), with offsets committed and a few
+    heartbeats answered."""
+    return (samples.get(("groupcoord_groups", frozenset({("type", "classic"), ("state", "Stable")}))) == 1
+            and any(name == "kafka_consumergroup_lag" for name, _ in samples)
+            and samples.get(("groupcoord_request_seconds_count", frozenset({("api", "Heartbeat")})), 0) >= 1)
+
+
 class Running:
     """The serving host, its metrics address, and the consumer's committed offsets."""
 
@@ -84,14 +92,18 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         consumer = KafkaConsumer(TOPIC, bootstrap_servers=coordinator.address, group_id="g1",
                                  auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=7,
                                  heartbeat_interval_ms=100, session_timeout_ms=6000)
+        metrics = f"127.0.0.1:{port}"
         try:
-            read = 0
-            deadline = time.monotonic() + 30
-            while read < 20 and time.monotonic() < deadline:
+            read, deadline = 0, time.monotonic() + 90  # generous: this machine's load average reaches 18
+            while time.monotonic() < deadline:
                 read += sum(len(batch) for batch in consumer.poll(200).values())
-                consumer.commit()
-            time.sleep(0.3)  # a few heartbeats
-            yield Running(coordinator, f"127.0.0.1:{port}", root)
+                if read:
+                    consumer.commit()
+                if read >= 20 and _settled(_scrape(metrics)):
+                    break
+            else:
+                pytest.fail(f"the consumer read {read} records and its group did not settle in time")
+            yield Running(coordinator, metrics, root)
         finally:
             consumer.close()
 
