@@ -182,10 +182,7 @@ class CoordinatorHost:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Alternate between standby and serving until ``stop`` is set."""
-        server = self.metrics_server = MetricsServer(self.config.metrics_listen, self.metrics.registry,
-                                                     self.metrics.host) if self.config.metrics_listen else None
-        if server is not None:
-            await asyncio.to_thread(server.start)
+        server = await self._start_metrics_server()
         try:
             while not stop.is_set():
                 lease = await self._acquire(stop)
@@ -196,6 +193,20 @@ class CoordinatorHost:
             self.metrics.leave(Phase.STOPPED)
             if server is not None:
                 await asyncio.to_thread(server.stop)
+
+    async def _start_metrics_server(self) -> MetricsServer | None:
+        """Serve ``/metrics`` and ``/health`` on ``metrics_listen``; a port that cannot be bound is logged, and the
+        coordinator runs on without them (its members matter more than its dashboard)."""
+        if not self.config.metrics_listen:
+            return None
+        server = MetricsServer(self.config.metrics_listen, self.metrics.registry, self.metrics.host)
+        try:
+            await asyncio.to_thread(server.start)
+        except OSError as exc:
+            log.error("cannot serve metrics on %s: %s; running without them", self.config.metrics_listen, exc)
+            return None
+        self.metrics_server = server
+        return server
 
     async def _acquire(self, stop: asyncio.Event) -> HeldLease | None:
         announced = False

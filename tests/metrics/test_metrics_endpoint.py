@@ -169,3 +169,13 @@ def test_health_says_serving_and_a_second_host_in_the_process_stands_by(running:
 def test_a_malformed_metrics_listen_is_refused_with_the_key_named() -> None:
     with pytest.raises(ConfigError, match=r"metrics\.listen"):
         resolve_config(flags={"metrics.listen": "localhost"})
+
+
+def test_a_metrics_port_in_use_leaves_the_coordinator_serving_without_metrics(
+        running: Running, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = StateRoot.open(tmp_path / "other", create=True)
+    port = int(running.metrics.rpartition(":")[2])
+    with caplog.at_level("ERROR", logger="groupcoord.host"), \
+            BackgroundCoordinator(root, _config(port), listen="127.0.0.1:0") as other:
+        assert other.serving and other.host.metrics_server is None
+    assert f"cannot serve metrics on 127.0.0.1:{port}" in caplog.text
