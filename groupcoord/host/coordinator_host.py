@@ -177,7 +177,6 @@ class CoordinatorHost:
         self.metrics_server: MetricsServer | None = None
         """The ``/metrics`` and ``/health`` server while :meth:`run` runs with ``metrics_listen`` set."""
 
-
     # --- the cycle ------------------------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
