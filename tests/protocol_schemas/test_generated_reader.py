@@ -1,7 +1,7 @@
-"""The generated readers (:mod:`groupcoord.protocol.schemas.compiled`) against the interpretive one: for every schema
-and version the generated reader reads a regular frame to the same value, keys in the same order; it never accepts
-changed bytes that the interpretive reader refuses; and where it steps aside the interpretive reader's answer
-stands."""
+"""The generated readers (:mod:`groupcoord.protocol.schemas.generated_reader`) against the interpretive one: for
+every schema and version the generated reader reads a regular frame to the same value, keys in the same order; it
+never accepts changed bytes that the interpretive reader refuses; and where it steps aside the interpretive reader's
+answer stands."""
 
 from __future__ import annotations
 
@@ -11,26 +11,12 @@ from typing import Any
 import pytest
 
 from groupcoord.protocol.schemas import CodecError, decode, decode_prefix, encode, load_schemas, message_schema
-from groupcoord.protocol.schemas.compiled import Irregular, struct_reader
-from groupcoord.protocol.schemas.model import MessageSpec, StructSpec, default_value
-from tests.protocol_schemas.values import SampleValues
+from groupcoord.protocol.schemas.generated import Irregular
+from groupcoord.protocol.schemas.generated_reader import struct_reader
+from groupcoord.protocol.schemas.model import MessageSpec
+from tests.protocol_schemas.values import SampleValues, tagged_at_default
 
 WITH_VERSIONS = sorted(name for name, spec in load_schemas().items() if not spec.valid_versions.empty)
-
-
-def without_tagged_fields(struct: StructSpec, version: int, value: dict[str, Any]) -> dict[str, Any]:
-    """``value`` with every tagged field, at any depth, back at its default: the regular form."""
-    result: dict[str, Any] = {}
-    for field in struct.fields:
-        item = value[field.name]
-        if version in field.versions and version in field.tagged_versions:
-            item = default_value(field)
-        elif field.struct is not None and item is not None:
-            nested = field.struct
-            item = ([without_tagged_fields(nested, version, element) for element in item] if field.is_array
-                    else without_tagged_fields(nested, version, item))
-        result[field.name] = item
-    return result
 
 
 def generated(spec: MessageSpec, version: int, data: bytes) -> dict[str, Any]:
@@ -44,7 +30,7 @@ def generated(spec: MessageSpec, version: int, data: bytes) -> dict[str, Any]:
 def test_the_generated_reader_reads_every_regular_message_as_the_interpretive_one(name: str) -> None:
     spec = message_schema(name)
     for version in range(spec.valid_versions.lowest, spec.valid_versions.highest + 1):
-        value = without_tagged_fields(spec.struct, version, SampleValues(seed=version).message(spec, version))
+        value = tagged_at_default(spec.struct, version, SampleValues(seed=version).message(spec, version))
         data = encode(spec, version, value)
         fast = generated(spec, version, data)
         slow = decode(spec, version, data, generated=False)
@@ -89,7 +75,7 @@ def decode_prefix_interpreted(spec: MessageSpec, version: int, frame: bytes) -> 
 
 def test_tagged_fields_and_nulls_where_not_nullable_are_irregular() -> None:
     spec = message_schema("OffsetCommitRequest")
-    regular = without_tagged_fields(spec.struct, 9, SampleValues(seed=1).message(spec, 9))
+    regular = tagged_at_default(spec.struct, 9, SampleValues(seed=1).message(spec, 9))
     data = encode(spec, 9, regular)
     reader = struct_reader(spec.struct, 9, True)
     with pytest.raises(Irregular):

@@ -32,8 +32,9 @@ from struct import Struct
 from typing import Any
 
 from groupcoord.protocol.schemas.catalog import message_schema
-from groupcoord.protocol.schemas.compiled import struct_reader
 from groupcoord.protocol.schemas.errors import CodecError, FieldProblem
+from groupcoord.protocol.schemas.generated_reader import struct_reader
+from groupcoord.protocol.schemas.generated_writer import struct_writer
 from groupcoord.protocol.schemas.layout import UNKNOWN_TAGGED_FIELDS, Layout, Slot
 from groupcoord.protocol.schemas.layout import layout as layout_of
 from groupcoord.protocol.schemas.model import INTEGER_RANGES, FieldSpec, MessageSpec, StructSpec, default_value
@@ -46,13 +47,26 @@ MAX_ARRAY_LENGTH = 2**31 - 1
 """The most elements (or bytes) an int32 length can announce."""
 
 
-def encode(message: MessageSpec | str, version: int, value: Mapping[str, Any]) -> bytes:
-    """The bytes of ``value`` as message ``message`` (a schema or its name) at ``version``."""
+def encode(message: MessageSpec | str, version: int, value: Mapping[str, Any], *, generated: bool = True) -> bytes:
+    """The bytes of ``value`` as message ``message`` (a schema or its name) at ``version``.
+
+    The writer generated for the struct and version (:mod:`~groupcoord.protocol.schemas.generated_writer`) writes
+    the regular case; anything else, and everything with ``generated=False``, goes through the interpretive writer,
+    which gives the bytes or the :class:`CodecError`.
+    """
     spec = _schema(message)
     check_version(spec, version)
+    flexible = version in spec.flexible_versions
+    if generated:
+        out = bytearray()
+        try:
+            struct_writer(spec.struct, version, flexible)(out, value)
+            return bytes(out)
+        except Exception:  # not the regular form: the interpretive writer decides (see generated_writer)
+            pass
     writer = Writer()
     try:
-        _write_struct(writer, spec.struct, value, version, version in spec.flexible_versions)
+        _write_struct(writer, spec.struct, value, version, flexible)
     except FieldProblem as problem:
         raise CodecError(spec.name, version, problem.field_path(), problem.problem) from None
     return bytes(writer.out)
@@ -75,7 +89,7 @@ def decode_prefix(
 ) -> tuple[dict[str, Any], int]:
     """Decode one message that starts at ``data[start]``; return it and the offset of the first byte after it.
 
-    The reader generated for the struct and version (:mod:`~groupcoord.protocol.schemas.compiled`) reads the
+    The reader generated for the struct and version (:mod:`~groupcoord.protocol.schemas.generated_reader`) reads the
     regular case; anything else, and everything with ``generated=False``, goes through the interpretive reader,
     which gives the value or the :class:`CodecError`.
     """
@@ -85,7 +99,7 @@ def decode_prefix(
     if generated:
         try:
             return struct_reader(spec.struct, version, flexible)(data, start, len(data))
-        except Exception:  # not the regular form: the interpretive reader decides (see compiled)
+        except Exception:  # not the regular form: the interpretive reader decides (see generated_reader)
             pass
     reader = Reader(data, start)
     try:

@@ -1,6 +1,6 @@
 """A struct's fields at one version, in the order and the form the wire carries them: what both readers (the
 interpretive one of :mod:`~groupcoord.protocol.schemas.codec` and the generated one of
-:mod:`~groupcoord.protocol.schemas.compiled`) and the writer walk."""
+:mod:`~groupcoord.protocol.schemas.generated_reader`) and the writer walk."""
 
 from __future__ import annotations
 

@@ -17,11 +17,11 @@ values, dict keys in the schema's field order (a property test holds the two sid
 from __future__ import annotations
 
 import functools
-import itertools
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from groupcoord.protocol.schemas.generated import FunctionSource, Irregular
 from groupcoord.protocol.schemas.layout import Slot, layout
 from groupcoord.protocol.schemas.model import FieldSpec, StructSpec, default_value
 from groupcoord.protocol.schemas.primitives import FIXED_CODECS, INT8, INT16, INT32, MAX_VARINT_BYTES, UUID_SIZE
@@ -31,10 +31,6 @@ StructReader = Callable[[Any, int, int], tuple[dict[str, Any], int]]
 
 MAX_STRING_BYTES = 0x7FFF
 """The longest string Kafka reads, in UTF-8 bytes (as the interpretive reader checks)."""
-
-
-class Irregular(Exception):
-    """The bytes are not in the regular form the generated reader takes: decode them with the interpretive one."""
 
 
 def read_uvarint(data: Any, position: int, end: int) -> tuple[int, int]:
@@ -60,18 +56,14 @@ def struct_reader(struct: StructSpec, version: int, flexible: bool) -> StructRea
 
 
 class _Generator:
-    """Writes the source of one struct reader; constants and nested readers go into its namespace by name."""
+    """Writes the source of one struct reader."""
 
     def __init__(self, struct: StructSpec, version: int, flexible: bool) -> None:
         self.struct = struct
         self.version = version
         self.flexible = flexible
-        self.lines: list[str] = []
-        self.namespace: dict[str, Any] = {
-            "Irregular": Irregular, "read_uvarint": read_uvarint, "UUID": uuid.UUID, "UUID_SIZE": UUID_SIZE,
-            "MAX_STRING_BYTES": MAX_STRING_BYTES,
-        }
-        self._names = itertools.count()
+        self.source = FunctionSource(read_uvarint=read_uvarint, UUID=uuid.UUID, UUID_SIZE=UUID_SIZE,
+                                     MAX_STRING_BYTES=MAX_STRING_BYTES)
 
     def compile(self) -> StructReader:
         """The compiled reader."""
@@ -79,77 +71,65 @@ class _Generator:
             return _never
         shape = layout(self.struct, self.version, self.flexible)
         values: dict[str, str] = {}
-        self.lines.append("def read(data, pos, end):")
+        self.source.emit("", "def read(data, pos, end):")
         for slot in shape.untagged:
             values[slot.field.name] = self._field(slot, "    ")
         if self.flexible:  # only an empty tagged-field section is regular
-            self.lines += ["    if pos >= end or data[pos]:", "        raise Irregular", "    pos += 1"]
+            self.source.emit("    ", "if pos >= end or data[pos]:", "    raise Irregular", "pos += 1")
         for slot in shape.tagged:
             values[slot.field.name] = self._default(slot.field)
         for field in shape.absent:
             values[field.name] = self._default(field)
         items = ", ".join(f"{field.name!r}: {values[field.name]}" for field in self.struct.fields)
-        self.lines.append(f"    return {{{items}}}, pos")
-        exec(compile("\n".join(self.lines), f"<reader {self.struct.name} v{self.version}>", "exec"), self.namespace)
-        reader: StructReader = self.namespace["read"]
+        self.source.emit("    ", f"return {{{items}}}, pos")
+        reader: StructReader = self.source.compile("read", f"reader {self.struct.name} v{self.version}")
         return reader
 
     # --- pieces of source ----------------------------------------------------------------------------------------
-    def _variable(self) -> str:
-        return f"v{next(self._names)}"
-
-    def _constant(self, value: Any) -> str:
-        name = f"c{next(self._names)}"
-        self.namespace[name] = value
-        return name
-
     def _default(self, field: FieldSpec) -> str:
         value = default_value(field)
         if isinstance(value, list | dict):  # a fresh one per struct read, as the interpretive reader gives
-            return f"{self._constant(default_value)}({self._constant(field)})"
-        return self._constant(value)
-
-    def _emit(self, indent: str, *lines: str) -> None:
-        self.lines += [indent + line for line in lines]
+            return f"{self.source.constant(default_value)}({self.source.constant(field)})"
+        return self.source.constant(value)
 
     def _length(self, indent: str, compact: bool, legacy: Any, nullable: bool, target: str) -> None:
         """Read a length prefix into ``target``: -1 for null (only where nullable), else the length."""
         if compact:
-            self._emit(indent, "if pos >= end:", "    raise Irregular", f"{target} = data[pos] - 1",
+            self.source.emit(indent, "if pos >= end:", "    raise Irregular", f"{target} = data[pos] - 1",
                        f"if {target} >= 127:", f"    {target}, pos = read_uvarint(data, pos, end)",
                        f"    {target} -= 1", "else:", "    pos += 1")
         else:
-            unpack = self._constant(legacy.unpack_from)
-            self._emit(indent, f"if pos + {legacy.size} > end:", "    raise Irregular",
+            unpack = self.source.constant(legacy.unpack_from)
+            self.source.emit(indent, f"if pos + {legacy.size} > end:", "    raise Irregular",
                        f"{target}, = {unpack}(data, pos)", f"pos += {legacy.size}")
-        self._emit(indent, f"if {target} < {-1 if nullable else 0}:", "    raise Irregular")
+        self.source.emit(indent, f"if {target} < {-1 if nullable else 0}:", "    raise Irregular")
 
     def _field(self, slot: Slot, indent: str) -> str:
         """Emit the reading of one untagged field; returns the variable holding its value."""
         field = slot.field
-        target = self._variable()
+        target = self.source.variable()
         if field.is_array:
             self._length(indent, slot.compact, INT32, slot.nullable, target)
-            self._emit(indent, f"if {target} == -1:", f"    {target} = None", "else:",
+            self.source.emit(indent, f"if {target} == -1:", f"    {target} = None", "else:",
                        f"    if {target} > end - pos:", "        raise Irregular", f"    {target}_n = {target}",
                        f"    {target} = []", f"    for _ in range({target}_n):")
             inner = indent + "        "
             if field.struct is not None:
-                nested = self._constant(struct_reader(field.struct, self.version, self.flexible))
-                self._emit(inner, f"item, pos = {nested}(data, pos, end)")
+                nested = self.source.constant(struct_reader(field.struct, self.version, self.flexible))
+                self.source.emit(inner, f"item, pos = {nested}(data, pos, end)")
             else:
                 self._scalar(inner, field.element, slot.compact, False, "item")
-            self._emit(inner, f"{target}.append(item)")
+            self.source.emit(inner, f"{target}.append(item)")
             return target
         if field.struct is not None:
-            nested = self._constant(struct_reader(field.struct, self.version, self.flexible))
+            nested = self.source.constant(struct_reader(field.struct, self.version, self.flexible))
             if slot.nullable:
-                unpack = self._constant(INT8.unpack_from)
-                self._emit(indent, "if pos >= end:", "    raise Irregular", f"if {unpack}(data, pos)[0] < 0:",
+                unpack = self.source.constant(INT8.unpack_from)
+                self.source.emit(indent, "if pos >= end:", "    raise Irregular", f"if {unpack}(data, pos)[0] < 0:",
                            "    pos += 1", f"    {target} = None", "else:", "    pos += 1",
                            f"    {target}, pos = {nested}(data, pos, end)")
             else:
-                self._emit(indent, f"{target}, pos = {nested}(data, pos, end)")
+                self.source.emit(indent, f"{target}, pos = {nested}(data, pos, end)")
             return target
         self._scalar(indent, field.element, slot.compact, slot.nullable, target)
         return target
@@ -157,26 +137,26 @@ class _Generator:
     def _scalar(self, indent: str, element: str, compact: bool, nullable: bool, target: str) -> None:
         codec = FIXED_CODECS.get(element)
         if codec is not None:
-            unpack = self._constant(codec.unpack_from)
-            self._emit(indent, f"if pos + {codec.size} > end:", "    raise Irregular",
+            unpack = self.source.constant(codec.unpack_from)
+            self.source.emit(indent, f"if pos + {codec.size} > end:", "    raise Irregular",
                        f"{target}, = {unpack}(data, pos)", f"pos += {codec.size}")
         elif element == "bool":
-            self._emit(indent, "if pos >= end:", "    raise Irregular", f"{target} = data[pos] != 0", "pos += 1")
+            self.source.emit(indent, "if pos >= end:", "    raise Irregular", f"{target} = data[pos] != 0", "pos += 1")
         elif element == "uuid":
-            self._emit(indent, "if pos + UUID_SIZE > end:", "    raise Irregular",
+            self.source.emit(indent, "if pos + UUID_SIZE > end:", "    raise Irregular",
                        f"{target} = UUID(bytes=bytes(data[pos:pos + UUID_SIZE]))", "pos += UUID_SIZE")
         elif element == "string":
             self._length(indent, compact, INT16, nullable, target)
-            self._emit(indent, f"if {target} == -1:", f"    {target} = None",
+            self.source.emit(indent, f"if {target} == -1:", f"    {target} = None",
                        f"elif {target} > MAX_STRING_BYTES or {target} > end - pos:", "    raise Irregular", "else:",
                        f"    {target}, pos = str(data[pos:pos + {target}], 'utf-8'), pos + {target}")
         elif element in ("bytes", "records"):
             self._length(indent, compact, INT32, nullable, target)
-            self._emit(indent, f"if {target} == -1:", f"    {target} = None",
+            self.source.emit(indent, f"if {target} == -1:", f"    {target} = None",
                        f"elif {target} > end - pos:", "    raise Irregular", "else:",
                        f"    {target}, pos = bytes(data[pos:pos + {target}]), pos + {target}")
         else:
-            self._emit(indent, "raise Irregular")
+            self.source.emit(indent, "raise Irregular")
 
 
 def _never(data: Any, position: int, end: int) -> tuple[dict[str, Any], int]:
