@@ -78,11 +78,11 @@ def measure(side: str, durability: str, work: Path) -> dict[str, Any]:
     with coordinator(side, work, settings, on_start=create_topic) as endpoint:
         if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
             TopicCatalog(StateRoot.open(work / "root")).create(TOPIC, PARTITIONS)
-        log_commits = _delta_commits(work / "root") if side == GROUPCOORD else 0
+        before = _delta_commits(work / "root") if side == GROUPCOORD else 0
         started = time.monotonic()
         latencies = time_commits(endpoint.host, endpoint.port, f"commit-sync-{side}")
         elapsed = time.monotonic() - started
-        log_commits = _delta_commits(work / "root") - log_commits if side == GROUPCOORD else None
+        log_commits = _delta_commits(work / "root") - before if side == GROUPCOORD else None
     ordered = sorted(latencies)
     row = {"side": side, "durability": durability, "samples": len(latencies),
            "commit_p50_ms": round(statistics.median(ordered), 2),
