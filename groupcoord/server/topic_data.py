@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Protocol
 
+import pyarrow as pa
+
 from groupcoord.topics.appender import AppendResult
 from groupcoord.topics.producer_state import ProducerBatch
-from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord, TopicRecord
+from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord
 
 
 class TopicReader(Protocol):
@@ -25,8 +27,9 @@ class TopicReader(Protocol):
     def offsets(self, topic: str) -> Mapping[int, PartitionOffsets]:
         """Start and end offsets of every partition; raises ``UnknownTopicOrPartitionError`` for unknown topics."""
 
-    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> list[TopicRecord]:
-        """Up to ``max_records`` records from ``from_offset`` (``OffsetOutOfRangeError`` outside the log)."""
+    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> pa.Table:
+        """Up to ``max_records`` rows of the topic log (its table's columns) from ``from_offset``, in offset order
+        (``OffsetOutOfRangeError`` outside the log)."""
 
 
 class TopicWriter(Protocol):

@@ -33,17 +33,19 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import BackgroundCheckpointer
 from groupcoord.storage.files import FileAppend, append_file, split_by_partition
 from groupcoord.storage.freshness import TableFreshness
-from groupcoord.storage.tables import table_dataset
+from groupcoord.storage.tables import filesystem_of, table_dataset
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, commit_with_retry
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from groupcoord.topics.file_reads import DECODED, PartitionFiles, read_range
 from groupcoord.topics.log_table import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -151,6 +153,9 @@ class TopicLog:
         self._freshness = TableFreshness(self._path)
         self._cached: tuple[int, dict[int, PartitionOffsets]] = (-1, {})
         """The bounds at a version: the newest this writer knows (its own last commit, or the table's as read)."""
+        self._table_filesystem: pa_fs.FileSystem | None = None
+        self._files: PartitionFiles | None = None
+        """Where each partition's offsets are at the version last read (see :mod:`groupcoord.topics.file_reads`)."""
 
     @property
     def topic(self) -> str:
@@ -245,9 +250,16 @@ class TopicLog:
             upper = min(bounds.end, from_offset + max(max_records, 0))
             if upper <= from_offset:
                 return TOPIC_LOG_SCHEMA.empty_table()
-            dataset = table_dataset(table, where=[
-                ("partition", "=", partition), ("offset", ">=", from_offset), ("offset", "<", upper),
-            ])
+            files = self._files_at(table)
+            if files is None:
+                dataset = table_dataset(table, where=[
+                    ("partition", "=", partition), ("offset", ">=", from_offset), ("offset", "<", upper),
+                ])
+            else:
+                overlapping = files.overlapping(partition, from_offset, upper)
+                filesystem = self._filesystem(table)
+        if files is not None:
+            return read_range(overlapping, DECODED, table.table_uri, filesystem, partition, from_offset, upper)
         rows = dataset.to_table(filter=(pc.field("offset") >= from_offset) & (pc.field("offset") < upper))
         return rows.select(TOPIC_LOG_SCHEMA.names).cast(TOPIC_LOG_SCHEMA).sort_by("offset")
 
@@ -307,6 +319,16 @@ class TopicLog:
         if self._cached[0] >= table.version():
             return self._cached
         return table.version(), self._offsets_at(table)
+
+    def _files_at(self, table: DeltaTable) -> PartitionFiles | None:
+        if self._files is None or self._files.version != table.version():
+            self._files = PartitionFiles.of(table)
+        return self._files
+
+    def _filesystem(self, table: DeltaTable) -> pa_fs.FileSystem:
+        if self._table_filesystem is None:
+            self._table_filesystem = filesystem_of(table)
+        return self._table_filesystem
 
     def _offsets_at(self, table: DeltaTable) -> dict[int, PartitionOffsets]:
         version = table.version()

@@ -18,7 +18,7 @@ from kafka.protocol.consumer import FetchResponse
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
-from groupcoord.server.record_batches import BatchRejected, build_fetch_batches
+from groupcoord.server.record_batches import BatchRejected, FetchRows, build_fetch_batches
 from groupcoord.server.topic_data import TopicReader
 from groupcoord.topics.errors import TopicError
 from groupcoord.topics.topic_log import PartitionOffsets
@@ -34,7 +34,7 @@ _Partition = _Topic.PartitionData
 class FetchLimits:
     """How the fetch adapter reads: records per partition per read, and how often a long poll re-reads."""
 
-    max_records_per_partition: int = 1000
+    max_records_per_partition: int = 10_000
     poll_interval_ms: int = 100
 
 
@@ -120,7 +120,7 @@ class FetchAdapter:
             rows = self._reader.read(topic, partition, offset, self._limits.max_records_per_partition)
         except TopicError:
             return b""  # the log moved between reading its bounds and its records; the next fetch sees it
-        return build_fetch_batches(rows, limit, api_version=api_version)
+        return build_fetch_batches(FetchRows.from_table(rows), limit, api_version=api_version)
 
 
 def _partition(index: int, error_code: int, bounds: PartitionOffsets | None = None, records: bytes | None = None
