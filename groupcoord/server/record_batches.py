@@ -50,6 +50,7 @@ _MILLISECOND = dt.timedelta(milliseconds=1)
 _ATTRIBUTES = struct.Struct(">h")
 _BASE_OFFSET = struct.Struct(">q")
 _NO_PRODUCER = -1
+_NO_HEADERS: list[tuple[str, bytes | None]] = []
 
 
 class BatchRejected(Exception):
@@ -155,7 +156,7 @@ class FetchRows:
             timestamps_ms=(micros // 1000).tolist(),
             keys=table.column("key").to_pylist(),
             values=table.column("value").to_pylist(),
-            headers=_headers(table.column("headers")) if "headers" in names else [[] for _ in range(count)],
+            headers=_headers(table.column("headers")) if "headers" in names else [_NO_HEADERS] * count,
             timestamp_types=([CREATE_TIME if t is None else t for t in table.column("timestamp_type").to_pylist()]
                              if "timestamp_type" in names else [CREATE_TIME] * count),
             compressions=([c or NO_COMPRESSION for c in table.column("compression").to_pylist()]
@@ -175,7 +176,7 @@ class FetchRows:
 def _headers(column: pa.ChunkedArray) -> list[list[tuple[str, bytes | None]]]:
     """Each row's headers as ``(key, value)`` pairs; the usual case, no row with any, costs no conversion."""
     if column.null_count == len(column) or pc.sum(pc.list_value_length(column)).as_py() in (None, 0):
-        return [[] for _ in range(len(column))]
+        return [_NO_HEADERS] * len(column)  # one shared list: the builder only reads it
     return [[(h["key"], h["value"]) for h in row] if row else [] for row in column.to_pylist()]
 
 
