@@ -64,6 +64,7 @@ from groupcoord.topics.errors import (
 from groupcoord.topics.log_table import TOPIC_LOG_SCHEMA
 from groupcoord.topics.names import validate_topic_name
 from groupcoord.topics.producer_state import ProducerBatch
+from groupcoord.topics.record_columns import RecordColumns
 from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord
 
 MAX_REQUEST_BYTES = 64 * 1024
@@ -155,7 +156,7 @@ class MemoryTopics(StaticTopics):
             raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
         return {p: PartitionOffsets(0, self._records) for p in range(self._counts[topic])}
 
-    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord] | RecordColumns, *,
                producer: ProducerBatch | None = None) -> concurrent.futures.Future[AppendResult]:
         """Acknowledge ``records`` at once at the partition's end, or fail as the real appender does."""
         future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()

@@ -18,8 +18,8 @@ error stay exactly as they were.
 
 from __future__ import annotations
 
-import datetime as dt
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -36,7 +36,7 @@ from kafka.record.util import calc_crc32c
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.topics.log_table import COMPRESSION_NAMES, CREATE_TIME, LOG_APPEND_TIME, NO_COMPRESSION
 from groupcoord.topics.producer_state import NO_PRODUCER_ID, ProducerBatch
-from groupcoord.topics.topic_log import ProducerRecord
+from groupcoord.topics.record_columns import Header, RecordColumns
 
 _MAGIC_V2 = 2
 _ZSTD = COMPRESSION_NAMES.index("zstd")
@@ -45,8 +45,6 @@ ZSTD_MIN_PRODUCE_VERSION = 7
 ZSTD_MIN_FETCH_VERSION = 10
 """Fetch versions below 10 may not receive zstd batches (KIP-110)."""
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MILLISECOND = dt.timedelta(milliseconds=1)
 _ATTRIBUTES = struct.Struct(">h")
 _BASE_OFFSET = struct.Struct(">q")
 _NO_PRODUCER = -1
@@ -65,18 +63,8 @@ class BatchRejected(Exception):
 class ProducedBatch:
     """What a Produce request holds for one partition: its records, and its idempotence fields (if any)."""
 
-    records: list[ProducerRecord]
+    records: RecordColumns
     producer: ProducerBatch | None
-
-
-def millis_to_datetime(millis: int) -> dt.datetime:
-    """A Kafka timestamp (milliseconds since the epoch, exact) as a UTC datetime."""
-    return _EPOCH + dt.timedelta(milliseconds=millis)
-
-
-def datetime_to_millis(when: dt.datetime) -> int:
-    """A UTC datetime as Kafka's milliseconds since the epoch (exact integer arithmetic)."""
-    return (when - _EPOCH) // _MILLISECOND
 
 
 def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch:
@@ -112,22 +100,27 @@ def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch
                             f"Invalid sequence number {batch.base_sequence} with producer id {batch.producer_id}")
     if batch.timestamp_type == LOG_APPEND_TIME:
         raise BatchRejected(Errors.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime")
-    compression = COMPRESSION_NAMES[codec]
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    stamps: list[int | None] = []
+    headers: list[Sequence[Header]] = []
     try:
-        records = [
-            ProducerRecord(record.value, key=record.key, timestamp=millis_to_datetime(record.timestamp),
-                           headers=tuple(record.headers), timestamp_type=CREATE_TIME, compression=compression)
-            for record in NativeRecords(data).next_batch()  # the one batch kafka-python checked above
-        ]
+        for record in NativeRecords(data).next_batch():  # the one batch kafka-python checked above
+            keys.append(record.key)
+            values.append(record.value)
+            stamps.append(record.timestamp)
+            headers.append(record.headers)
     except (NativeCorruptRecord, NativeUnsupportedCodec, CorruptRecordError, UnsupportedCodecError, ValueError,
             OSError) as exc:
         raise BatchRejected(Errors.CORRUPT_MESSAGE, f"Record batch does not parse: {exc}") from None
-    if len(records) != batch.records_count or len(records) != batch.last_offset_delta + 1:
+    count = len(values)
+    if count != batch.records_count or count != batch.last_offset_delta + 1:
         raise BatchRejected(Errors.INVALID_RECORD,
-                            f"Record batch says {batch.records_count} records but holds {len(records)}")
+                            f"Record batch says {batch.records_count} records but holds {count}")
+    records = RecordColumns(keys, values, stamps, headers, [CREATE_TIME] * count, [COMPRESSION_NAMES[codec]] * count)
     producer = None
     if batch.producer_id != NO_PRODUCER_ID:
-        producer = ProducerBatch(batch.producer_id, batch.producer_epoch, batch.base_sequence, len(records))
+        producer = ProducerBatch(batch.producer_id, batch.producer_epoch, batch.base_sequence, count)
     return ProducedBatch(records, producer)
 
 

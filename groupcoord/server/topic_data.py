@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from groupcoord.topics.appender import AppendResult
 from groupcoord.topics.producer_state import ProducerBatch
+from groupcoord.topics.record_columns import RecordColumns
 from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord
 
 
@@ -35,6 +36,6 @@ class TopicReader(Protocol):
 class TopicWriter(Protocol):
     """What Produce needs from the topic logs: a group-committed append (``groupcoord.topics.appender``)."""
 
-    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord] | RecordColumns, *,
                producer: ProducerBatch | None = None) -> Future[AppendResult]:
         """Queue one batch; the future resolves once it is committed (or fails with a ``TopicError``)."""
