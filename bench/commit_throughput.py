@@ -426,7 +426,8 @@ def main(full: bool) -> None:
         title="Commit throughput (batcher -> Delta record log -> materialized state)",
         rows=table,
         summary=summary,
-        notes="Default settings (linger 5 ms, min commit interval 50 ms, snapshot every 100,000 records, "
+        notes="Default settings (no linger and no minimum commit interval: one commit in flight at a time, the writes "
+        "arriving meanwhile forming the next; snapshot every 100,000 records, "
         "materializer flush every 250 ms); appends fsynced; local disk; 2 cores; each row records the 1-minute "
         "load average while it ran. Latency is from "
         "the moment a request was due (open loop) to its acknowledgement; loop_lag_p99_ms is how late the event "
@@ -434,7 +435,7 @@ def main(full: bool) -> None:
         "log's data files created (one per commit) before compaction. The committers run in the coordinator's "
         "process and event loop (no sockets), so their scheduling competes with the acknowledgement path. "
         "ack_breakdown_* (summary) splits the latency of all requests and of the slowest 1 % into: waiting for "
-        "the batch to close (up to the 50 ms minimum commit interval, plus a slow commit ahead and a late event "
+        "the batch to close (a commit ahead, plus a late event "
         "loop), waiting for a snapshot's preparation, the commit (commit_rows: Arrow columns built; commit_write: "
         "Parquet file; commit_sync: fsyncs before the link; commit_link: link and log-directory fsync), the "
         "executor's return to the loop and the waiter's wake-up; *_share_in_snapshot_commits says how many of them "

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
+
 from groupcoord.assignment.runner import driver_only_runner
 from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.coordinator.effects import NeedsTargetAssignment
@@ -59,9 +61,11 @@ from groupcoord.topics.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from groupcoord.topics.log_table import TOPIC_LOG_SCHEMA
 from groupcoord.topics.names import validate_topic_name
 from groupcoord.topics.producer_state import ProducerBatch
-from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord, TopicRecord
+from groupcoord.topics.record_columns import RecordColumns
+from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord
 
 MAX_REQUEST_BYTES = 64 * 1024
 """``socket.request.max.bytes`` of the target: small, so that oversized frames are easy to produce."""
@@ -152,7 +156,7 @@ class MemoryTopics(StaticTopics):
             raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
         return {p: PartitionOffsets(0, self._records) for p in range(self._counts[topic])}
 
-    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord] | RecordColumns, *,
                producer: ProducerBatch | None = None) -> concurrent.futures.Future[AppendResult]:
         """Acknowledge ``records`` at once at the partition's end, or fail as the real appender does."""
         future: concurrent.futures.Future[AppendResult] = concurrent.futures.Future()
@@ -162,14 +166,16 @@ class MemoryTopics(StaticTopics):
             future.set_result(AppendResult(self._records, 0))
         return future
 
-    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> list[TopicRecord]:
-        """The records from ``from_offset`` on."""
+    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> pa.Table:
+        """The rows from ``from_offset`` on."""
         if partition not in self.offsets(topic):
             raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
         if not 0 <= from_offset <= self._records:
             raise OffsetOutOfRangeError(f"offset {from_offset} outside 0..{self._records}")
         end = min(self._records, from_offset + max(max_records, 0))
-        return [TopicRecord(partition, o, self._timestamp, b"k%d" % o, b"v%d" % o) for o in range(from_offset, end)]
+        rows = [{"partition": partition, "offset": o, "timestamp": self._timestamp, "key": b"k%d" % o,
+                 "value": b"v%d" % o} for o in range(from_offset, end)]
+        return pa.Table.from_pylist(rows, schema=TOPIC_LOG_SCHEMA)
 
 
 def error_codes(response: Any) -> list[int]:

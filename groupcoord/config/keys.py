@@ -109,11 +109,16 @@ REGISTRY.define("topics.produce.linger.ms", int, 5,
                 minimum=0, maximum=60000)
 
 # --- Record log, lease and commit batcher -----------------------------------------------------------------------------
-REGISTRY.define("log.linger.ms", int, 5,
-                "How long the commit batcher waits after the first write of a batch for more writes to join it.",
+REGISTRY.define("log.linger.ms", int, 0,
+                "How long the commit batcher waits after the first write of a batch for more writes to join it. "
+                "0: a write that finds no commit in flight starts one at once (writes arriving while a commit is in "
+                "flight still share the next one), so a lone synchronous commit waits only for its own Delta commit.",
                 minimum=0, maximum=60000)
-REGISTRY.define("log.min.commit.interval.ms", int, 50,
-                "Least time between the starts of two record-log commits; caps the Delta commit rate.",
+REGISTRY.define("log.min.commit.interval.ms", int, 0,
+                "Least time between the starts of two record-log commits; caps the Delta commit rate at 1000 / this "
+                "value per second. 0: no cap beyond one commit in flight at a time (a client committing "
+                "synchronously in a loop then makes one Delta commit per request: see docs/benchmarks.md, "
+                "commit_sync, for the commits per second that costs).",
                 minimum=0, maximum=60000)
 REGISTRY.define("log.fsync", bool, True,
                 "fsync each record-log commit's files before offset commits and group changes are acknowledged. "

@@ -55,10 +55,10 @@ class HardStateStore:
 
     def replay(self, record: Record) -> None:
         """Apply one record; the only code that changes hard state."""
-        if isinstance(record, GroupMetadataRecord):
-            self._replay_group(record)
-        elif isinstance(record, OffsetCommitRecord):
+        if isinstance(record, OffsetCommitRecord):  # first: most records are offset commits
             self._replay_offset(record)
+        elif isinstance(record, GroupMetadataRecord):
+            self._replay_group(record)
         else:
             try:
                 replay_consumer_record(self._consumer_groups, record)

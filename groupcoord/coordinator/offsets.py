@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext
@@ -69,7 +69,7 @@ def handle_offset_commit(ctx: CoordinatorContext, request: OffsetCommitRequest, 
         raise ProtocolError(Errors.REBALANCE_IN_PROGRESS, "the group is completing a rebalance")
     # One error per request entry, not per (topic, partition): a partition named twice must not let a valid entry
     # hide an invalid one (the invalid one would then reach a record).
-    errors = [[partition_error(ctx, t.name, p) for p in t.partitions] for t in request.topics]
+    errors = [topic_errors_of(ctx, t.name, t.partitions) for t in request.topics]
     accepted = [(t.name, p) for t, topic_errors in zip(request.topics, errors, strict=True)
                 for p, error in zip(t.partitions, topic_errors, strict=True) if not error.is_error]
     if accepted:
@@ -101,11 +101,26 @@ def partition_error(ctx: CoordinatorContext, topic: str, partition: OffsetCommit
     """The error of one partition of a commit (a bad topic name, partition, leader epoch or metadata), else NONE."""
     if not is_valid_topic_name(topic):
         return Errors.INVALID_TOPIC_EXCEPTION
+    return _partition_error(partition, ctx.config.offset_metadata_max_bytes)
+
+
+def topic_errors_of(ctx: CoordinatorContext, topic: str,
+                    partitions: Sequence[OffsetCommitPartition]) -> list[ErrorCode]:
+    """:func:`partition_error` of each of ``partitions`` of ``topic`` (the topic's name checked once)."""
+    if not is_valid_topic_name(topic):
+        return [Errors.INVALID_TOPIC_EXCEPTION] * len(partitions)
+    limit = ctx.config.offset_metadata_max_bytes
+    return [_partition_error(partition, limit) for partition in partitions]
+
+
+def _partition_error(partition: OffsetCommitPartition, metadata_limit: int) -> ErrorCode:
     if partition.partition < 0:
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
     if partition.leader_epoch < -1:
         return Errors.INVALID_REQUEST
-    if metadata_length(partition.metadata) > ctx.config.offset_metadata_max_bytes:
+    # A str of n code points is at most 2n UTF-16 code units: short metadata needs no encoding to be within.
+    metadata = partition.metadata
+    if 2 * len(metadata) > metadata_limit and metadata_length(metadata) > metadata_limit:
         return Errors.OFFSET_METADATA_TOO_LARGE
     return Errors.NONE
 

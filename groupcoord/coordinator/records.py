@@ -12,6 +12,7 @@ A record is a key and a value; the key is the identity compaction keeps (a group
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -144,9 +145,18 @@ def _group_from_json(data: dict[str, Any]) -> GroupMetadataValue:
         members=tuple(_member_from_json(m) for m in data["members"]))
 
 
-def _offset_to_json(value: OffsetValue) -> dict[str, Any]:
-    return {"offset": value.offset, "leader_epoch": value.leader_epoch, "metadata": value.metadata,
-            "commit_timestamp_ms": value.commit_timestamp_ms, "expire_timestamp_ms": value.expire_timestamp_ms}
+_json_string = functools.lru_cache(maxsize=4096)(json.dumps)
+"""A string as JSON (ASCII, as :func:`_dumps` writes it), cached: group ids, topics and metadata repeat."""
+
+
+def _offset_value_bytes(value: OffsetValue) -> bytes:
+    # The hot path (one call per committed partition): the exact bytes _dumps gives for the dict of its
+    # fields (keys sorted), written directly: json.dumps of the dict costs several times more.
+    expire = value.expire_timestamp_ms
+    return (f'{{"commit_timestamp_ms":{int(value.commit_timestamp_ms)},'
+            f'"expire_timestamp_ms":{"null" if expire is None else int(expire)},'
+            f'"leader_epoch":{int(value.leader_epoch)},"metadata":{_json_string(value.metadata)},'
+            f'"offset":{int(value.offset)}}}').encode("ascii")
 
 
 def _offset_from_json(data: dict[str, Any]) -> OffsetValue:
@@ -156,23 +166,24 @@ def _offset_from_json(data: dict[str, Any]) -> OffsetValue:
                        expire_timestamp_ms=None if expire is None else int(expire))
 
 
+@functools.lru_cache(maxsize=65536)
 def offset_key(group_id: str, topic: str, partition: int) -> str:
-    """The compaction key of an offset record."""
-    return json.dumps([group_id, topic, partition], separators=(",", ":"))
+    """The compaction key of an offset record: ``json.dumps([group_id, topic, partition])`` without spaces."""
+    return f"[{_json_string(group_id)},{_json_string(topic)},{int(partition)}]"
 
 
 def encode_record(record: Record) -> EncodedRecord:
     """The storage form of ``record``."""
+    if isinstance(record, OffsetCommitRecord):  # first: most records are offset commits
+        value = None if record.value is None else _offset_value_bytes(record.value)
+        return EncodedRecord(OFFSET_COMMIT_KIND, offset_key(record.group_id, record.topic, record.partition), value,
+                             FORMAT_VERSION)
     if isinstance(record, GroupMetadataRecord):
         value = None if record.value is None else _dumps(_group_to_json(record.value))
         return EncodedRecord(GROUP_METADATA_KIND, record.group_id, value, FORMAT_VERSION)
-    if not isinstance(record, OffsetCommitRecord):
-        kind, key = consumer_record_key(record)
-        payload = consumer_record_payload(record)
-        return EncodedRecord(kind, key, None if payload is None else _dumps(payload), FORMAT_VERSION)
-    value = None if record.value is None else _dumps(_offset_to_json(record.value))
-    return EncodedRecord(OFFSET_COMMIT_KIND, offset_key(record.group_id, record.topic, record.partition), value,
-                         FORMAT_VERSION)
+    kind, key = consumer_record_key(record)
+    payload = consumer_record_payload(record)
+    return EncodedRecord(kind, key, None if payload is None else _dumps(payload), FORMAT_VERSION)
 
 
 def decode_record(encoded: EncodedRecord) -> Record:

@@ -67,8 +67,8 @@ class BatcherClosedError(Exception):
 class BatcherConfig:
     """Batching and retry timing; :meth:`from_log_config` takes the ``log.*`` keys."""
 
-    linger_ms: int = 5
-    min_commit_interval_ms: int = 50
+    linger_ms: int = 0
+    min_commit_interval_ms: int = 0
     retry_backoff_ms: int = 50
     retry_backoff_max_ms: int = 2000
 

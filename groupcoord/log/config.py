@@ -13,8 +13,8 @@ class LogConfig(KeyedConfig):
     """Record log and commit batcher settings (``log.*``), and ``history.retention.hours`` for the other tables
     the holder maintains."""
 
-    linger_ms: int = field(default=5, metadata=from_key("log.linger.ms"))
-    min_commit_interval_ms: int = field(default=50, metadata=from_key("log.min.commit.interval.ms"))
+    linger_ms: int = field(default=0, metadata=from_key("log.linger.ms"))
+    min_commit_interval_ms: int = field(default=0, metadata=from_key("log.min.commit.interval.ms"))
     fsync: bool = field(default=True, metadata=from_key("log.fsync"))
     checkpoint_interval: int = field(default=10, metadata=from_key("log.checkpoint.interval"))
     snapshot_interval: int = field(default=100_000, metadata=from_key("log.snapshot.interval"))

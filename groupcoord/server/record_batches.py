@@ -18,11 +18,12 @@ error stay exactly as they were.
 
 from __future__ import annotations
 
-import datetime as dt
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from aiokafka.errors import CorruptRecordException as NativeCorruptRecord
 from aiokafka.errors import UnsupportedCodecError as NativeUnsupportedCodec
 from aiokafka.record._crecords import DefaultRecordBatchBuilder as NativeBatchBuilder
@@ -33,9 +34,9 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
 from groupcoord.protocol.errors import ErrorCode, Errors
-from groupcoord.topics.log_table import COMPRESSION_NAMES, CREATE_TIME, LOG_APPEND_TIME
+from groupcoord.topics.log_table import COMPRESSION_NAMES, CREATE_TIME, LOG_APPEND_TIME, NO_COMPRESSION
 from groupcoord.topics.producer_state import NO_PRODUCER_ID, ProducerBatch
-from groupcoord.topics.topic_log import ProducerRecord, TopicRecord
+from groupcoord.topics.record_columns import Header, RecordColumns
 
 _MAGIC_V2 = 2
 _ZSTD = COMPRESSION_NAMES.index("zstd")
@@ -44,11 +45,10 @@ ZSTD_MIN_PRODUCE_VERSION = 7
 ZSTD_MIN_FETCH_VERSION = 10
 """Fetch versions below 10 may not receive zstd batches (KIP-110)."""
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MILLISECOND = dt.timedelta(milliseconds=1)
 _ATTRIBUTES = struct.Struct(">h")
 _BASE_OFFSET = struct.Struct(">q")
 _NO_PRODUCER = -1
+_NO_HEADERS: list[tuple[str, bytes | None]] = []
 
 
 class BatchRejected(Exception):
@@ -63,18 +63,8 @@ class BatchRejected(Exception):
 class ProducedBatch:
     """What a Produce request holds for one partition: its records, and its idempotence fields (if any)."""
 
-    records: list[ProducerRecord]
+    records: RecordColumns
     producer: ProducerBatch | None
-
-
-def millis_to_datetime(millis: int) -> dt.datetime:
-    """A Kafka timestamp (milliseconds since the epoch, exact) as a UTC datetime."""
-    return _EPOCH + dt.timedelta(milliseconds=millis)
-
-
-def datetime_to_millis(when: dt.datetime) -> int:
-    """A UTC datetime as Kafka's milliseconds since the epoch (exact integer arithmetic)."""
-    return (when - _EPOCH) // _MILLISECOND
 
 
 def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch:
@@ -110,54 +100,103 @@ def read_produce_batch(data: bytes | None, *, api_version: int) -> ProducedBatch
                             f"Invalid sequence number {batch.base_sequence} with producer id {batch.producer_id}")
     if batch.timestamp_type == LOG_APPEND_TIME:
         raise BatchRejected(Errors.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime")
-    compression = COMPRESSION_NAMES[codec]
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    stamps: list[int | None] = []
+    headers: list[Sequence[Header]] = []
     try:
-        records = [
-            ProducerRecord(record.value, key=record.key, timestamp=millis_to_datetime(record.timestamp),
-                           headers=tuple(record.headers), timestamp_type=CREATE_TIME, compression=compression)
-            for record in NativeRecords(data).next_batch()  # the one batch kafka-python checked above
-        ]
+        for record in NativeRecords(data).next_batch():  # the one batch kafka-python checked above
+            keys.append(record.key)
+            values.append(record.value)
+            stamps.append(record.timestamp)
+            headers.append(record.headers)
     except (NativeCorruptRecord, NativeUnsupportedCodec, CorruptRecordError, UnsupportedCodecError, ValueError,
             OSError) as exc:
         raise BatchRejected(Errors.CORRUPT_MESSAGE, f"Record batch does not parse: {exc}") from None
-    if len(records) != batch.records_count or len(records) != batch.last_offset_delta + 1:
+    count = len(values)
+    if count != batch.records_count or count != batch.last_offset_delta + 1:
         raise BatchRejected(Errors.INVALID_RECORD,
-                            f"Record batch says {batch.records_count} records but holds {len(records)}")
+                            f"Record batch says {batch.records_count} records but holds {count}")
+    records = RecordColumns(keys, values, stamps, headers, [CREATE_TIME] * count, [COMPRESSION_NAMES[codec]] * count)
     producer = None
     if batch.producer_id != NO_PRODUCER_ID:
-        producer = ProducerBatch(batch.producer_id, batch.producer_epoch, batch.base_sequence, len(records))
+        producer = ProducerBatch(batch.producer_id, batch.producer_epoch, batch.base_sequence, count)
     return ProducedBatch(records, producer)
 
 
-def _run_key(record: TopicRecord) -> tuple[int, str, dt.datetime | None]:
-    return (record.timestamp_type, record.compression,
-            record.timestamp if record.timestamp_type == LOG_APPEND_TIME else None)
+@dataclass(frozen=True)
+class FetchRows:
+    """Rows of a topic log as the Fetch builder reads them: one Python list per column, timestamps as epoch
+    milliseconds. Built from the log's Arrow rows a column at a time, with no object per record."""
+
+    offsets: list[int]
+    timestamps_ms: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[list[tuple[str, bytes | None]]]
+    timestamp_types: list[int]
+    compressions: list[str]
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> FetchRows:
+        """The rows of ``table`` (the log table's columns; rows of state format 1 lack ``headers``,
+        ``timestamp_type`` and ``compression``: no headers, CreateTime, no compression)."""
+        count = table.num_rows
+        names = table.column_names
+        micros = table.column("timestamp").cast(pa.int64()).to_numpy()
+        return cls(
+            offsets=table.column("offset").to_pylist(),
+            timestamps_ms=(micros // 1000).tolist(),
+            keys=table.column("key").to_pylist(),
+            values=table.column("value").to_pylist(),
+            headers=_headers(table.column("headers")) if "headers" in names else [_NO_HEADERS] * count,
+            timestamp_types=([CREATE_TIME if t is None else t for t in table.column("timestamp_type").to_pylist()]
+                             if "timestamp_type" in names else [CREATE_TIME] * count),
+            compressions=([c or NO_COMPRESSION for c in table.column("compression").to_pylist()]
+                          if "compression" in names else [NO_COMPRESSION] * count),
+        )
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def run_key(self, index: int) -> tuple[int, str, int | None]:
+        """What rows of one batch share: timestamp type, codec, and for LogAppendTime the timestamp."""
+        timestamp_type = self.timestamp_types[index]
+        return (timestamp_type, self.compressions[index],
+                self.timestamps_ms[index] if timestamp_type == LOG_APPEND_TIME else None)
 
 
-def build_fetch_batches(rows: Sequence[TopicRecord], limit: int, *, api_version: int) -> bytes:
+def _headers(column: pa.ChunkedArray) -> list[list[tuple[str, bytes | None]]]:
+    """Each row's headers as ``(key, value)`` pairs; the usual case, no row with any, costs no conversion."""
+    if column.null_count == len(column) or pc.sum(pc.list_value_length(column)).as_py() in (None, 0):
+        return [_NO_HEADERS] * len(column)  # one shared list: the builder only reads it
+    return [[(h["key"], h["value"]) for h in row] if row else [] for row in column.to_pylist()]
+
+
+def build_fetch_batches(rows: FetchRows, limit: int, *, api_version: int) -> bytes:
     """Batches of ``rows`` (consecutive offsets) up to about ``limit`` bytes; the first record always fits.
 
     Stops before a zstd run when ``api_version`` cannot receive zstd; raises :class:`BatchRejected`
     (UNSUPPORTED_COMPRESSION_TYPE, as Kafka answers) when that run is the first.
     """
     out = bytearray()
-    start, full = 0, False
-    while start < len(rows) and not full and (not out or len(out) < limit):
-        key = _run_key(rows[start])
+    start, full, count = 0, False, len(rows)
+    offsets, timestamps, keys, values, headers = rows.offsets, rows.timestamps_ms, rows.keys, rows.values, rows.headers
+    while start < count and not full and (not out or len(out) < limit):
+        key = rows.run_key(start)
         codec = COMPRESSION_NAMES.index(key[1]) if key[1] in COMPRESSION_NAMES else 0
         if codec == _ZSTD and api_version < ZSTD_MIN_FETCH_VERSION:
             if not out:
                 raise BatchRejected(Errors.UNSUPPORTED_COMPRESSION_TYPE,
                                     f"Fetch v{api_version} cannot receive zstd record batches")
             break
-        base = rows[start].offset
+        base = offsets[start]
         builder = NativeBatchBuilder(_MAGIC_V2, codec, 0, _NO_PRODUCER, _NO_PRODUCER, _NO_PRODUCER,
                                      max(limit - len(out), 1))
         end = start
-        while end < len(rows) and _run_key(rows[end]) == key:
-            row = rows[end]
-            if builder.append(row.offset - base, datetime_to_millis(row.timestamp), row.key, row.value,
-                              list(row.headers)) is None:
+        append = builder.append
+        while end < count and rows.run_key(end) == key:
+            if append(offsets[end] - base, timestamps[end], keys[end], values[end], headers[end]) is None:
                 full = True
                 break
             end += 1

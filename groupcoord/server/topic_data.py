@@ -14,9 +14,12 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Protocol
 
+import pyarrow as pa
+
 from groupcoord.topics.appender import AppendResult
 from groupcoord.topics.producer_state import ProducerBatch
-from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord, TopicRecord
+from groupcoord.topics.record_columns import RecordColumns
+from groupcoord.topics.topic_log import PartitionOffsets, ProducerRecord
 
 
 class TopicReader(Protocol):
@@ -25,13 +28,14 @@ class TopicReader(Protocol):
     def offsets(self, topic: str) -> Mapping[int, PartitionOffsets]:
         """Start and end offsets of every partition; raises ``UnknownTopicOrPartitionError`` for unknown topics."""
 
-    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> list[TopicRecord]:
-        """Up to ``max_records`` records from ``from_offset`` (``OffsetOutOfRangeError`` outside the log)."""
+    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> pa.Table:
+        """Up to ``max_records`` rows of the topic log (its table's columns) from ``from_offset``, in offset order
+        (``OffsetOutOfRangeError`` outside the log)."""
 
 
 class TopicWriter(Protocol):
     """What Produce needs from the topic logs: a group-committed append (``groupcoord.topics.appender``)."""
 
-    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord] | RecordColumns, *,
                producer: ProducerBatch | None = None) -> Future[AppendResult]:
         """Queue one batch; the future resolves once it is committed (or fails with a ``TopicError``)."""

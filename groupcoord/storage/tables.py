@@ -110,10 +110,15 @@ def table_dataset(table: DeltaTable, *, where: list[FilterTuple] | None = None) 
     ``where`` prunes files by partition values and by min/max statistics (it selects files, not rows: filter the
     rows again when reading).
     """
+    return table.to_pyarrow_dataset(filesystem=filesystem_of(table), file_pruning_predicate=where)
+
+
+def filesystem_of(table: DeltaTable) -> pa_fs.FileSystem:
+    """pyarrow's filesystem rooted at an open table (local, or S3 with the storage options it was opened with)."""
     uri = table.table_uri
     location = TableLocation(local_path_of(table)) if uri.startswith("file://") or "://" not in uri else \
         TableLocation(uri, getattr(table, "_storage_options", None) or {})
-    return table.to_pyarrow_dataset(filesystem=table_filesystem(location), file_pruning_predicate=where)
+    return table_filesystem(location)
 
 
 def holds_commit(where: Where, version: int, commit_id: str) -> bool:

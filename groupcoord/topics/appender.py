@@ -10,7 +10,7 @@ in flight per topic; batches that arrive meanwhile wait and form the next commit
 records (a larger batch commits alone). Within a commit, the batches of one partition keep their arrival order,
 and each batch's records stay contiguous and in order.
 
-The commit is :meth:`TopicLog.produce`'s, a topic log's commit with its many-writer semantics (see
+The commit is :meth:`TopicLog.append_columns`', a topic log's commit with its many-writer semantics (see
 :mod:`groupcoord.topics.topic_log`: conditional at the version read, renumbered and retried when another writer got
 there first, not fsynced), so the CLI, the Python API and other processes can write the same topic log meanwhile,
 and no writer loses or reorders another's records. A failed commit fails every batch it held.
@@ -36,7 +36,8 @@ from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.errors import TopicError, UnknownTopicOrPartitionError
 from groupcoord.topics.producer_state import AppendedBatch, ProducerBatch, ProducerStates
-from groupcoord.topics.topic_log import ProducerRecord, TopicLog
+from groupcoord.topics.record_columns import RecordColumns
+from groupcoord.topics.topic_log import ProducerRecord, TopicLog, columns_of
 
 log = logging.getLogger("groupcoord.topics.appender")
 
@@ -61,7 +62,7 @@ class AppendResult:
 @dataclass(eq=False)
 class _Pending:
     partition: int
-    records: Sequence[ProducerRecord]
+    records: RecordColumns
     producer: ProducerBatch | None
     future: Future[AppendResult]
     arrived: float
@@ -108,9 +109,10 @@ class TopicAppender:
         with self._lock:
             return CommitStats(self._commits, self._batches)
 
-    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord], *,
+    def append(self, topic: str, partition: int, records: Sequence[ProducerRecord] | RecordColumns, *,
                producer: ProducerBatch | None = None) -> Future[AppendResult]:
-        """Queue ``records`` (one batch of ``topic``-``partition``) for the next commit of ``topic``.
+        """Queue ``records`` (one batch of ``topic``-``partition``, as records or as columns) for the next commit of
+        ``topic``.
 
         The future fails with :class:`UnknownTopicOrPartitionError` at once for an unknown topic or partition, with
         a sequence error for an idempotent batch out of order, or with the commit's error.
@@ -127,7 +129,8 @@ class TopicAppender:
                 future.set_exception(exc)
                 return future
         try:
-            self._group(topic).submit(_Pending(partition, records, producer, future, time.monotonic()))
+            columns = records if isinstance(records, RecordColumns) else columns_of(records)
+            self._group(topic).submit(_Pending(partition, columns, producer, future, time.monotonic()))
         except GroupCommitClosedError:
             future.set_exception(AppenderClosedError("The topic appender is closed."))
         return future
@@ -160,13 +163,10 @@ class TopicAppender:
     def _commit(self, topic: str, batch: list[_Pending]) -> None:
         batch = [item for item in batch if item.future.set_running_or_notify_cancel()]  # a cancelled one is dropped
         accepted = self._check_producers(topic, batch)
-        flat = [
-            ProducerRecord(r.value, key=r.key, partition=item.partition, timestamp=r.timestamp, headers=r.headers,
-                           timestamp_type=r.timestamp_type, compression=r.compression)
-            for item in accepted if not item.duplicate for r in item.records
-        ]
+        written = [item for item in accepted if not item.duplicate]
         try:
-            offsets = self._logs[topic].produce(flat).assigned if flat else ()
+            bases = (self._logs[topic].append_columns([(item.partition, item.records) for item in written]).base_offsets
+                     if written else ())
         except Exception as exc:  # every waiter learns the commit's failure, whatever it was
             log.warning("produce commit of %d batches to %s failed: %s", len(accepted), topic, exc)
             for item in accepted:
@@ -174,23 +174,19 @@ class TopicAppender:
                     self._producers.forget(topic, item.partition, item.producer, item.entry)
                 item.future.set_exception(exc)
             return
-        bases: dict[int, int] = {}
-        position = 0
-        for item in accepted:
-            if not item.duplicate:
-                bases[id(item)] = offsets[position][1]
-                position += len(item.records)
-                if item.entry is not None:
-                    item.entry.base_offset = bases[id(item)]
+        base_of = {id(item): base for item, base in zip(written, bases, strict=True)}
+        for item in written:
+            if item.entry is not None:
+                item.entry.base_offset = base_of[id(item)]
         with self._lock:
-            self._commits += 1 if flat else 0
+            self._commits += 1 if written else 0
             self._batches += len(accepted)
         for item in accepted:
             if item.duplicate:  # the original is durable: an earlier commit, or this one (its entry is set above)
                 assert item.entry is not None and item.entry.base_offset is not None
                 base = item.entry.base_offset
             else:
-                base = bases[id(item)]
+                base = base_of[id(item)]
             item.future.set_result(AppendResult(base, LOG_START_OFFSET, item.duplicate))
 
     def _check_producers(self, topic: str, batch: list[_Pending]) -> list[_Pending]:

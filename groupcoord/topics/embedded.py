@@ -10,9 +10,11 @@ import threading
 import uuid
 from collections.abc import Mapping
 
+import pyarrow as pa
+
 from groupcoord.state_root import StateRoot
 from groupcoord.topics.catalog import TopicCatalog
-from groupcoord.topics.topic_log import PartitionOffsets, TopicLog, TopicRecord
+from groupcoord.topics.topic_log import PartitionOffsets, TopicLog
 
 
 class EmbeddedTopics:
@@ -36,9 +38,9 @@ class EmbeddedTopics:
         """Start and end offsets of every partition of ``topic``."""
         return self._log(topic).offsets()
 
-    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> list[TopicRecord]:
-        """Records of ``topic``-``partition`` from ``from_offset`` on."""
-        return self._log(topic).read_records(partition, from_offset, max_records)
+    def read(self, topic: str, partition: int, from_offset: int, max_records: int) -> pa.Table:
+        """Rows of ``topic``-``partition`` from ``from_offset`` on (the topic log's columns)."""
+        return self._log(topic).read(partition, from_offset, max_records)
 
     def _log(self, topic: str) -> TopicLog:
         with self._lock:

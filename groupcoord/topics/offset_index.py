@@ -12,6 +12,7 @@ file without statistics, a remove that changes data, a missing commit file) fall
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,11 +75,11 @@ def offsets_after_commits(path: Path, bounds: Bounds, after: int, upto: int) -> 
     return widened
 
 
-def appended(before: Bounds, targets: list[int], offsets: list[int]) -> Bounds:
-    """The bounds after appending records at ``offsets`` of partitions ``targets`` to ``before``."""
+def widened(before: Bounds, ranges: Mapping[int, tuple[int, int]]) -> Bounds:
+    """The bounds after appending offsets ``[low, high)`` to each partition of ``ranges``."""
     after = dict(before)
-    for partition, offset in zip(targets, offsets, strict=True):
-        after[partition] = _widen(after.get(partition), offset, offset + 1)
+    for partition, (low, high) in ranges.items():
+        after[partition] = _widen(after.get(partition), low, high)
     return after
 
 

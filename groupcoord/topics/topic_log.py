@@ -26,24 +26,26 @@ Checkpoints are written off the produce path (:class:`~groupcoord.storage.backgr
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pa_fs
 from deltalake import DeltaTable
 
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import BackgroundCheckpointer
 from groupcoord.storage.files import FileAppend, append_file, split_by_partition
 from groupcoord.storage.freshness import TableFreshness
-from groupcoord.storage.tables import table_dataset
+from groupcoord.storage.tables import filesystem_of, table_dataset
 from groupcoord.topics.catalog import TopicCatalog
 from groupcoord.topics.config import TopicsConfig
 from groupcoord.topics.delta_cas import RetryPolicy, commit_with_retry
 from groupcoord.topics.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from groupcoord.topics.file_reads import DECODED, PartitionFiles, read_range
 from groupcoord.topics.log_table import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -53,8 +55,9 @@ from groupcoord.topics.log_table import (
     Headers,
     create_topic_log,
 )
-from groupcoord.topics.offset_index import EMPTY, PartitionOffsets, appended, offsets_at_version
+from groupcoord.topics.offset_index import EMPTY, PartitionOffsets, offsets_at_version, widened
 from groupcoord.topics.partitioner import KeyPartitioner
+from groupcoord.topics.record_columns import RecordColumns, datetime_to_millis, log_rows
 
 __all__ = ["DEFAULT_MAX_RECORDS", "PartitionOffsets", "ProduceResult", "ProducerRecord", "TopicLog", "TopicRecord"]
 
@@ -122,6 +125,27 @@ class TopicRecord:
         ]
 
 
+def columns_of(records: Sequence[ProducerRecord]) -> RecordColumns:
+    """``records`` as the columns :meth:`TopicLog.append_columns` takes."""
+    return RecordColumns(
+        keys=[r.key for r in records],
+        values=[r.value for r in records],
+        timestamps_ms=[None if r.timestamp is None else datetime_to_millis(r.timestamp) for r in records],
+        headers=[r.headers for r in records],
+        timestamp_types=[r.kept_timestamp_type() for r in records],
+        compressions=[r.compression for r in records],
+    )
+
+
+@dataclass(frozen=True)
+class ColumnsAppended:
+    """Where :meth:`TopicLog.append_columns` put its batches: each one's base offset, in the order given."""
+
+    base_offsets: tuple[int, ...]
+    version: int
+    attempts: int
+
+
 @dataclass(frozen=True)
 class ProduceResult:
     """Where a produce call put its records: ``(partition, offset)`` per record in input order."""
@@ -151,6 +175,9 @@ class TopicLog:
         self._freshness = TableFreshness(self._path)
         self._cached: tuple[int, dict[int, PartitionOffsets]] = (-1, {})
         """The bounds at a version: the newest this writer knows (its own last commit, or the table's as read)."""
+        self._table_filesystem: pa_fs.FileSystem | None = None
+        self._files: PartitionFiles | None = None
+        """Where each partition's offsets are at the version last read (see :mod:`groupcoord.topics.file_reads`)."""
 
     @property
     def topic(self) -> str:
@@ -171,59 +198,66 @@ class TopicLog:
         """
         batch = list(records)
         count = self.partitions()
-        targets = [self._partitioner.partition(self._topic, r.key, count, r.partition) for r in batch]
+        by_partition: dict[int, list[int]] = {}
+        for index, record in enumerate(batch):
+            target = self._partitioner.partition(self._topic, record.key, count, record.partition)
+            by_partition.setdefault(target, []).append(index)
+        if not batch:
+            with self._lock:
+                return ProduceResult((), self._latest(self._open())[0], 0)
+        appended = self.append_columns([(partition, columns_of([batch[i] for i in indexes]))
+                                        for partition, indexes in by_partition.items()])
+        assigned: list[tuple[int, int]] = [(0, 0)] * len(batch)
+        for (partition, indexes), base in zip(by_partition.items(), appended.base_offsets, strict=True):
+            for step, index in enumerate(indexes):
+                assigned[index] = (partition, base + step)
+        return ProduceResult(tuple(assigned), appended.version, appended.attempts)
+
+    def append_columns(self, batches: Sequence[tuple[int, RecordColumns]]) -> ColumnsAppended:
+        """Append ``batches`` (each a partition and its records, kept contiguous and in order) in one conditional
+        commit; returns each batch's base offset. Retried as :meth:`produce` is."""
+        if not batches:
+            raise ValueError("nothing to append")
+        for partition, _ in batches:
+            self._check_partition(partition)
+        columns = RecordColumns.concatenated([records for _, records in batches])
         with self._lock:
             table = self._open()
-            if not batch:
-                return ProduceResult((), self._latest(table)[0], 0)
 
-            def attempt(current: DeltaTable) -> tuple[tuple[int, int], ...]:
+            def attempt(current: DeltaTable) -> tuple[int, ...]:
                 version, before = self._latest(current)
-                offsets = self._number(targets, before)
-                rows = self._arrow_batch(batch, targets, offsets)
+                next_offset = {partition: bounds.end for partition, bounds in before.items()}
+                partitions: list[int] = []
+                offsets: list[int] = []
+                bases: list[int] = []
+                firsts: dict[int, int] = {}
+                for partition, records in batches:
+                    base = next_offset.get(partition, 0)
+                    bases.append(base)
+                    firsts.setdefault(partition, base)
+                    partitions += [partition] * len(records)
+                    offsets += range(base, base + len(records))
+                    next_offset[partition] = base + len(records)
+                rows = log_rows(columns, partitions, offsets, datetime_to_millis(datetime.now(UTC)))
                 append_file(self._path, FileAppend(
                     version=version + 1,
-                    parts=split_by_partition(rows, "partition"),
+                    # Sorted files make tight min/max offset statistics, which is what reads prune on.
+                    parts=split_by_partition(rows.sort_by([("partition", "ascending"), ("offset", "ascending")]),
+                                             "partition"),
                     partition_by=tuple(PARTITION_COLUMNS),
                     commit_info={"isBlindAppend": False, "groupcoord_operation": "produce"},
                     compression=COMPRESSION,
                     previous_known=True,  # the version this writer read or committed itself
                 ), fsync=False)
                 # The commit was conditional on the version read: the new bounds are known without a re-read.
-                self._cached = (version + 1, appended(before, targets, offsets))
+                ranges = {partition: (first, next_offset[partition]) for partition, first in firsts.items()}
+                self._cached = (version + 1, widened(before, ranges))
                 self._checkpointer.committed(version + 1)
-                return tuple(zip(targets, offsets, strict=True))
+                return tuple(bases)
 
             outcome = commit_with_retry(table, attempt, policy=self._policy,
-                                        what=f"producing {len(batch)} records to '{self._topic}'")
-            return ProduceResult(outcome.value, self._cached[0], outcome.attempts)
-
-    @staticmethod
-    def _number(targets: list[int], offsets: dict[int, PartitionOffsets]) -> list[int]:
-        next_offset = {partition: bounds.end for partition, bounds in offsets.items()}
-        numbered = []
-        for partition in targets:
-            offset = next_offset.get(partition, 0)
-            numbered.append(offset)
-            next_offset[partition] = offset + 1
-        return numbered
-
-    @staticmethod
-    def _arrow_batch(batch: list[ProducerRecord], targets: list[int], offsets: list[int]) -> pa.Table:
-        now = datetime.now(UTC)
-        data = pa.table({
-            "partition": pa.array(targets, pa.int32()),
-            "offset": pa.array(offsets, pa.int64()),
-            "timestamp": pa.array([r.timestamp or now for r in batch], pa.timestamp("us", tz="UTC")),
-            "key": pa.array([r.key for r in batch], pa.binary()),
-            "value": pa.array([r.value for r in batch], pa.binary()),
-            "headers": pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in batch],
-                                TOPIC_LOG_SCHEMA.field("headers").type),
-            "timestamp_type": pa.array([r.kept_timestamp_type() for r in batch], pa.int32()),
-            "compression": pa.array([r.compression for r in batch], pa.string()),
-        }, schema=TOPIC_LOG_SCHEMA)
-        # Sorted files make tight min/max offset statistics, which is what reads prune on.
-        return data.sort_by([("partition", "ascending"), ("offset", "ascending")])
+                                        what=f"producing {len(columns)} records to '{self._topic}'")
+            return ColumnsAppended(outcome.value, self._cached[0], outcome.attempts)
 
     # --- reading ------------------------------------------------------------------------------------------------------
 
@@ -245,9 +279,16 @@ class TopicLog:
             upper = min(bounds.end, from_offset + max(max_records, 0))
             if upper <= from_offset:
                 return TOPIC_LOG_SCHEMA.empty_table()
-            dataset = table_dataset(table, where=[
-                ("partition", "=", partition), ("offset", ">=", from_offset), ("offset", "<", upper),
-            ])
+            files = self._files_at(table)
+            if files is None:
+                dataset = table_dataset(table, where=[
+                    ("partition", "=", partition), ("offset", ">=", from_offset), ("offset", "<", upper),
+                ])
+            else:
+                overlapping = files.overlapping(partition, from_offset, upper)
+                filesystem = self._filesystem(table)
+        if files is not None:
+            return read_range(overlapping, DECODED, table.table_uri, filesystem, partition, from_offset, upper)
         rows = dataset.to_table(filter=(pc.field("offset") >= from_offset) & (pc.field("offset") < upper))
         return rows.select(TOPIC_LOG_SCHEMA.names).cast(TOPIC_LOG_SCHEMA).sort_by("offset")
 
@@ -307,6 +348,16 @@ class TopicLog:
         if self._cached[0] >= table.version():
             return self._cached
         return table.version(), self._offsets_at(table)
+
+    def _files_at(self, table: DeltaTable) -> PartitionFiles | None:
+        if self._files is None or self._files.version != table.version():
+            self._files = PartitionFiles.of(table)
+        return self._files
+
+    def _filesystem(self, table: DeltaTable) -> pa_fs.FileSystem:
+        if self._table_filesystem is None:
+            self._table_filesystem = filesystem_of(table)
+        return self._table_filesystem
 
     def _offsets_at(self, table: DeltaTable) -> dict[int, PartitionOffsets]:
         version = table.version()

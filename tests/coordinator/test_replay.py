@@ -3,6 +3,7 @@ a fresh coordinator yields identical hard state; plus the record codec and its r
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -171,6 +172,24 @@ def test_records_round_trip_through_the_codec() -> None:
         assert encoded.format_version == 1
         assert decode_record(encoded) == record
     assert encode_record(records[1]).is_tombstone
+
+
+@settings(max_examples=300, deadline=None)
+@given(group=st.text(max_size=12), topic=st.text(max_size=12), partition=st.integers(0, 2**31 - 1),
+       offset=st.integers(-(2**63), 2**63 - 1), epoch=st.integers(-(2**31), 2**31 - 1), metadata=st.text(max_size=20),
+       committed=st.integers(0, 2**63 - 1), expire=st.none() | st.integers(0, 2**63 - 1))
+def test_offset_records_encode_to_the_bytes_json_gives(group: str, topic: str, partition: int, offset: int,
+                                                       epoch: int, metadata: str, committed: int,
+                                                       expire: int | None) -> None:
+    """The offset record's hand-written encoding (the commit hot path) is byte for byte what json.dumps writes for
+    its fields, keys sorted, so logs written before and after it read the same."""
+    value = OffsetValue(offset=offset, leader_epoch=epoch, metadata=metadata, commit_timestamp_ms=committed,
+                        expire_timestamp_ms=expire)
+    encoded = encode_record(new_offset_commit_record(group, topic, partition, value))
+    fields = {"offset": offset, "leader_epoch": epoch, "metadata": metadata, "commit_timestamp_ms": committed,
+              "expire_timestamp_ms": expire}
+    assert encoded.value == json.dumps(fields, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    assert encoded.key == json.dumps([group, topic, partition], separators=(",", ":"))
 
 
 def test_newer_record_format_is_refused_with_a_clear_error() -> None:

@@ -73,3 +73,32 @@ class SampleValues:
         if element == "uuid":
             return uuid.UUID(int=draw * 0x0001_0000_0000_0001 + 1)
         raise ValueError(f"unknown type {element}")
+
+
+def regular(struct: StructSpec, version: int, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` in the generated writer's regular form: only the untagged fields present at ``version``, at any
+    depth (what the interpretive writer writes for ``value`` when its other fields hold their defaults)."""
+    result: dict[str, Any] = {}
+    for field in struct.fields:
+        if version not in field.versions or version in field.tagged_versions:
+            continue
+        item = value[field.name]
+        if field.struct is not None and item is not None:
+            item = ([regular(field.struct, version, element) for element in item] if field.is_array
+                    else regular(field.struct, version, item))
+        result[field.name] = item
+    return result
+
+
+def tagged_at_default(struct: StructSpec, version: int, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with every tagged field, at any depth, back at its default."""
+    result: dict[str, Any] = {}
+    for field in struct.fields:
+        item = value[field.name]
+        if version in field.versions and version in field.tagged_versions:
+            item = default_value(field)
+        elif field.struct is not None and item is not None:
+            item = ([tagged_at_default(field.struct, version, element) for element in item] if field.is_array
+                    else tagged_at_default(field.struct, version, item))
+        result[field.name] = item
+    return result

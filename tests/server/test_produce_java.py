@@ -10,9 +10,9 @@ import pytest
 
 from groupcoord.config.jars import kafka_classpath, kafka_jars
 from groupcoord.server.api import BrokerAddress
-from groupcoord.server.record_batches import datetime_to_millis
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog, TopicLog
+from groupcoord.topics.record_columns import datetime_to_millis
 from tests.host.conftest import ServeProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

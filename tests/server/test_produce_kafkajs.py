@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from groupcoord.server.dispatcher import build_dispatcher
-from groupcoord.server.record_batches import datetime_to_millis
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog, TopicLog, TopicsConfig
 from groupcoord.topics.appender import TopicAppender
 from groupcoord.topics.embedded import EmbeddedTopics
 from groupcoord.topics.log_table import CREATE_TIME
+from groupcoord.topics.record_columns import datetime_to_millis
 from tests.server.conftest import RunningEndpoint
 
 pytestmark = [pytest.mark.integration, pytest.mark.node]

@@ -17,7 +17,7 @@ API key or an unsupported version; :class:`SchemasMissingError` when the jar is 
 from __future__ import annotations
 
 from groupcoord.protocol.schemas.catalog import ApiKind, ApiVersionRange, api_versions, message_schema, schema_for
-from groupcoord.protocol.schemas.codec import UNKNOWN_TAGGED_FIELDS, decode, decode_prefix, encode, is_default
+from groupcoord.protocol.schemas.codec import decode, decode_prefix, encode, is_default
 from groupcoord.protocol.schemas.errors import CodecError, SchemaFormatError, SchemasMissingError
 from groupcoord.protocol.schemas.frames import (
     decode_request,
@@ -28,6 +28,7 @@ from groupcoord.protocol.schemas.frames import (
     request_header_version,
     response_header_version,
 )
+from groupcoord.protocol.schemas.layout import UNKNOWN_TAGGED_FIELDS
 from groupcoord.protocol.schemas.loader import load_schemas
 from groupcoord.protocol.schemas.model import FieldSpec, MessageSpec, StructSpec, default_value, struct_default
 from groupcoord.protocol.schemas.versions import Versions

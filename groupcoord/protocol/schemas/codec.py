@@ -26,20 +26,19 @@ message.
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from struct import Struct
 from typing import Any
 
 from groupcoord.protocol.schemas.catalog import message_schema
 from groupcoord.protocol.schemas.errors import CodecError, FieldProblem
+from groupcoord.protocol.schemas.generated_reader import struct_reader
+from groupcoord.protocol.schemas.generated_writer import struct_writer
+from groupcoord.protocol.schemas.layout import UNKNOWN_TAGGED_FIELDS, Layout, Slot
+from groupcoord.protocol.schemas.layout import layout as layout_of
 from groupcoord.protocol.schemas.model import INTEGER_RANGES, FieldSpec, MessageSpec, StructSpec, default_value
 from groupcoord.protocol.schemas.primitives import FIXED_CODECS, INT8, INT16, INT32, Reader, Writer
-
-UNKNOWN_TAGGED_FIELDS = "_unknownTaggedFields"
-"""The key under which a decoded struct keeps the tagged fields its schema does not know: ``{tag: raw bytes}``."""
 
 MAX_STRING_BYTES = 0x7FFF
 """The longest string Kafka writes or reads, in UTF-8 bytes."""
@@ -48,36 +47,63 @@ MAX_ARRAY_LENGTH = 2**31 - 1
 """The most elements (or bytes) an int32 length can announce."""
 
 
-def encode(message: MessageSpec | str, version: int, value: Mapping[str, Any]) -> bytes:
-    """The bytes of ``value`` as message ``message`` (a schema or its name) at ``version``."""
+def encode(message: MessageSpec | str, version: int, value: Mapping[str, Any], *, generated: bool = True) -> bytes:
+    """The bytes of ``value`` as message ``message`` (a schema or its name) at ``version``.
+
+    The writer generated for the struct and version (:mod:`~groupcoord.protocol.schemas.generated_writer`) writes
+    the regular case; anything else, and everything with ``generated=False``, goes through the interpretive writer,
+    which gives the bytes or the :class:`CodecError`.
+    """
     spec = _schema(message)
     check_version(spec, version)
+    flexible = version in spec.flexible_versions
+    if generated:
+        out = bytearray()
+        try:
+            struct_writer(spec.struct, version, flexible)(out, value)
+            return bytes(out)
+        except Exception:  # not the regular form: the interpretive writer decides (see generated_writer)
+            pass
     writer = Writer()
     try:
-        _write_struct(writer, spec.struct, value, version, version in spec.flexible_versions)
+        _write_struct(writer, spec.struct, value, version, flexible)
     except FieldProblem as problem:
         raise CodecError(spec.name, version, problem.field_path(), problem.problem) from None
     return bytes(writer.out)
 
 
-def decode(message: MessageSpec | str, version: int, data: bytes | bytearray | memoryview) -> dict[str, Any]:
-    """The value that ``data`` (exactly one message, nothing after it) holds as ``message`` at ``version``."""
+def decode(message: MessageSpec | str, version: int, data: bytes | bytearray | memoryview, *,
+           generated: bool = True) -> dict[str, Any]:
+    """The value that ``data`` (exactly one message, nothing after it) holds as ``message`` at ``version``
+    (``generated=False``: with the interpretive reader alone; tests compare the two)."""
     spec = _schema(message)
-    value, end = decode_prefix(spec, version, data)
+    value, end = decode_prefix(spec, version, data, generated=generated)
     if end != len(data):
         raise CodecError(spec.name, version, None, f"{len(data) - end} bytes left after the message")
     return value
 
 
 def decode_prefix(
-    message: MessageSpec | str, version: int, data: bytes | bytearray | memoryview, start: int = 0
+    message: MessageSpec | str, version: int, data: bytes | bytearray | memoryview, start: int = 0, *,
+    generated: bool = True,
 ) -> tuple[dict[str, Any], int]:
-    """Decode one message that starts at ``data[start]``; return it and the offset of the first byte after it."""
+    """Decode one message that starts at ``data[start]``; return it and the offset of the first byte after it.
+
+    The reader generated for the struct and version (:mod:`~groupcoord.protocol.schemas.generated_reader`) reads the
+    regular case; anything else, and everything with ``generated=False``, goes through the interpretive reader,
+    which gives the value or the :class:`CodecError`.
+    """
     spec = _schema(message)
     check_version(spec, version)
+    flexible = version in spec.flexible_versions
+    if generated:
+        try:
+            return struct_reader(spec.struct, version, flexible)(data, start, len(data))
+        except Exception:  # not the regular form: the interpretive reader decides (see generated_reader)
+            pass
     reader = Reader(data, start)
     try:
-        value = _read_struct(reader, spec.struct, version, version in spec.flexible_versions)
+        value = _read_struct(reader, spec.struct, version, flexible)
     except FieldProblem as problem:
         raise CodecError(spec.name, version, problem.field_path(), problem.problem) from None
     return value, reader.position
@@ -128,50 +154,6 @@ def _schema(message: MessageSpec | str) -> MessageSpec:
     return message_schema(message) if isinstance(message, str) else message
 
 
-@dataclass(frozen=True)
-class _Slot:
-    """One field at one version: how it is carried."""
-
-    field: FieldSpec
-    tagged: bool
-    compact: bool  # lengths as compact unsigned varints
-    nullable: bool
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """A struct at one version: its fields in wire order, its tagged fields by tag, the fields absent there."""
-
-    untagged: tuple[_Slot, ...]
-    tagged: tuple[_Slot, ...]
-    by_tag: Mapping[int, _Slot]
-    absent_tags: Mapping[int, FieldSpec]
-    absent: tuple[FieldSpec, ...]
-    names: frozenset[str]
-
-
-@functools.cache
-def _layout(struct: StructSpec, version: int, flexible: bool) -> _Layout:
-    present: list[_Slot] = []
-    absent: list[FieldSpec] = []
-    for field in struct.fields:
-        if version not in field.versions:
-            absent.append(field)
-            continue
-        compact = version in field.flexible_versions if field.flexible_versions is not None else flexible
-        tagged = version in field.tagged_versions
-        present.append(_Slot(field, tagged, compact or tagged, version in field.nullable_versions))
-    tagged_slots = sorted((slot for slot in present if slot.tagged), key=lambda slot: slot.field.tag or 0)
-    return _Layout(
-        untagged=tuple(slot for slot in present if not slot.tagged),
-        tagged=tuple(tagged_slots),
-        by_tag={slot.field.tag: slot for slot in tagged_slots if slot.field.tag is not None},
-        absent_tags={field.tag: field for field in absent if field.tag is not None},
-        absent=tuple(absent),
-        names=frozenset(field.name for field in struct.fields) | {UNKNOWN_TAGGED_FIELDS},
-    )
-
-
 # ---------------------------------------------------------------------------------------------------- encoding
 
 
@@ -180,7 +162,7 @@ def _write_struct(writer: Writer, struct: StructSpec, value: Any, version: int, 
         raise FieldProblem(f"a {struct.name} must be a dict, not {type(value).__name__}")
     if version not in struct.versions:
         raise FieldProblem(f"{struct.name} does not exist at version {version} (versions {struct.versions})")
-    layout = _layout(struct, version, flexible)
+    layout = layout_of(struct, version, flexible)
     unknown_keys = value.keys() - layout.names
     if unknown_keys:
         raise FieldProblem(f"{', '.join(sorted(map(str, unknown_keys)))}: no such field in {struct.name}")
@@ -234,7 +216,7 @@ def _unknown_tags(value: Mapping[str, Any]) -> Mapping[int, bytes]:
     return raw
 
 
-def _tagged_payload(slot: _Slot, value: Any, version: int) -> bytes:
+def _tagged_payload(slot: Slot, value: Any, version: int) -> bytes:
     """A tagged field's value as Kafka writes it after its tag and size (always in the flexible encoding)."""
     writer = Writer()
     field = slot.field
@@ -252,7 +234,7 @@ def _tagged_payload(slot: _Slot, value: Any, version: int) -> bytes:
     return bytes(writer.out)
 
 
-def _write_field(writer: Writer, slot: _Slot, value: Any, version: int, flexible: bool) -> None:
+def _write_field(writer: Writer, slot: Slot, value: Any, version: int, flexible: bool) -> None:
     field = slot.field
     if field.is_array:
         if value is None:
@@ -356,7 +338,7 @@ def _write_length(writer: Writer, compact: bool, length: int, legacy: Struct) ->
 def _read_struct(reader: Reader, struct: StructSpec, version: int, flexible: bool) -> dict[str, Any]:
     if version not in struct.versions:
         raise FieldProblem(f"{struct.name} does not exist at version {version} (versions {struct.versions})")
-    layout = _layout(struct, version, flexible)
+    layout = layout_of(struct, version, flexible)
     result: dict[str, Any] = {}
     for field in struct.fields:
         result[field.name] = None  # keeps the schema's field order in the dict
@@ -376,7 +358,7 @@ def _read_struct(reader: Reader, struct: StructSpec, version: int, flexible: boo
     return result
 
 
-def _read_tagged_fields(reader: Reader, layout: _Layout, version: int, result: dict[str, Any]) -> dict[int, bytes]:
+def _read_tagged_fields(reader: Reader, layout: Layout, version: int, result: dict[str, Any]) -> dict[int, bytes]:
     unknown: dict[int, bytes] = {}
     seen: set[int] = set()
     count = reader.uvarint("the count of tagged fields")
@@ -403,7 +385,7 @@ def _read_tagged_fields(reader: Reader, layout: _Layout, version: int, result: d
     return unknown
 
 
-def _read_tagged(reader: Reader, slot: _Slot, version: int) -> Any:
+def _read_tagged(reader: Reader, slot: Slot, version: int) -> Any:
     field = slot.field
     if field.struct is not None and not field.is_array:
         if slot.nullable and reader.uvarint("the null marker") == 0:
@@ -412,7 +394,7 @@ def _read_tagged(reader: Reader, slot: _Slot, version: int) -> Any:
     return _read_field(reader, slot, version, True)
 
 
-def _read_field(reader: Reader, slot: _Slot, version: int, flexible: bool) -> Any:
+def _read_field(reader: Reader, slot: Slot, version: int, flexible: bool) -> Any:
     field = slot.field
     if field.is_array:
         length = _read_length(reader, slot.compact, INT32, slot.nullable, version, "array")

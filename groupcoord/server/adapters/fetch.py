@@ -1,4 +1,5 @@
-"""Fetch v4-v12 over the embedded topic log: record batches v2 in the codec each record was produced in, with their
+"""Fetch v4-v12 (served through Kafka's schemas: its request and response are the schema codec's dicts) over the
+embedded topic log: record batches v2 in the codec each record was produced in, with their
 headers and timestamp type (:mod:`groupcoord.server.record_batches`).
 
 No fetch sessions (KIP-227) are created: every response has session id 0 and lists every requested partition, which
@@ -14,11 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.consumer import FetchResponse
-
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
-from groupcoord.server.record_batches import BatchRejected, build_fetch_batches
+from groupcoord.server.record_batches import BatchRejected, FetchRows, build_fetch_batches
 from groupcoord.server.topic_data import TopicReader
 from groupcoord.topics.errors import TopicError
 from groupcoord.topics.topic_log import PartitionOffsets
@@ -26,15 +25,12 @@ from groupcoord.topics.topic_log import PartitionOffsets
 _NO_SESSION = 0
 _NONE = -1
 
-_Topic = FetchResponse.FetchableTopicResponse
-_Partition = _Topic.PartitionData
-
 
 @dataclass(frozen=True, kw_only=True)
 class FetchLimits:
     """How the fetch adapter reads: records per partition per read, and how often a long poll re-reads."""
 
-    max_records_per_partition: int = 1000
+    max_records_per_partition: int = 10_000
     poll_interval_ms: int = 100
 
 
@@ -48,12 +44,12 @@ class FetchAdapter:
     async def handle(self, ctx: RequestContext) -> Any:
         """Return data as soon as there is any (or ``min_bytes`` of it), an error, or the wait is over."""
         body = ctx.body
-        if ctx.api_version >= 7 and body.session_id != _NO_SESSION:
-            return ctx.response(throttle_time_ms=0, error_code=Errors.FETCH_SESSION_ID_NOT_FOUND.code,
-                                session_id=_NO_SESSION, responses=[])
+        if ctx.api_version >= 7 and body["SessionId"] != _NO_SESSION:
+            return ctx.response(ThrottleTimeMs=0, ErrorCode=Errors.FETCH_SESSION_ID_NOT_FOUND.code,
+                                SessionId=_NO_SESSION, Responses=[])
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
-        wanted = max(body.min_bytes, 1)
+        deadline = loop.time() + max(body["MaxWaitMs"], 0) / 1000
+        wanted = max(body["MinBytes"], 1)
         while True:
             response, size, failed = await asyncio.to_thread(self._fetch_once, ctx)
             remaining = deadline - loop.time()
@@ -64,53 +60,55 @@ class FetchAdapter:
     def error_response(self, ctx: RequestContext, error: ErrorCode) -> Any:
         """``error`` for every requested partition."""
         return self._response(ctx, {
-            t.topic: [_partition(p.partition, error.code) for p in t.partitions] for t in ctx.body.topics
+            t["Topic"]: [_partition(p["Partition"], error.code) for p in t["Partitions"]] for t in ctx.body["Topics"]
         })
 
-    def _response(self, ctx: RequestContext, partitions: Mapping[str, list[Any]]) -> Any:
+    def _response(self, ctx: RequestContext, partitions: Mapping[str, list[dict[str, Any]]]) -> Any:
         return ctx.response(
-            throttle_time_ms=0,
-            error_code=Errors.NONE.code,
-            session_id=_NO_SESSION,
-            responses=[_Topic(topic=name, partitions=parts) for name, parts in partitions.items()],
+            ThrottleTimeMs=0,
+            ErrorCode=Errors.NONE.code,
+            SessionId=_NO_SESSION,
+            Responses=[{"Topic": name, "Partitions": parts} for name, parts in partitions.items()],
         )
 
     def _fetch_once(self, ctx: RequestContext) -> tuple[Any, int, bool]:
         """One pass over the requested partitions: (response, record bytes, whether any partition failed)."""
         body = ctx.body
-        budget = body.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+        budget = body["MaxBytes"] if ctx.api_version >= 3 else 2**31 - 1
         size, failed = 0, False
-        answered: dict[str, list[Any]] = {}
-        for topic in body.topics:
+        answered: dict[str, list[dict[str, Any]]] = {}
+        for topic in body["Topics"]:
+            name = topic["Topic"]
             try:
-                offsets: Mapping[int, PartitionOffsets] = self._reader.offsets(topic.topic)
+                offsets: Mapping[int, PartitionOffsets] = self._reader.offsets(name)
                 topic_error = Errors.UNKNOWN_TOPIC_OR_PARTITION.code
             except TopicError as exc:
                 offsets, topic_error = {}, exc.error_code
-            parts = answered.setdefault(topic.topic, [])
-            for p in topic.partitions:
-                bounds = offsets.get(p.partition)
+            parts = answered.setdefault(name, [])
+            for p in topic["Partitions"]:
+                partition, fetch_offset = p["Partition"], p["FetchOffset"]
+                bounds = offsets.get(partition)
                 if bounds is None:
-                    parts.append(_partition(p.partition, topic_error))
+                    parts.append(_partition(partition, topic_error))
                     failed = True
                     continue
-                if not bounds.start <= p.fetch_offset <= bounds.end:
-                    parts.append(_partition(p.partition, Errors.OFFSET_OUT_OF_RANGE.code, bounds))
+                if not bounds.start <= fetch_offset <= bounds.end:
+                    parts.append(_partition(partition, Errors.OFFSET_OUT_OF_RANGE.code, bounds))
                     failed = True
                     continue
                 # The first non-empty partition always gets at least one record, whatever the limits (KIP-74).
-                limit = min(p.partition_max_bytes, budget) if size else p.partition_max_bytes
+                limit = min(p["PartitionMaxBytes"], budget) if size else p["PartitionMaxBytes"]
                 records = b""
-                if p.fetch_offset < bounds.end and limit > 0:
+                if fetch_offset < bounds.end and limit > 0:
                     try:
-                        records = self._records(topic.topic, p.partition, p.fetch_offset, limit, ctx.api_version)
+                        records = self._records(name, partition, fetch_offset, limit, ctx.api_version)
                     except BatchRejected as exc:
-                        parts.append(_partition(p.partition, exc.error.code, bounds))
+                        parts.append(_partition(partition, exc.error.code, bounds))
                         failed = True
                         continue
                 size += len(records)
                 budget -= len(records)
-                parts.append(_partition(p.partition, Errors.NONE.code, bounds, records))
+                parts.append(_partition(partition, Errors.NONE.code, bounds, records))
         return self._response(ctx, answered), size, failed
 
     def _records(self, topic: str, partition: int, offset: int, limit: int, api_version: int) -> bytes:
@@ -120,19 +118,19 @@ class FetchAdapter:
             rows = self._reader.read(topic, partition, offset, self._limits.max_records_per_partition)
         except TopicError:
             return b""  # the log moved between reading its bounds and its records; the next fetch sees it
-        return build_fetch_batches(rows, limit, api_version=api_version)
+        return build_fetch_batches(FetchRows.from_table(rows), limit, api_version=api_version)
 
 
 def _partition(index: int, error_code: int, bounds: PartitionOffsets | None = None, records: bytes | None = None
-               ) -> Any:
+               ) -> dict[str, Any]:
     end = bounds.end if bounds is not None else _NONE
-    return _Partition(
-        partition_index=index,
-        error_code=error_code,
-        high_watermark=end,
-        last_stable_offset=end,
-        log_start_offset=bounds.start if bounds is not None else _NONE,
-        aborted_transactions=None,
-        preferred_read_replica=_NONE,
-        records=records,
-    )
+    return {
+        "PartitionIndex": index,
+        "ErrorCode": error_code,
+        "HighWatermark": end,
+        "LastStableOffset": end,
+        "LogStartOffset": bounds.start if bounds is not None else _NONE,
+        "AbortedTransactions": None,
+        "PreferredReadReplica": _NONE,
+        "Records": records,
+    }

@@ -16,7 +16,7 @@ from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.server.api import RequestContext
 from groupcoord.server.topic_data import TopicReader
 from groupcoord.topics.errors import TopicError
-from groupcoord.topics.topic_log import PartitionOffsets
+from groupcoord.topics.topic_log import PartitionOffsets, TopicRecord
 
 LATEST = -1
 EARLIEST = -2
@@ -90,7 +90,7 @@ class ListOffsetsAdapter:
         offset = bounds.start
         while offset < bounds.end:
             try:
-                records = self._reader.read(topic, partition, offset, _SCAN_CHUNK)
+                records = TopicRecord.from_table(self._reader.read(topic, partition, offset, _SCAN_CHUNK))
             except TopicError as exc:
                 return exc.error_code, _NONE, _NONE
             if not records:
