@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "command": shlex.join([sys.executable.rsplit("/", 1)[-1], "-m", "bench.dashboard", *(argv or sys.argv[1:])]),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True, check=False).stdout.strip(),
         "load_seconds": args.seconds, "scrape_interval_s": SCRAPE_INTERVAL_S, "step_s": STEP_S,
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": load_at_start,
                     "load_average_at_end": [round(v, 1) for v in os.getloadavg()]},
