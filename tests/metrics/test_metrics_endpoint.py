@@ -25,6 +25,8 @@ from groupcoord.config import Config, ConfigError, resolve_config
 from groupcoord.host.background import BackgroundCoordinator
 from groupcoord.host.coordinator_host import pick_free_port
 from groupcoord.metrics.consumer_lag import LAG, LAG_SUM
+from groupcoord.metrics.health import health
+from groupcoord.metrics.host_state import HostState, Phase
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
 
@@ -179,3 +181,10 @@ def test_a_metrics_port_in_use_leaves_the_coordinator_serving_without_metrics(
             BackgroundCoordinator(root, _config(port), listen="127.0.0.1:0") as other:
         assert other.serving and other.host.metrics_server is None
     assert f"cannot serve metrics on 127.0.0.1:{port}" in caplog.text
+
+
+def test_health_is_unhealthy_while_starting_and_once_stopped() -> None:
+    host = HostState("h-1", lease_table=None)
+    assert health(host) == {"status": "starting", "healthy": False, "holder_id": "h-1", "lease": None}
+    host.leave(Phase.STOPPED)
+    assert (health(host)["status"], health(host)["healthy"]) == ("stopped", False)

@@ -1,15 +1,19 @@
 """Rebalances and offset commits counted from the core's records, on a manual clock: a classic group's rebalance runs
-from leaving Empty or Stable to the Stable generation its leader's SyncGroup persists, and counts once."""
+from leaving Empty or Stable to the Stable generation its leader's SyncGroup persists, and counts once; a consumer
+group's from its new group epoch to every member reconciled."""
 
 from __future__ import annotations
 
 from groupcoord.coordinator.records import GroupMetadataRecord
 from groupcoord.coordinator.result import CoordinatorResult
+from groupcoord.group.consumer_group import ConsumerGroupState
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.metrics.loop_instruments import LoopCounter, LoopHistogram
-from groupcoord.metrics.record_watch import CLASSIC, REBALANCE_BUCKETS, RecordWatch
+from groupcoord.metrics.record_watch import CLASSIC, CONSUMER, REBALANCE_BUCKETS, RecordWatch
 from groupcoord.protocol.errors import Errors
+from tests.coordinator.consumer_context import ConsumerGroupContext, T, parts
 from tests.coordinator.context import INITIAL_DELAY_MS, CoordinatorTestContext
+from tests.narrowing import present
 
 
 def test_a_classic_rebalance_counts_once_from_its_start_to_its_stable_generation() -> None:
@@ -43,3 +47,29 @@ def test_a_classic_rebalance_counts_once_from_its_start_to_its_stable_generation
     watch.observe(stable)                         # the same generation again (a static member's rejoin): no count
     assert sum(series.counts) == 2
     assert commits.family().samples[0].value == 2
+
+
+def test_a_consumer_group_rebalance_runs_from_its_new_epoch_to_every_member_reconciled() -> None:
+    ctx = ConsumerGroupContext(InMemoryRecordLog())
+    rebalances = LoopHistogram("r", "r", "type", buckets=REBALANCE_BUCKETS)
+    watch = RecordWatch(ctx.coordinator, rebalances=rebalances, offset_commits=LoopCounter("c", "c", "type"),
+                        clock=lambda: ctx.now)
+    absorb = ctx.absorb
+
+    def watched(result: CoordinatorResult) -> None:
+        watch.observe(result.records)
+        absorb(result)
+
+    ctx.absorb = watched  # type: ignore[method-assign]
+    ctx.join("a")                                 # t=0: epoch 1, a gets every partition at once
+    ctx.sleep(1000)
+    ctx.join("b")                                 # t=1 s: epoch 2
+    ctx.sleep(500)
+    ctx.beat("a", 1, parts(T, 0, 1, 2, 3))        # a is told to revoke t-2, t-3
+    ctx.sleep(500)
+    ctx.beat("a", 1, parts(T, 0, 1))              # t=2 s: a at epoch 2
+    assert ctx.beat("b", 2, {}).assignment == parts(T, 2, 3)
+    assert present(ctx.coordinator.consumer_group("g")).state is ConsumerGroupState.STABLE
+
+    series = rebalances.child(CONSUMER)
+    assert (sum(series.counts), series.sum) == (2, 1.0)
