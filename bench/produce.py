@@ -38,7 +38,7 @@ from bench.peer_targets import (
     medians,
     side_by_side,
 )
-from bench.results_io import write_result
+from bench.results_io import Check, write_result
 from groupcoord.devbroker import KafkaBroker
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
@@ -47,6 +47,10 @@ TOPIC = "produce"
 PARTITIONS = 6
 VALUE = b"v" * 100
 FIGURES = ("records_per_s", "ack_p50_ms", "ack_p99_ms", "ack_max_ms")
+CAPACITY_GOAL, CAPACITY_FLOOR = 0.5, 0.4
+"""Issue 29: serve's Produce capacity over the broker's with the same producer (a goal, and the floor below it)."""
+ACK_P99_GOAL_MS = 50.0
+"""Issue 29: serve's acknowledgement p99 at 5,000 records/s offered."""
 
 
 @dataclass(frozen=True)
@@ -156,12 +160,20 @@ def main(full: bool, *, seconds: float | None = None, runs: int = REPETITIONS) -
                 if side == GROUPCOORD:  # serve's Metadata reads the catalog on every request
                     TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, PARTITIONS)
                 rows += measure_side(endpoint, loads)
+    table = side_by_side(medians(rows, ("case",), FIGURES, totals=("records", "errors")), ("case",), FIGURES,
+                         extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "records", "errors",
+                                 "coordinator_cpu_share", "client_cpu_share", "load_avg_1m"))
+    by_case = {row["case"]: row for row in table}
     write_result(
         "produce",
         title="Produce: groupcoord serve vs Kafka 4.4.0's broker (the same librdkafka producer)",
-        rows=side_by_side(medians(rows, ("case",), FIGURES, totals=("records", "errors")), ("case",), FIGURES,
-                          extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "records", "errors",
-                                  "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
+        rows=table,
+        checks=[Check("produce", "records_per_s_ratio[capacity]", "speed", by_case["capacity"]["records_per_s_ratio"],
+                      ">=", CAPACITY_GOAL),
+                Check("produce", "records_per_s_ratio_floor[capacity]", "speed",
+                      by_case["capacity"]["records_per_s_ratio"], ">=", CAPACITY_FLOOR),
+                Check("produce", "groupcoord_ack_p99_ms[offered 5,000/s]", "speed",
+                      by_case["offered 5,000/s"]["groupcoord_ack_p99_ms"], "<", ACK_P99_GOAL_MS)],
         summary={"ratio": RATIO_MEANING, "partitions": PARTITIONS, "value_bytes": len(VALUE)},
         notes=(f"Both sides started fresh {runs} times in this run with default settings, the order swapped every "
                "run (Kafka first in the first), each alone on the machine; figures are medians over the runs, their "
