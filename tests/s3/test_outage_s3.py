@@ -42,8 +42,12 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Restarta
 def _during_outage(server: RestartableVersitygw, call: Callable[[], Any]) -> Any:
     """Stop the server, run ``call`` while it is down, start the server again :data:`DOWN_S` later; ``call``'s
     result (or its exception, raised here)."""
+    def back() -> None:
+        time.sleep(DOWN_S)
+        server.start()
+
     server.stop()
-    restarted = threading.Thread(target=lambda: (time.sleep(DOWN_S), server.start()))
+    restarted = threading.Thread(target=back)
     restarted.start()
     try:
         started = time.monotonic()
