@@ -51,6 +51,23 @@ def test_one_reader_reads_its_batches_and_commits_them(source_root: StateRoot) -
         source.stop()
 
 
+@pytest.mark.usefixtures("source_coordinator")
+def test_the_sources_commit_never_moves_back_an_offset_the_sink_committed_further(source_root: StateRoot) -> None:
+    # A driver restarted: another query's replay wrote 3-5 and the groupcoord-delta sink committed its table's
+    # versions (5) for this query's batch 0-3; Spark's commit(end) of that batch (3) must not undo them.
+    produce(source_root, "t", 2, 5)
+    source = reader(source_root, "t", maxOffsetsPerTrigger="6")
+    try:
+        start = source.initialOffset()
+        first = source.latestOffset(start, source.getDefaultReadLimit())
+        assert commit_fenced("g", {("t", 0): 5, ("t", 1): 5}, state_root=source_root,
+                             read=SourceOffset.from_dict(first)).committed == {("t", 0): 5, ("t", 1): 5}
+        source.commit(first)
+        assert committed(source_root, "g", [T0, T1]) == {T0: 5, T1: 5}
+    finally:
+        source.stop()
+
+
 def _plan_until(source: GroupcoordStreamReader, start: dict[str, Any], owning: int, deadline: float,
                 *others: GroupcoordStreamReader) -> None:
     """Plan batches as an idle query does (every trigger; no records arrive) until the reader, and each of
