@@ -126,6 +126,25 @@ class PipelineSpec:
                 "--no-progress-tty"]
 
 
+def supervised_command(master_url: str, spec: PipelineSpec, pid_file: Path, ui_port: int) -> list[str]:
+    """``groupcoord cluster supervise`` of ``bin/spark-submit`` running ``jobs/streaming_ingest.py`` on
+    ``master_url``: the README's standalone recipe (``tests/cluster/test_recipe.py`` compares them) with the drill's
+    values, its driver's UI on ``ui_port`` and this process's ``PYTHONPATH`` for the executors."""
+    python_path = os.environ.get("PYTHONPATH")
+    return [
+        sys.executable, "-m", "groupcoord", "cluster", "supervise", "--pid-file", str(pid_file), "--",
+        str(REPO / "bin" / "spark-submit"), "--master", master_url,
+        "--conf", f"spark.executor.memory={spec.executor_memory}",
+        "--conf", f"spark.ui.port={ui_port}",
+        *(["--conf", f"spark.executorEnv.PYTHONPATH={python_path}"] if python_path else []),
+        "--conf", f"spark.groupcoord.state.root={spec.state_root}",
+        "--conf", f"spark.groupcoord.streaming.session.timeout.ms={spec.session_timeout_ms}",
+        *(["--conf", "spark.groupcoord.assignor.reserved.slots=0"] if spec.engine == "members" else []),
+        *[arg for key, value in spec.conf for arg in ("--conf", f"{key}={value}")],
+        str(REPO / "jobs" / "streaming_ingest.py"), *spec.job_arguments(),
+    ]
+
+
 @dataclass
 class Sample:
     """What the watcher saw at one moment (``time.time()``)."""
@@ -159,19 +178,7 @@ class ClusterPipeline:
 
     def command(self) -> list[str]:
         """The supervised spark-submit line: the README's standalone recipe with this run's values."""
-        python_path = os.environ.get("PYTHONPATH")
-        return [
-            sys.executable, "-m", "groupcoord", "cluster", "supervise", "--pid-file", str(self.pid_file), "--",
-            str(REPO / "bin" / "spark-submit"), "--master", self.cluster.master_url,
-            "--conf", f"spark.executor.memory={self.spec.executor_memory}",
-            "--conf", f"spark.ui.port={self.ui_port}",
-            *(["--conf", f"spark.executorEnv.PYTHONPATH={python_path}"] if python_path else []),
-            "--conf", f"spark.groupcoord.state.root={self.spec.state_root}",
-            "--conf", f"spark.groupcoord.streaming.session.timeout.ms={self.spec.session_timeout_ms}",
-            *(["--conf", "spark.groupcoord.assignor.reserved.slots=0"] if self.spec.engine == "members" else []),
-            *[arg for key, value in self.spec.conf for arg in ("--conf", f"{key}={value}")],
-            str(REPO / "jobs" / "streaming_ingest.py"), *self.spec.job_arguments(),
-        ]
+        return supervised_command(self.cluster.master_url, self.spec, self.pid_file, self.ui_port)
 
     def start(self) -> None:
         """Create the demo topic, start the supervised job and the watcher."""
