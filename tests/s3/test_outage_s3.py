@@ -46,7 +46,7 @@ def _during_outage(server: RestartableVersitygw, call: Callable[[], Any]) -> Any
         time.sleep(DOWN_S)
         server.start()
 
-    server.stop()
+    server.stop(kill=True)
     restarted = threading.Thread(target=back)
     restarted.start()
     try:
@@ -77,3 +77,4 @@ def test_the_lease_retries_for_no_longer_than_its_safety_margin(server: Restarta
     lease = LeaseTable(root.lease_path, config=LeaseConfig(safety_ms=1500))
     assert lease.path.options["retry_timeout"] == "1500ms"
     assert root.location.options["retry_timeout"] == "30000ms"
+
