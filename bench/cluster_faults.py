@@ -1,20 +1,23 @@
 """The ingestion pipeline on a real Spark standalone cluster under faults (issue 28): what each kill costs, and that it
 costs no record and no acknowledged offset commit.
 
-A cluster of a master and two workers (1 core each, their own JVMs: :class:`~groupcoord.cluster.StandaloneCluster`)
-runs ``jobs/streaming_ingest.py`` through ``bin/spark-submit --master spark://...`` in client mode, under
-``groupcoord cluster supervise`` (the README's cluster recipe, :meth:`ClusterPipeline.command`), with the state root
-and the sink at a location the driver and the executors share (a local path here; the S3 server's once the Spark
-side runs there: both are parameters). The job consumes a demo topic with ``--available-now`` and small batches, so
-that it runs for a while; part way, one fault:
+A cluster of a master and two workers (1 core each, their own JVMs: :class:`~groupcoord.cluster.StandaloneCluster`) runs
+``jobs/streaming_ingest.py`` through ``bin/spark-submit --master spark://...`` in client mode, under ``groupcoord
+cluster supervise`` (the README's cluster recipe, :meth:`ClusterPipeline.command`), with the state root, the sink and
+Spark's checkpoints on an S3 server the driver and the executors share (versitygw on loopback,
+:class:`~bench.s3_server.RestartableVersitygw`; its credentials in the environment of the cluster's daemons and of the
+driver, its endpoint a ``spark.groupcoord.storage.endpoint`` setting: :func:`s3_locations`). The job consumes a demo
+topic with ``--available-now`` and small batches, so that it runs for a while; part way, one fault:
 
 - ``executor``: kill -9 an executor JVM that runs a task (the driver's REST API says which);
 - ``driver``: kill -9 the driver's whole process group (spark-submit's JVM, the Python driver with the coordinator,
   its Python workers): the supervisor starts it again, its coordinator takes the lease over once the dead one's
   expired, the queries go on from their checkpoints, the group re-forms;
 - ``worker``: kill -9 a worker JVM (its executors exit with it), then start it again :data:`WORKER_DOWN_S` later;
-- ``storage``: the S3 server restarted mid-run, through a :class:`RestartableStorage` the S3 fixture gives; not run
-  until the Spark side runs on S3 (branch s3-spark).
+- ``storage``: the S3 server stopped, kept down :data:`STORAGE_DOWN_S` (every request refused) and started again on
+  the same port and data (:class:`RestartableStorage`): the driver's and the executors' requests are retried with
+  backoff (delta-rs's and obstore's ``object_store`` client, Hadoop's S3A, groupcoord's lease renewals), and the run
+  goes on.
 
 A watcher samples the sink's rows, the group's committed offsets and its state (the state root's materialized
 tables) every :data:`SAMPLE_S`. Measured from the kill: **records flowing again** (the sink's first new rows), **all
@@ -24,7 +27,7 @@ fault did not make the group rebalance). Checked at the end: the sink holds ever
 (:func:`~groupcoord.ingest.check.check_exactly_once`), the committed offsets equal the sink's versions and the log
 ends, and no partition's committed offset ever went back (an acknowledged commit lost by a take-over would).
 
-    .venv/bin/python -m bench.cluster_faults [--engines structured,members] [--faults executor,driver,worker]
+    .venv/bin/python -m bench.cluster_faults [--engines structured,members] [--faults executor,driver,worker,storage]
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from bench.results_io import Check, write_result
+from bench.s3_server import RestartableVersitygw, S3Server
 from groupcoord.cluster import ClusterSpec, StandaloneCluster
 from groupcoord.cluster.processes import die_with_parent, kill_group
 from groupcoord.devbroker.broker import free_port
@@ -68,6 +72,8 @@ MATERIALIZED_WAIT_S = 10.0
 """How long the final check waits for the materialized offsets to show the last commits."""
 WORKER_DOWN_S = 5.0
 """How long a killed worker stays down before it is started again."""
+STORAGE_DOWN_S = 5.0
+"""How long the restarted S3 server stays down (connections refused) before it listens again."""
 FLOW_TARGET_S = 60.0
 """Issue 28: records flow again within 60 s of a driver kill on this machine; checked on ``all_flowing_again_s`` (the
 members engine's executor tasks go on writing for a moment after their driver died, so the first new rows come at
@@ -85,6 +91,14 @@ class RestartableStorage(Protocol):
 
     def restart(self) -> None:
         """Stop the server and start it again on the same address and data."""
+
+
+def s3_locations(server: S3Server, bucket: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A drill's state root (``s3://``), sink (``s3a://``: Spark's name, which every path takes too) in ``bucket``
+    of ``server``, and the spark-submit settings that reach it: the endpoint only (never a secret; the credentials
+    come from the environment)."""
+    return (f"s3://{bucket}/state", f"s3a://{bucket}/sink",
+            (("spark.groupcoord.storage.endpoint", server.endpoint),))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +124,25 @@ class PipelineSpec:
         return ["--engine", self.engine, "--group", self.group, "--topics", TOPIC, "--sink", self.sink,
                 "--members", str(self.members), "--max-records-per-batch", str(self.batch), "--available-now",
                 "--no-progress-tty"]
+
+
+def supervised_command(master_url: str, spec: PipelineSpec, pid_file: Path, ui_port: int) -> list[str]:
+    """``groupcoord cluster supervise`` of ``bin/spark-submit`` running ``jobs/streaming_ingest.py`` on
+    ``master_url``: the README's standalone recipe (``tests/cluster/test_recipe.py`` compares them) with the drill's
+    values, its driver's UI on ``ui_port`` and this process's ``PYTHONPATH`` for the executors."""
+    python_path = os.environ.get("PYTHONPATH")
+    return [
+        sys.executable, "-m", "groupcoord", "cluster", "supervise", "--pid-file", str(pid_file), "--",
+        str(REPO / "bin" / "spark-submit"), "--master", master_url,
+        "--conf", f"spark.executor.memory={spec.executor_memory}",
+        "--conf", f"spark.ui.port={ui_port}",
+        *(["--conf", f"spark.executorEnv.PYTHONPATH={python_path}"] if python_path else []),
+        "--conf", f"spark.groupcoord.state.root={spec.state_root}",
+        "--conf", f"spark.groupcoord.streaming.session.timeout.ms={spec.session_timeout_ms}",
+        *(["--conf", "spark.groupcoord.assignor.reserved.slots=0"] if spec.engine == "members" else []),
+        *[arg for key, value in spec.conf for arg in ("--conf", f"{key}={value}")],
+        str(REPO / "jobs" / "streaming_ingest.py"), *spec.job_arguments(),
+    ]
 
 
 @dataclass
@@ -145,19 +178,7 @@ class ClusterPipeline:
 
     def command(self) -> list[str]:
         """The supervised spark-submit line: the README's standalone recipe with this run's values."""
-        python_path = os.environ.get("PYTHONPATH")
-        return [
-            sys.executable, "-m", "groupcoord", "cluster", "supervise", "--pid-file", str(self.pid_file), "--",
-            str(REPO / "bin" / "spark-submit"), "--master", self.cluster.master_url,
-            "--conf", f"spark.executor.memory={self.spec.executor_memory}",
-            "--conf", f"spark.ui.port={self.ui_port}",
-            *(["--conf", f"spark.executorEnv.PYTHONPATH={python_path}"] if python_path else []),
-            "--conf", f"spark.groupcoord.state.root={self.spec.state_root}",
-            "--conf", f"spark.groupcoord.streaming.session.timeout.ms={self.spec.session_timeout_ms}",
-            *(["--conf", "spark.groupcoord.assignor.reserved.slots=0"] if self.spec.engine == "members" else []),
-            *[arg for key, value in self.spec.conf for arg in ("--conf", f"{key}={value}")],
-            str(REPO / "jobs" / "streaming_ingest.py"), *self.spec.job_arguments(),
-        ]
+        return supervised_command(self.cluster.master_url, self.spec, self.pid_file, self.ui_port)
 
     def start(self) -> None:
         """Create the demo topic, start the supervised job and the watcher."""
@@ -273,23 +294,23 @@ class ClusterPipeline:
     def _sample_locked(self) -> None:
         from kafka.structs import TopicPartition
 
+        # A read that fails (a table not created yet, the storage down) keeps what the previous sample saw.
+        last = self.samples[-1] if self.samples else Sample(0.0, 0, {}, None, {})
         sink = SinkTable(self.spec.sink, self.spec.group)
-        rows = _or_empty(lambda: sink.row_count() if sink.table() is not None else 0, 0)
-        no_versions: dict[int, int] = {}
+        rows = _or_empty(lambda: sink.row_count() if sink.table() is not None else 0, last.rows)
         versions = _or_empty(lambda: {tp.partition: version or 0 for tp, version in sink.versions(
-            [TopicPartition(TOPIC, p) for p in range(self.spec.partitions)]).items()}, no_versions)
-        no_offsets: dict[tuple[str, int], int] = {}
+            [TopicPartition(TOPIC, p) for p in range(self.spec.partitions)]).items()}, last.versions)
         committed = _or_empty(lambda: {(r["topic"], r["partition"]): r["offset"]
                                        for r in read_view(self.root, OFFSETS).to_pylist()
-                                       if r["group_id"] == self.spec.group and r["offset"] is not None}, no_offsets)
-        no_groups: list[dict[str, Any]] = []
+                                       if r["group_id"] == self.spec.group and r["offset"] is not None},
+                              last.committed)
+        no_group: list[dict[str, Any]] | None = None
         groups = _or_empty(lambda: [r for r in read_view(self.root, GROUPS).to_pylist()
-                                    if r["group_id"] == self.spec.group], no_groups)
-        group = (groups[0]["state"], groups[0]["generation"], groups[0]["member_count"]) if groups else None
-        if self.samples:
-            previous = self.samples[-1].committed
-            self.went_back += [f"{tp}: {previous[tp]} -> {offset}" for tp, offset in committed.items()
-                               if tp in previous and offset < previous[tp]]
+                                    if r["group_id"] == self.spec.group], no_group)
+        group = last.group if groups is None else (
+            (groups[0]["state"], groups[0]["generation"], groups[0]["member_count"]) if groups else None)
+        self.went_back += [f"{tp}: {last.committed[tp]} -> {offset}" for tp, offset in committed.items()
+                           if tp in last.committed and offset < last.committed[tp]]
         self.samples.append(Sample(time.time(), rows, committed, group, versions))
 
     # --- measures and checks --------------------------------------------------------------------------------------
@@ -403,7 +424,8 @@ class FaultResult:
 
 
 def _or_empty(read: Callable[[], _T], empty: _T) -> _T:
-    """``read()``, or ``empty`` while the table it reads does not exist yet (or is being created)."""
+    """``read()``, or ``empty`` while the table it reads does not exist yet (or is being created, or the storage is
+    down)."""
     try:
         return read()
     except Exception:
@@ -507,12 +529,16 @@ def write_results(rows: list[dict[str, Any]], *, records: str, command: str | No
         summary={"cluster": "1 master + 2 workers x 1 core (own JVMs, 127.0.0.1), executors 512 MB",
                  "records": records, "partitions": 4, "batch": "100 (structured), 10 (members)",
                  "session_timeout_ms": 10000,
-                 "worker_down_s": WORKER_DOWN_S},
+                 "worker_down_s": WORKER_DOWN_S, "storage_down_s": STORAGE_DOWN_S,
+                 "storage": "S3 (versitygw 1.8.0 on 127.0.0.1, posix backend)"},
         notes="jobs/streaming_ingest.py --available-now under `groupcoord cluster supervise`, bin/spark-submit "
-              "--master spark://127.0.0.1:PORT (client mode), state root and sink on a shared local path. Kill at "
-              "30% of the records in the sink. flowing_again_s: kill to the sink's next new rows; "
-              "all_flowing_again_s: kill to every unfinished partition's next rows; stable_again_s: kill to a Stable "
-              "generation newer than the one at the kill with every member (None: no rebalance). "
+              "--master spark://127.0.0.1:PORT (client mode), the state root, the sink and Spark's checkpoints on "
+              "an S3 server (versitygw on loopback; its credentials in the daemons' and the driver's environment). "
+              "Kill at 30% of the records in the sink; storage: the S3 server stopped, down "
+              f"{STORAGE_DOWN_S:.0f} s, started again on the same port and data. flowing_again_s: kill to the sink's "
+              "next new rows; all_flowing_again_s: kill to every unfinished partition's next rows; "
+              "stable_again_s: kill to a Stable generation newer than the one at the kill with every member "
+              "(None: no rebalance). "
               "Sampled every 0.5 s from the state root's materialized tables. exactly_once: every record once; "
               "commits_kept: also committed offsets = sink versions = log ends, and no committed offset ever went "
               "back. load_1m: the machine's 1-minute load average at the kill (2 cores, shared with other work).")
@@ -523,7 +549,7 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
     write ``bench/results/cluster_faults.json``."""
     parser = argparse.ArgumentParser(prog="bench.cluster_faults")
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated engines")
-    parser.add_argument("--faults", default="executor,driver,worker", help="comma-separated faults (not storage)")
+    parser.add_argument("--faults", default=",".join(FAULTS), help="comma-separated faults")
     parser.add_argument("--records", type=int, default=4000)
     parser.add_argument("--from-rows", metavar="FILE",
                         help=f"write the rows the cluster tests recorded ({ROWS_ENV}=FILE) instead of running")
@@ -536,16 +562,22 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
         print(write_results(rows, records="1,200 (make test's executor kill), 4,000 (the others)", command=command))
         return
     results: list[FaultResult] = []
-    with tempfile.TemporaryDirectory(prefix="cluster-faults-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="cluster-faults-") as tmp, \
+            RestartableVersitygw(Path(tmp) / "s3", down_s=STORAGE_DOWN_S) as storage:
         work = Path(tmp)
-        with StandaloneCluster.start(work / "cluster", ClusterSpec(workers=2, cores=1)) as cluster:
+        os.environ.update(storage.server.env)  # the watcher's reads, and the driver's environment
+        os.environ.pop("AWS_S3_ALLOW_UNSAFE_RENAME", None)
+        with StandaloneCluster.start(work / "cluster", ClusterSpec(workers=2, cores=1),
+                                     env=storage.server.env) as cluster:
             for engine in args.engines.split(","):
                 for fault in args.faults.split(","):
                     run = work / f"{engine}-{fault}"
-                    spec = PipelineSpec(engine=engine, state_root=str(run / "state"), sink=str(run / "sink"),
+                    bucket = storage.server.create_bucket(f"{engine}-{fault}")
+                    state_root, sink, conf = s3_locations(storage.server, bucket)
+                    spec = PipelineSpec(engine=engine, state_root=state_root, sink=sink, conf=conf,
                                         records=args.records, members=2, batch=10 if engine == "members" else 100)
                     print(f"== {engine} / {fault}", flush=True)
-                    results.append(run_fault(cluster, spec, fault, run))
+                    results.append(run_fault(cluster, spec, fault, run, storage=storage))
     write_results([r.row() for r in results], records=f"{args.records:,}")
     for result in results:
         print(f"{result.engine}/{result.fault}: {result.row()} {result.check.summary()}", flush=True)

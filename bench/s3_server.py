@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import pyarrow.fs as pa_fs
 
@@ -58,26 +59,65 @@ class S3Server:
 @contextmanager
 def versitygw(backend: Path) -> Iterator[S3Server]:
     """Run versitygw over the posix directory ``backend`` (its log beside it) until the block ends."""
-    if not VERSITYGW.is_file():
-        raise S3ServerError(f"{VERSITYGW} is missing: `make install` builds it (Go)")
-    backend.mkdir(parents=True, exist_ok=True)
-    log = backend.parent / f"{backend.name}.log"
-    port = _free_port()
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [str(VERSITYGW), "--access", ACCESS_KEY, "--secret", SECRET_KEY, "--region", REGION,
-             "--port", f"127.0.0.1:{port}", "--quiet", "posix", str(backend)],
-            stdout=output, stderr=subprocess.STDOUT)
-    try:
-        _wait_listening(port, process, log)
-        yield S3Server(f"http://127.0.0.1:{port}", backend)
-    finally:
-        process.terminate()
+    with RestartableVersitygw(backend) as running:
+        yield running.server
+
+
+class RestartableVersitygw:
+    """versitygw over the posix directory ``backend`` on a fixed port of 127.0.0.1, which :meth:`restart` stops and
+    starts again on the same port and data (a storage outage of the cluster drills: requests fail while it is down,
+    then succeed). :meth:`start` (or ``with``) runs it; :attr:`server` is its address."""
+
+    def __init__(self, backend: Path, *, down_s: float = 0.0) -> None:
+        if not VERSITYGW.is_file():
+            raise S3ServerError(f"{VERSITYGW} is missing: `make install` builds it (Go)")
+        self.backend = backend
+        self.down_s = down_s
+        """How long :meth:`restart` keeps the server down (connections refused) before starting it again."""
+        self.port = _free_port()
+        self.server = S3Server(f"http://127.0.0.1:{self.port}", backend)
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until it listens."""
+        self.backend.mkdir(parents=True, exist_ok=True)
+        log = self.backend.parent / f"{self.backend.name}.log"
+        with log.open("ab") as output:
+            self._process = subprocess.Popen(
+                [str(VERSITYGW), "--access", ACCESS_KEY, "--secret", SECRET_KEY, "--region", REGION,
+                 "--port", f"127.0.0.1:{self.port}", "--quiet", "posix", str(self.backend)],
+                stdout=output, stderr=subprocess.STDOUT)
+        _wait_listening(self.port, self._process, log)
+
+    def stop(self, *, kill: bool = False) -> None:
+        """Stop the server: SIGTERM, then SIGKILL after 10 s; with ``kill``, SIGKILL at once (a crash: a graceful
+        stop waits for the open connections, which took tens of seconds under load)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if kill:
+            process.kill()
+        else:
+            process.terminate()
         try:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+    def restart(self) -> None:
+        """Kill the server (:meth:`stop` with ``kill``), keep it down :attr:`down_s`, and start it again on the same
+        port and data."""
+        self.stop(kill=True)
+        time.sleep(self.down_s)
+        self.start()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _free_port() -> int:

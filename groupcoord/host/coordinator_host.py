@@ -220,13 +220,17 @@ class CoordinatorHost:
             if lease is not None:
                 return lease
             if not announced:
-                current = await asyncio.to_thread(self.lease_table.read_current)
-                holder = f"{current.holder} at {current.address}" if current else "another process"
-                log.info("standing by: the lease is held by %s", holder)
-                self.metrics.leave(Phase.STANDING_BY)
-                if self.on_standby is not None:
-                    self.on_standby(holder)
-                announced = True
+                try:
+                    current = await asyncio.to_thread(self.lease_table.read_current)
+                except StorageUnavailableError as exc:  # the storage still down: stand by, try again
+                    log.warning("cannot read the lease (%s); retrying", exc)
+                else:
+                    holder = f"{current.holder} at {current.address}" if current else "another process"
+                    log.info("standing by: the lease is held by %s", holder)
+                    self.metrics.leave(Phase.STANDING_BY)
+                    if self.on_standby is not None:
+                        self.on_standby(holder)
+                    announced = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.config.standby_poll_ms / 1000)
         return None

@@ -81,13 +81,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     from groupcoord.ingest.config import IngestConfig
     from groupcoord.ingest.job import run_ingest
+    from groupcoord.ingest.warm_up import daemon_settings
     from groupcoord.state_root import StateRoot, StateRootError
 
-    spark = SparkSession.builder.appName(f"groupcoord-ingest-{args.group or 'job'}").getOrCreate()
+    builder = SparkSession.builder.appName(f"groupcoord-ingest-{args.group or 'job'}")
+    for key, value in daemon_settings(SparkConf().get("spark.master", "local[*]") or "local[*]").items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    log.info("Spark application %s started", spark.sparkContext.applicationId)
     config = resolve_config(
         conf_file=args.conf_file, spark_conf=spark.sparkContext.getConf().getAll(), conf=args.conf,
         flags={"group.id": args.group, "topics": args.topics, "pattern": args.pattern, "source": args.source,
@@ -107,6 +113,9 @@ def _run(args: argparse.Namespace) -> int:
     tty = False if args.no_progress_tty else None
     if config["engine"] == "structured":
         from groupcoord.ingest.structured import run_structured
+        from groupcoord.ingest.warm_up import start_warm_up
+
+        start_warm_up(spark)  # while the coordinator and the queries start
 
         run_structured(spark, ingest, root, checkpoint=config["streaming.checkpoint"],
                        trigger_ms=config["streaming.trigger.ms"],

@@ -107,6 +107,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
 
     source = SourceSpec.parse(config.source, state_root=root)  # a bad source fails before the coordinator starts
     sink = create_sink(config, root.location.settings)
+    log.info("group %s: sink %s open; registering the source and the coordinator", config.group_id, sink.location)
     register(spark, state_root=root.location.uri)
     checkpoints = query_checkpoint(config, 0, checkpoint, root.location.settings)
     use_s3a(spark, *(where for where in (root.location, sink.location, checkpoints) if not where.is_local),

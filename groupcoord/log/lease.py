@@ -111,8 +111,11 @@ class LeaseTable:
     """The election lease at ``path``; every operation is a conditional commit or a read of the latest row."""
 
     def __init__(self, path: str | Path | TableLocation, *, config: LeaseConfig | None = None) -> None:
-        self.path = as_location(path)
         self.config = config or LeaseConfig()
+        # On object storage a request is retried for at most lease.safety.ms (and one renewal interval): a renewal
+        # that outlived the holder's serving window by more could let it serve after a taker may take the lease.
+        self.path = as_location(path).with_retry_timeout(
+            min(self.config.safety_ms, self.config.renew_interval_ms) / 1000)
 
     @property
     def timeout(self) -> dt.timedelta:

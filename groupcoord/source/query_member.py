@@ -155,6 +155,17 @@ class QueryMember:
         if not changed:
             return True
         try:
+            # Never move the group's offset backwards: the groupcoord-delta sink commits its table's versions,
+            # which a replay of another query's batch may have put past this batch's end (a driver restarted:
+            # the replay wrote 300-350, this batch read 300-325 and the sink kept 350). Committing 325 then
+            # would undo an acknowledged commit.
+            ahead = {tp: o for tp, o in self.committed(changed).items() if o is not None and o > changed[tp]}
+            changed = {tp: o for tp, o in changed.items() if tp not in ahead}
+            if ahead:
+                log.info("group %s: offsets not committed, the group's are further: %s", self.options.group_id,
+                         {f"{tp.topic}-{tp.partition}": f"{offsets[tp]} < {o}" for tp, o in ahead.items()})
+            if not changed:
+                return True
             self.member.commit_sync(changed)
         except (CommitFailedError, CoordinatorRequestError, CoordinatorUnavailableError) as exc:
             log.warning("group %s: offsets %s not committed: %s", self.options.group_id,

@@ -46,6 +46,7 @@ an abortable stream, instead of to a temporary file renamed (a copy and a delete
 
 CHECKPOINT_MANAGER_KEY = "spark.sql.streaming.checkpointFileManagerClass"
 DRIVER_CLASSPATH_KEY = "spark.driver.extraClassPath"
+EXECUTOR_CLASSPATH_KEY = "spark.executor.extraClassPath"
 _S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 _SECRETS = {"aws_access_key_id": "AWS_ACCESS_KEY_ID", "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
             "aws_session_token": "AWS_SESSION_TOKEN"}
@@ -74,17 +75,23 @@ def bucket_settings(location: TableLocation) -> dict[str, str]:
 
 
 def spark_conf(*locations: TableLocation, checkpoints: bool = False, jars: bool = True,
-               local: bool = False) -> dict[str, str]:
+               local: bool = False, this_host: bool = False) -> dict[str, str]:
     """The static Spark conf for ``locations`` on S3: ``spark.hadoop.*`` per bucket, the ``s3`` jar set (``jars``;
     fetched on first use) and, with ``checkpoints`` (every query's checkpoint is on S3: the manager refuses a local
     one), :data:`CHECKPOINT_FILE_MANAGER`. Never a secret. The jars are ``spark.jars`` (add them to the others
-    there), or, on a ``local`` master, ``spark.driver.extraClassPath``: the executors are the driver's JVM, and Spark
-    would copy every jar of ``spark.jars`` into its work directory (686 MB for the AWS SDK bundle)."""
+    there), which Spark copies into every executor's work directory (686 MB for the AWS SDK bundle: 10 s per executor
+    here, again for each new executor); on a ``local`` master ``spark.driver.extraClassPath`` instead (the executors
+    are the driver's JVM), and when the executors run on ``this_host`` (a standalone master on loopback, whose
+    workers can only be of this machine) ``spark.executor.extraClassPath`` too: every JVM reads the jars in place."""
     conf = {f"spark.hadoop.{key}": value for location in locations for key, value in bucket_settings(location).items()}
     if not conf:
         return {}
-    if jars:
-        conf.update({DRIVER_CLASSPATH_KEY: s3_classpath()} if local else {"spark.jars": s3_jars_setting()})
+    if jars and (local or this_host):
+        conf[DRIVER_CLASSPATH_KEY] = s3_classpath()
+        if this_host and not local:
+            conf[EXECUTOR_CLASSPATH_KEY] = conf[DRIVER_CLASSPATH_KEY]
+    elif jars:
+        conf["spark.jars"] = s3_jars_setting()
     if checkpoints:
         conf[CHECKPOINT_MANAGER_KEY] = CHECKPOINT_FILE_MANAGER
     return conf

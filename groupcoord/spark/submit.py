@@ -16,10 +16,12 @@ directory``). This wrapper, started by the venv's Python, sets instead:
   session gets for small tables (:data:`LOCAL_SETTINGS`): Delta's defaults are sized for clusters, and the demo job's
   first read of a 3-row table took 21 s with them and 8 s with these;
 - when an argument names S3 (``s3://`` or ``s3a://``: a state root, a sink, a checkpoint), the ``s3`` jars (fetched on
-  first use), the S3A settings of each bucket named (:func:`groupcoord.spark.s3a.spark_conf`: endpoint, region,
-  path-style access, the environment's credentials provider; never a secret), with the ``spark.groupcoord.storage.*``
-  settings given with ``--conf``; and the credentials in spark-submit's *environment*, which the driver's JVM
-  inherits (from the environment, or read from the files the ``storage.*.file`` settings name).
+  first use; read in place on a local master or a standalone master on loopback, copied to each executor otherwise:
+  :func:`groupcoord.spark.s3a.spark_conf`), the S3A settings of each bucket named
+  (:func:`groupcoord.spark.s3a.spark_conf`: endpoint, region, path-style access, the environment's credentials provider;
+  never a secret), with the ``spark.groupcoord.storage.*`` settings given with ``--conf``; and the credentials in
+  spark-submit's *environment*, which the driver's JVM inherits (from the environment, or read from the files the
+  ``storage.*.file`` settings name).
 
 Every other argument goes to spark-submit unchanged, so ``bin/spark-submit`` takes exactly spark-submit's flags.
 The caller's own jars (``--jars``, ``--conf spark.jars=``) and Java options (``--driver-java-options``, ``--conf
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from groupcoord.config.jars import DELTA_CATALOG, DELTA_EXTENSION, spark_jars_setting
+from groupcoord.spark.driver_address import master_on_loopback
 from groupcoord.spark.s3a import credential_environment, spark_conf
 from groupcoord.spark.session import SMALL_TABLE_SETTINGS
 from groupcoord.storage.location import TableLocation, parse_location
@@ -101,7 +104,8 @@ def submit_command(args: Sequence[str]) -> list[str]:
     masters = [value for name, value in options if name == "--master"]
     on_local = not masters or (masters[-1] or "").startswith("local")
     local = [arg for key, value in LOCAL_SETTINGS.items() for arg in ("--conf", f"{key}={value}")] if on_local else []
-    s3 = spark_conf(*s3_locations(args), local=on_local)
+    s3 = spark_conf(*s3_locations(args), local=on_local,
+                    this_host=not on_local and master_on_loopback(masters[-1] or ""))
     for key in (_JARS_KEY, _DRIVER_CLASSPATH_KEY):
         if key in s3:
             merged[key].append(s3.pop(key))

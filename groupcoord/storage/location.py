@@ -10,8 +10,12 @@ the options always ask for it (``aws_conditional_put=etag``, the setting S3-comp
 unsafe-rename mode (``AWS_S3_ALLOW_UNSAFE_RENAME``) is refused: two writers could then both win a version.
 
 Storage options come from ``spark.groupcoord.storage.*`` keys and, where those are unset, from the usual ``AWS_*``
-environment variables. Secret values (the secret access key, the session token) come only from the environment or
-from a file named by a key; they are kept out of :func:`repr` and of every log line.
+environment variables. They carry a retry policy too (:func:`retry_options`): a request that fails (a connection refused
+while the server restarts, a 5xx) is retried with backoff for :data:`RETRY_TIMEOUT_S`, where object_store's own default
+(ten retries, with jitter) gave up within 2 to 5 s, shorter than a server's restart; a caller whose deadline is shorter
+(the lease's renewal) asks for less (:meth:`TableLocation.with_retry_timeout`). Secret values (the secret access key,
+the session token) come only from the environment or from a file named by a key; they are kept out of :func:`repr` and
+of every log line.
 """
 
 from __future__ import annotations
@@ -24,13 +28,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["OBJECT_SCHEMES", "LocationError", "TableLocation", "as_location", "parse_location", "s3_options"]
+__all__ = ["OBJECT_SCHEMES", "RETRY_KEYS", "RETRY_TIMEOUT_S", "LocationError", "TableLocation", "as_location",
+           "parse_location", "retry_options", "s3_options"]
 
 OBJECT_SCHEMES = ("s3", "s3a")
 """URI schemes of object storage a state root may live on (``s3a`` is Spark's name for ``s3``)."""
 
 _URI = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _TRUE = ("1", "true", "yes", "on")
+
+RETRY_TIMEOUT_S = 30.0
+"""How long a failed S3 request is retried (with backoff) before the error reaches groupcoord: an S3 server or a
+proxy restarting, a network blip. Each read, write and commit is retried alone; a commit retried after its response
+was lost finds its own object and is recognised (:mod:`groupcoord.storage.object_files`)."""
+RETRY_INITIAL_BACKOFF_MS = 100
+RETRY_MAX_BACKOFF_MS = 1000
+"""Backoff between retries: from 100 ms, doubling (with jitter), to at most 1 s, so that requests flow again within
+about a second of the server's return."""
+RETRY_KEYS = ("max_retries", "retry_timeout", "backoff_config.init_backoff", "backoff_config.max_backoff",
+              "backoff_config.base")
+"""object_store's retry settings among the storage options (delta-rs reads them from ``storage_options``; obstore
+takes them as its ``retry_config``)."""
 
 
 class LocationError(ValueError):
@@ -81,6 +99,12 @@ class TableLocation:
 
     def __str__(self) -> str:
         return self.uri
+
+    def with_retry_timeout(self, seconds: float) -> TableLocation:
+        """This location with requests retried for ``seconds`` at most (:func:`retry_options`); a local one as is."""
+        if self.is_local:
+            return self
+        return TableLocation(self.uri, {**self.options, **retry_options(seconds)}, self.settings)
 
     def delta_options(self) -> dict[str, str] | None:
         """The ``storage_options`` argument of delta-rs calls for this location (``None`` when local)."""
@@ -148,7 +172,7 @@ def s3_options(settings: Mapping[str, Any], environ: Mapping[str, str]) -> dict[
             return str(value)
         return next((environ[v] for v in variables if environ.get(v)), None)
 
-    options = {"aws_conditional_put": "etag"}
+    options = {"aws_conditional_put": "etag", **retry_options(RETRY_TIMEOUT_S)}
     endpoint = setting("storage.endpoint", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
     if endpoint:
         options["aws_endpoint"] = endpoint
@@ -163,6 +187,17 @@ def s3_options(settings: Mapping[str, Any], environ: Mapping[str, str]) -> dict[
     }
     options.update({key: value for key, value in found.items() if value})
     return options
+
+
+def retry_options(timeout_s: float) -> dict[str, str]:
+    """object_store's retry settings (:data:`RETRY_KEYS`): a failed request retried with backoff
+    (:data:`RETRY_INITIAL_BACKOFF_MS` doubling to :data:`RETRY_MAX_BACKOFF_MS`) until ``timeout_s`` after it was
+    first sent (the retry count does not bound it first)."""
+    return {"max_retries": str(max(10, int(timeout_s * 1000 / RETRY_INITIAL_BACKOFF_MS))),
+            "retry_timeout": f"{int(timeout_s * 1000)}ms",
+            "backoff_config.init_backoff": f"{RETRY_INITIAL_BACKOFF_MS}ms",
+            "backoff_config.max_backoff": f"{RETRY_MAX_BACKOFF_MS}ms",
+            "backoff_config.base": "2"}
 
 
 def _secret(settings: Mapping[str, Any], file_key: str, environ: Mapping[str, str], variable: str) -> str | None:

@@ -9,6 +9,7 @@ the process (a client holds its connection pool).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -17,10 +18,10 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
 from obstore.store import S3Store
 
-from groupcoord.storage.location import TableLocation
+from groupcoord.storage.location import RETRY_KEYS, TableLocation
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, S3Config
+    from obstore.store import ClientConfig, RetryConfig, S3Config
 
 __all__ = ["delete", "exists", "list_names", "put", "put_if_absent", "read"]
 
@@ -92,8 +93,9 @@ def _store_and_key(location: TableLocation, relative: str) -> tuple[S3Store, str
 
 @functools.lru_cache(maxsize=16)
 def _store(bucket: str, options: tuple[tuple[str, str], ...]) -> S3Store:
-    config, client = _split_options(dict(options))
-    return S3Store(bucket, config=config, client_options=client)
+    found = dict(options)
+    config, client = _split_options({k: v for k, v in found.items() if k not in RETRY_KEYS})
+    return S3Store(bucket, config=config, client_options=client, retry_config=_retry_config(found))
 
 
 def _split_options(options: Mapping[str, str]) -> tuple[S3Config, ClientConfig]:
@@ -108,3 +110,21 @@ def _split_options(options: Mapping[str, str]) -> tuple[S3Config, ClientConfig]:
             config[short] = value
     # obstore's config types are TypedDicts that exist at type-check time only
     return cast("S3Config", config), cast("ClientConfig", client)
+
+
+def _retry_config(options: Mapping[str, str]) -> RetryConfig | None:
+    """The retry settings among the options (:func:`groupcoord.storage.location.retry_options`) as obstore's."""
+    if "retry_timeout" not in options:
+        return None
+    return cast("RetryConfig", {
+        "max_retries": int(options["max_retries"]),
+        "retry_timeout": _duration(options["retry_timeout"]),
+        "backoff": {"init_backoff": _duration(options["backoff_config.init_backoff"]),
+                    "max_backoff": _duration(options["backoff_config.max_backoff"]),
+                    "base": float(options["backoff_config.base"])},
+    })
+
+
+def _duration(value: str) -> datetime.timedelta:
+    """``"250ms"`` as a duration (the form :func:`~groupcoord.storage.location.retry_options` writes)."""
+    return datetime.timedelta(milliseconds=int(value.removesuffix("ms")))

@@ -142,6 +142,11 @@ def table_filesystem(where: Where) -> pa_fs.FileSystem:
     return pa_fs.SubTreeFileSystem(f"{bucket}/{key}", _s3_filesystem(tuple(sorted(location.options.items()))))
 
 
+PYARROW_S3_ATTEMPTS = 11
+"""Retries of pyarrow's S3 client (the AWS SDK's default strategy: 25 ms doubling each time): about 25 s in all,
+the same budget as delta-rs's and obstore's (:data:`groupcoord.storage.location.RETRY_TIMEOUT_S`)."""
+
+
 @functools.lru_cache(maxsize=8)
 def _s3_filesystem(options: tuple[tuple[str, str], ...]) -> pa_fs.S3FileSystem:
     """pyarrow's S3 filesystem for delta-rs style storage options (one per options, kept for the process)."""
@@ -151,7 +156,8 @@ def _s3_filesystem(options: tuple[tuple[str, str], ...]) -> pa_fs.S3FileSystem:
         access_key=found.get("aws_access_key_id"), secret_key=found.get("aws_secret_access_key"),
         session_token=found.get("aws_session_token"), region=found.get("aws_region"),
         endpoint_override=urlsplit(endpoint).netloc if endpoint else None,
-        scheme=urlsplit(endpoint).scheme if endpoint else "https")
+        scheme=urlsplit(endpoint).scheme if endpoint else "https",
+        retry_strategy=pa_fs.AwsDefaultS3RetryStrategy(max_attempts=PYARROW_S3_ATTEMPTS))
 
 
 def local_path_of(table: DeltaTable) -> str:

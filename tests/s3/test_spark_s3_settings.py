@@ -42,9 +42,14 @@ def test_spark_submit_adds_the_s3_jars_and_each_buckets_s3a_settings_but_no_secr
         assert f"spark.hadoop.fs.s3a.bucket.{bucket}.path.style.access=true" in confs
         assert f"spark.hadoop.fs.s3a.bucket.{bucket}.aws.credentials.provider={CREDENTIALS_PROVIDER}" in confs
     assert local[local.index("--driver-class-path") + 1] == s3_classpath()  # local: no 686 MB copy per executor
-    cluster = submit_command(["--master", "spark://127.0.0.1:7077", *ARGS])
+    cluster = submit_command(["--master", "spark://10.0.0.5:7077", *ARGS])
     assert s3_jars_setting() in cluster[cluster.index("--jars") + 1]
     assert "--driver-class-path" not in cluster
+    # A standalone master on loopback: every worker is of this machine, so every JVM reads the jars in place.
+    this_host = submit_command(["--master", "spark://127.0.0.1:7077", *ARGS])
+    assert s3_jars_setting() not in this_host[this_host.index("--jars") + 1]
+    assert this_host[this_host.index("--driver-class-path") + 1] == s3_classpath()
+    assert f"spark.executor.extraClassPath={s3_classpath()}" in this_host
     plain = submit_command(["--master", "local[2]", "jobs/offset_checkpoint.py", "--state-root", "/data/gc"])
     assert not any("s3a" in arg for arg in plain)
     env = {key: value for location in s3_locations(ARGS) for key, value in credential_environment(location).items()}

@@ -12,7 +12,7 @@ from groupcoord.config.registry import ConfigError
 from groupcoord.config.resolve import resolve_config
 from groupcoord.state_root import STATE_FORMAT_VERSION, StateRoot, StateRootError
 from groupcoord.storage import objects
-from groupcoord.storage.location import LocationError, parse_location
+from groupcoord.storage.location import RETRY_TIMEOUT_S, LocationError, parse_location, retry_options
 from groupcoord.topics import TopicCatalog
 from tests.s3.conftest import SECRET_KEY, S3Server
 
@@ -70,7 +70,7 @@ def test_options_come_from_storage_keys_before_the_environment_and_secrets_stay_
     assert location.options == {
         "aws_conditional_put": "etag", "aws_endpoint": s3_server.endpoint, "aws_allow_http": "true",
         "aws_region": "eu-west-1", "aws_access_key_id": "from-conf", "aws_secret_access_key": SECRET_KEY,
-        "aws_session_token": "env-token"}
+        "aws_session_token": "env-token", **retry_options(RETRY_TIMEOUT_S)}
     shown = f"{location!r} {location} {(location / 'log')!r}"
     assert SECRET_KEY not in shown and "env-token" not in shown
 

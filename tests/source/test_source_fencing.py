@@ -4,9 +4,11 @@ embedded log and on the session's Kafka broker)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +32,22 @@ def _rows(table: pa.Table) -> list[tuple[int, int, bytes]]:
                       table.column("value").to_pylist(), strict=True))
 
 
-@pytest.mark.usefixtures("source_coordinator")
-def test_one_reader_reads_its_batches_and_commits_them(source_root: StateRoot) -> None:
-    produce(source_root, "t", 2, 5)
-    source = reader(source_root, "t", maxOffsetsPerTrigger="6")
+@contextlib.contextmanager
+def _first_batch(root: StateRoot) -> Iterator[tuple[GroupcoordStreamReader, dict[str, Any], dict[str, Any]]]:
+    """A reader of group ``g`` on ``t`` (2 partitions of 5 records, 6 records a batch) with its first batch planned:
+    the reader, the batch's start and end; the reader stops afterwards."""
+    produce(root, "t", 2, 5)
+    source = reader(root, "t", maxOffsetsPerTrigger="6")
     try:
         start = source.initialOffset()
-        first = source.latestOffset(start, source.getDefaultReadLimit())
+        yield source, start, source.latestOffset(start, source.getDefaultReadLimit())
+    finally:
+        source.stop()
+
+
+@pytest.mark.usefixtures("source_coordinator")
+def test_one_reader_reads_its_batches_and_commits_them(source_root: StateRoot) -> None:
+    with _first_batch(source_root) as (source, start, first):
         assert _rows(read_batch(source, start, first)) == [(p, n, f"{p}-{n}".encode()) for p in (0, 1)
                                                            for n in range(3)]
         second = source.latestOffset(first, ReadMaxRows(6))
@@ -47,8 +58,17 @@ def test_one_reader_reads_its_batches_and_commits_them(source_root: StateRoot) -
         assert set(table.column("timestampType").to_pylist()) == {1}  # no producer timestamp: LogAppendTime
         assert source.latestOffset(second, ALL) == second  # nothing new: no batch
         assert committed(source_root, "g", [T0, T1]) == {T0: 5, T1: 5}  # committed when the next batch was planned
-    finally:
-        source.stop()
+
+
+@pytest.mark.usefixtures("source_coordinator")
+def test_the_sources_commit_never_moves_back_an_offset_the_sink_committed_further(source_root: StateRoot) -> None:
+    # A driver restarted: another query's replay wrote 3-5 and the groupcoord-delta sink committed its table's
+    # versions (5) for this query's batch 0-3; Spark's commit(end) of that batch (3) must not undo them.
+    with _first_batch(source_root) as (source, _, first):
+        assert commit_fenced("g", {("t", 0): 5, ("t", 1): 5}, state_root=source_root,
+                             read=SourceOffset.from_dict(first)).committed == {("t", 0): 5, ("t", 1): 5}
+        source.commit(first)
+        assert committed(source_root, "g", [T0, T1]) == {T0: 5, T1: 5}
 
 
 def _plan_until(source: GroupcoordStreamReader, start: dict[str, Any], owning: int, deadline: float,

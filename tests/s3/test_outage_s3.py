@@ -1,0 +1,80 @@
+"""An S3 server restarted under a state root: every request made while it is down is retried with backoff and
+succeeds once it is back (delta-rs's and obstore's ``object_store`` client, pyarrow's S3 client), instead of failing
+after object_store's default ten retries (2 to 5 s, shorter than a restart). The lease asks for a shorter budget: a
+renewal must not outlive the holder's serving window by more than ``lease.safety.ms``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.s3_server import RestartableVersitygw
+from groupcoord.log.config import LeaseConfig
+from groupcoord.log.delta import DeltaRecordLog
+from groupcoord.log.lease import LeaseTable
+from groupcoord.state_root import StateRoot
+from groupcoord.storage import objects
+from groupcoord.storage.tables import table_filesystem
+from tests.log.storage_helpers import offset
+
+pytestmark = pytest.mark.integration
+
+DOWN_S = 4.0
+"""Longer than object_store's default retries lasted here (2.2 to 4.9 s)."""
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RestartableVersitygw]:
+    """A versitygw of this test's own (the session's is shared: it must not go down)."""
+    with RestartableVersitygw(tmp_path / "s3", down_s=DOWN_S) as running:
+        for name, value in running.server.env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("AWS_S3_ALLOW_UNSAFE_RENAME", raising=False)
+        yield running
+
+
+def _during_outage(server: RestartableVersitygw, call: Callable[[], Any]) -> Any:
+    """Stop the server, run ``call`` while it is down, start the server again :data:`DOWN_S` later; ``call``'s
+    result (or its exception, raised here)."""
+    def back() -> None:
+        time.sleep(DOWN_S)
+        server.start()
+
+    server.stop(kill=True)
+    restarted = threading.Thread(target=back)
+    restarted.start()
+    try:
+        started = time.monotonic()
+        result = call()
+        assert time.monotonic() - started >= DOWN_S * 0.9  # it did wait for the server
+        return result
+    finally:
+        restarted.join()
+
+
+def test_reads_and_commits_made_while_the_server_is_down_succeed_once_it_is_back(
+        server: RestartableVersitygw) -> None:
+    root = StateRoot.open(f"s3://{server.server.create_bucket('outage')}/root", create=True)
+    log = DeltaRecordLog(root.log_path)
+    version = log.append([offset("g", 0, 1)], expected_version=-1)
+    # delta-rs: a conditional commit, retried through the outage, lands once.
+    assert _during_outage(server, lambda: log.append([offset("g", 0, 2)], expected_version=version)) == version + 1
+    assert DeltaRecordLog(root.log_path).load().version == version + 1
+    # obstore (groupcoord's own objects) and pyarrow (the sink's files).
+    assert _during_outage(server, lambda: objects.exists(root.location, "_groupcoord/format.json"))
+    files = table_filesystem(root.log_path)
+    assert _during_outage(server, lambda: files.get_file_info("_delta_log").type.name) == "Directory"
+
+
+def test_the_lease_retries_for_no_longer_than_its_safety_margin(server: RestartableVersitygw) -> None:
+    root = StateRoot.open(f"s3://{server.server.create_bucket('lease')}/root", create=True)
+    lease = LeaseTable(root.lease_path, config=LeaseConfig(safety_ms=1500))
+    assert lease.path.options["retry_timeout"] == "1500ms"
+    assert root.location.options["retry_timeout"] == "30000ms"
+
