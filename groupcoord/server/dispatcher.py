@@ -29,6 +29,7 @@ from groupcoord.server.adapters.topic_admin import (
     TopicCatalogWriter,
 )
 from groupcoord.server.api import ApiHandler, Dispatcher
+from groupcoord.server.authentication import IllegalSaslStateAdapter
 from groupcoord.server.topic_data import TopicReader, TopicWriter
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
@@ -63,7 +64,8 @@ def build_dispatcher(
     consumer_groups: bool = False,
     topic_admin: TopicCatalogWriter | None = None,
 ) -> Dispatcher:
-    """A dispatcher for ApiVersions, Metadata, DescribeTopicPartitions, FindCoordinator; every group and offset API
+    """A dispatcher for ApiVersions, Metadata, DescribeTopicPartitions, FindCoordinator, SaslHandshake and
+    SaslAuthenticate (after authentication: :mod:`groupcoord.server.authentication`); every group and offset API
     when a coordinator ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; Produce and
     InitProducerId when a ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0
     allocator);
@@ -85,6 +87,10 @@ def build_dispatcher(
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: DescribeTopicPartitionsAdapter(source),
         ApiKey.FIND_COORDINATOR: FindCoordinatorAdapter(availability=availability,
                                                         transactions=topic_writer is not None),
+        # Reached only once a connection is authenticated, or on a listener without SASL (SaslGate answers them
+        # before): ILLEGAL_SASL_STATE, as Kafka's request handler.
+        ApiKey.SASL_HANDSHAKE: IllegalSaslStateAdapter(),
+        ApiKey.SASL_AUTHENTICATE: IllegalSaslStateAdapter(),
     }
     if service is not None:
         for key, mapping in CORE_MAPPINGS.items():

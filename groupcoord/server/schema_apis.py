@@ -18,11 +18,11 @@ from groupcoord.protocol.schemas import CodecError
 from groupcoord.protocol.schemas import decode_request as decode_schema_request
 from groupcoord.protocol.schemas import encode_response as encode_schema_response
 
-SCHEMA_API_KEYS: frozenset[int] = frozenset({8, 9, 19, 20, 32, 37, 42, 68, 69, 75})
+SCHEMA_API_KEYS: frozenset[int] = frozenset({8, 9, 17, 19, 20, 32, 36, 37, 42, 68, 69, 75})
 """The API keys served through Kafka's schemas: OffsetCommit (8) and OffsetFetch (9) (v10 names topics by id, past
-kafka-python's schemas), CreateTopics (19), DeleteTopics (20), DescribeConfigs (32),
-CreatePartitions (37), DeleteGroups (42: v3 is past kafka-python's schemas), ConsumerGroupHeartbeat (68),
-ConsumerGroupDescribe (69) and DescribeTopicPartitions (75)."""
+kafka-python's schemas), SaslHandshake (17), SaslAuthenticate (36), CreateTopics (19), DeleteTopics (20),
+DescribeConfigs (32), CreatePartitions (37), DeleteGroups (42: v3 is past kafka-python's schemas),
+ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69) and DescribeTopicPartitions (75)."""
 
 _SIZE = struct.Struct(">i")
 

@@ -18,6 +18,7 @@ from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.runtime.service import CoordinatorService
 from groupcoord.runtime.writer import log_persister
+from groupcoord.security.credentials import CredentialStore
 from groupcoord.server.api import BrokerAddress, Dispatcher
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
@@ -33,9 +34,10 @@ SOCKET_TIMEOUT = 5.0
 class RunningEndpoint:
     """An :class:`Endpoint` served by a private event loop in a daemon thread."""
 
-    def __init__(self, dispatcher: Dispatcher, config: EndpointConfig) -> None:
+    def __init__(self, dispatcher: Dispatcher, config: EndpointConfig,
+                 credentials: CredentialStore | None = None) -> None:
         self.loop = asyncio.new_event_loop()
-        self.endpoint = Endpoint(dispatcher, config=config)
+        self.endpoint = Endpoint(dispatcher, config=config, credentials=credentials)
         self.address: BrokerAddress = self.loop.run_until_complete(self.endpoint.start())
         self._thread = threading.Thread(target=self.loop.run_forever, name="endpoint-loop", daemon=True)
         self._thread.start()
@@ -61,13 +63,15 @@ class RunningEndpoint:
 
 @pytest.fixture
 def start_endpoint() -> Iterator[Callable[..., RunningEndpoint]]:
-    """Start endpoints (``dispatcher=`` defaults to a wire-only one with topic ``t1`` of 3 partitions)."""
+    """Start endpoints (``dispatcher=`` defaults to a wire-only one with topic ``t1`` of 3 partitions;
+    ``credentials=`` are the users of a SASL listener)."""
     started: list[RunningEndpoint] = []
 
-    def start(dispatcher: Dispatcher | None = None, **config: Any) -> RunningEndpoint:
+    def start(dispatcher: Dispatcher | None = None, credentials: CredentialStore | None = None,
+              **config: Any) -> RunningEndpoint:
         if dispatcher is None:
             dispatcher = build_dispatcher(topics=StaticTopics({"t1": 3}))
-        running = RunningEndpoint(dispatcher, EndpointConfig(**config))
+        running = RunningEndpoint(dispatcher, EndpointConfig(**config), credentials)
         started.append(running)
         return running
 
