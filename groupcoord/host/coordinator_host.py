@@ -336,8 +336,10 @@ class _Term:
             build_dispatcher(topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
                              producer_ids=ProducerIdAllocator(self.lease.epoch),
                              consumer_groups=self.host.target_assignment_runner is not None,
-                             topic_admin=TopicCatalog(self.host.root, config=self.config.topics)),
+                             topic_admin=TopicCatalog(self.host.root, config=self.config.topics),
+                             credentials=core.credentials),
             config=self.config.endpoint,
+            credentials=core.credentials,
         )
         self.host.coordinator, self.host.endpoint = core, endpoint
         # The first catalog snapshot comes before serving: consumer groups cannot answer heartbeats without one.

@@ -6,11 +6,19 @@ credential records, and the endpoint reads it through :class:`CredentialStore`.
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from groupcoord.security.plain import PlainCredential
-from groupcoord.security.scram import ScramCredential, ScramMechanism
+from groupcoord.security.plain import PLAIN_HASH, PlainCredential
+from groupcoord.security.scram import (
+    ScramCredential,
+    ScramMechanism,
+    check_iterations,
+    credential_from_salted_password,
+)
 
 PLAIN_MECHANISM = "PLAIN"
 
@@ -19,6 +27,11 @@ SUPPORTED_MECHANISMS = (PLAIN_MECHANISM, *(m.mechanism_name for m in ScramMechan
 
 Credential = ScramCredential | PlainCredential
 """A stored credential of either kind."""
+
+PLAIN_WIRE_TYPE = 127
+"""The mechanism byte AlterUserScramCredentials carries for a PLAIN credential: a groupcoord extension (Kafka's are
+1 and 2 for SCRAM-SHA-256 and SCRAM-SHA-512, and Kafka refuses any other), so ``groupcoord users`` manages PLAIN
+users over the same API."""
 
 
 class CredentialStore(Protocol):
@@ -75,3 +88,29 @@ def check_credential_kind(mechanism: str, credential: Credential) -> None:
     ScramMechanism.named(mechanism)
     if not isinstance(credential, ScramCredential):
         raise ValueError(f"a {mechanism} credential must be a SCRAM credential")
+
+
+@dataclass(frozen=True)
+class SaltedPassword:
+    """What a client sends to set a credential (AlterUserScramCredentials): a salt, the iterations and
+    Hi(password, salt, iterations), from which the server derives the stored credential; never the password."""
+
+    salt: bytes
+    salted: bytes = field(repr=False)
+    iterations: int
+
+
+def salt_password(mechanism: str, password: str, iterations: int) -> SaltedPassword:
+    """Salt ``password`` for ``mechanism`` with a random 32-byte salt (PLAIN uses PBKDF2-HMAC-SHA-512)."""
+    check_iterations(iterations)
+    salt = secrets.token_bytes(32)
+    hash_name = PLAIN_HASH if mechanism == PLAIN_MECHANISM else ScramMechanism.named(mechanism).hash_name
+    return SaltedPassword(salt, hashlib.pbkdf2_hmac(hash_name, password.encode("utf-8"), salt, iterations), iterations)
+
+
+def credential_from_salted(mechanism: str, salted: SaltedPassword) -> Credential:
+    """The stored credential of a salted password for ``mechanism``."""
+    if mechanism == PLAIN_MECHANISM:
+        return PlainCredential(salted.salt, salted.salted, salted.iterations)
+    return credential_from_salted_password(ScramMechanism.named(mechanism), salted.salted, salted.salt,
+                                           salted.iterations)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.runtime.service import CoordinatorService
+from groupcoord.security.credentials import Credentials
 from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
 from groupcoord.server.adapters.consumer_groups import ConsumerGroupDescribeMapping, ConsumerGroupHeartbeatMapping
@@ -27,6 +28,10 @@ from groupcoord.server.adapters.topic_admin import (
     DeleteTopicsAdapter,
     DescribeConfigsAdapter,
     TopicCatalogWriter,
+)
+from groupcoord.server.adapters.user_credentials import (
+    AlterUserScramCredentialsMapping,
+    DescribeUserScramCredentialsAdapter,
 )
 from groupcoord.server.api import ApiHandler, Dispatcher
 from groupcoord.server.authentication import IllegalSaslStateAdapter
@@ -63,6 +68,7 @@ def build_dispatcher(
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
     consumer_groups: bool = False,
     topic_admin: TopicCatalogWriter | None = None,
+    credentials: Credentials | None = None,
 ) -> Dispatcher:
     """A dispatcher for ApiVersions, Metadata, DescribeTopicPartitions, FindCoordinator, SaslHandshake and
     SaslAuthenticate (after authentication: :mod:`groupcoord.server.authentication`); every group and offset API
@@ -71,7 +77,8 @@ def build_dispatcher(
     allocator);
     ConsumerGroupHeartbeat (KIP-848) with a ``service`` whose shell computes target assignments
     (``consumer_groups``); CreateTopics, CreatePartitions, DescribeConfigs and DeleteTopics on a ``topic_admin``
-    catalog; plus the adapters in ``extra``.
+    catalog; DescribeUserScramCredentials and AlterUserScramCredentials with a ``service`` and the core's
+    ``credentials``; plus the adapters in ``extra``.
 
     With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
     there, as a Kafka broker checks its metadata; without, every topic named by name is taken as it comes. Topics
@@ -104,6 +111,9 @@ def build_dispatcher(
             handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = CoreAdapter(service, ConsumerGroupHeartbeatMapping())
         if topics is not None:
             handlers[ApiKey.OFFSET_DELETE] = KnownPartitionsAdapter(service, OffsetDeleteMapping(known), known)
+        if credentials is not None:
+            handlers[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS] = DescribeUserScramCredentialsAdapter(credentials)
+            handlers[ApiKey.ALTER_USER_SCRAM_CREDENTIALS] = CoreAdapter(service, AlterUserScramCredentialsMapping())
     if topic_reader is not None:
         handlers[ApiKey.LIST_OFFSETS] = ListOffsetsAdapter(topic_reader)
         handlers[ApiKey.FETCH] = FetchAdapter(topic_reader)

@@ -184,7 +184,8 @@ def coordinator_stack(
     services: list[tuple[RunningEndpoint, CoordinatorService]] = []
     appenders: list[TopicAppender] = []
 
-    def start(topics: dict[str, int] | None = None, **coordinator_config: Any) -> CoordinatorStack:
+    def start(topics: dict[str, int] | None = None, endpoint_config: dict[str, Any] | None = None,
+              **coordinator_config: Any) -> CoordinatorStack:
         root = StateRoot.open(tmp_path / f"state-{len(services)}", create=True)
         catalog = TopicCatalog(root)
         for name, partitions in (topics or {}).items():
@@ -192,10 +193,13 @@ def coordinator_stack(
         embedded = EmbeddedTopics(root, catalog=catalog)
         log = InMemoryRecordLog()
         config = CoordinatorConfig(**{"initial_rebalance_delay_ms": 0, **coordinator_config})
-        service = CoordinatorService(GroupCoordinator(config), persist=log_persister(log), tick_ms=20)
+        core = GroupCoordinator(config)
+        service = CoordinatorService(core, persist=log_persister(log), tick_ms=20)
         appenders.append(TopicAppender(root, catalog=catalog))
         running = start_endpoint(build_dispatcher(topics=embedded, service=service, topic_reader=embedded,
-                                                  topic_writer=appenders[-1], topic_admin=catalog))
+                                                  topic_writer=appenders[-1], topic_admin=catalog,
+                                                  credentials=core.credentials), credentials=core.credentials,
+                                 **(endpoint_config or {}))
         running.call(service.start())
         services.append((running, service))
         return CoordinatorStack(running, service, log, root)
