@@ -20,6 +20,7 @@ from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import EndpointConfig
 from groupcoord.server.topics import StaticTopics
 from groupcoord.server.versions import ApiKey
+from tests.security.certs import Certificates, make_certificates
 from tests.server.conftest import RawClient, RunningEndpoint
 
 USER, PASSWORD = "alice", "alice-secret-1"
@@ -121,3 +122,9 @@ def sasl_client() -> Iterator[Callable[[RunningEndpoint], SaslRawClient]]:
 def plain_token(user: str, password: str) -> bytes:
     """A PLAIN client message."""
     return f"\0{user}\0{password}".encode()
+
+
+@pytest.fixture(scope="session")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    """A CA, server and client certificates (:mod:`tests.security.certs`)."""
+    return make_certificates(tmp_path_factory.mktemp("certs"))
