@@ -25,6 +25,9 @@ class Certificates:
     client_key: Path
 
 
+_NEW_KEY = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
 
@@ -32,8 +35,7 @@ def _openssl(*args: str, cwd: Path) -> None:
 def _signed(folder: Path, name: str, subject: str, extensions: str) -> tuple[Path, Path]:
     key, csr, cert, ext = (folder / f"{name}.{suffix}" for suffix in ("key", "csr", "pem", "ext"))
     ext.write_text(extensions)
-    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key.name, "-out", csr.name, "-subj", subject,
-             cwd=folder)
+    _openssl("req", *_NEW_KEY, "-keyout", key.name, "-out", csr.name, "-subj", subject, cwd=folder)
     _openssl("x509", "-req", "-in", csr.name, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
              "-sha256", "-out", cert.name, "-extfile", ext.name, cwd=folder)
     return cert, key
@@ -42,7 +44,7 @@ def _signed(folder: Path, name: str, subject: str, extensions: str) -> tuple[Pat
 def make_certificates(folder: Path) -> Certificates:
     """Write every file into ``folder`` (a few hundred milliseconds)."""
     folder.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+    _openssl("req", "-x509", *_NEW_KEY, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
              "-subj", "/CN=groupcoord test CA", "-addext", "basicConstraints=critical,CA:TRUE",
              "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=folder)
     server = "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"

@@ -92,7 +92,7 @@ def test_groupcoord_client_checks_the_host_name(
                               tls=TlsFiles(trusted=str(certificates.ca)))
     connection = BrokerConnection("localhost", listener.running.address.port, client_id="t", timeout_ms=3000,
                                   security=security)
-    with pytest.raises(ConnectionLostError, match="[Hh]ostname mismatch|doesn't match|not valid for"):
+    with pytest.raises(ConnectionLostError, match=r"[Hh]ostname mismatch|doesn't match|not valid for"):
         connection.connect()
     unchecked = BrokerConnection("localhost", listener.running.address.port, client_id="t", timeout_ms=3000,
                                  security=replace(security, check_hostname=False))
