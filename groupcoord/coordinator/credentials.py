@@ -1,7 +1,7 @@
 """Changing users' credentials: AlterUserScramCredentials and ``groupcoord users add|remove``.
 
-Kafka's controller (``ScramControlManager``) is the model: each user's changes are checked together and applied all
-or nothing; a user named twice for one mechanism is DUPLICATE_RESOURCE, a deletion of a credential that does not
+Kafka's controller (``ScramControlManager``) is the model: a user may be named once per request (twice, even for two
+mechanisms, is DUPLICATE_RESOURCE), a deletion of a credential that does not
 exist RESOURCE_NOT_FOUND, iterations outside 4096-16384 or an empty name UNACCEPTABLE_CREDENTIAL, and an unknown
 mechanism UNSUPPORTED_SASL_MECHANISM. The new credentials become records (:mod:`.credential_records`).
 """
@@ -19,7 +19,7 @@ from groupcoord.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCrede
 
 
 def handle_alter(ctx: CoordinatorContext, request: AlterCredentialsRequest, now_ms: int, token: Token) -> None:
-    """Apply each user's changes, or none of them with the first problem found."""
+    """Apply each user's change, or answer its problem."""
     by_user: dict[str, list[CredentialChange]] = {}
     for change in request.changes:
         by_user.setdefault(change.user, []).append(change)
@@ -39,8 +39,7 @@ def handle_alter(ctx: CoordinatorContext, request: AlterCredentialsRequest, now_
 
 
 def _problem(ctx: CoordinatorContext, user: str, changes: list[CredentialChange]) -> UserResult | None:
-    mechanisms = [change.mechanism for change in changes]
-    if len(set(mechanisms)) != len(mechanisms):
+    if len(changes) > 1:
         return UserResult(user, Errors.DUPLICATE_RESOURCE,
                           "A user credential cannot be altered twice in the same request")
     if not user:
