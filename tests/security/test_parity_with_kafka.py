@@ -6,7 +6,6 @@ it; ``make test`` keeps one client per mechanism on ``serve`` (tests/security/te
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
