@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaError as LibrdkafkaError
 from confluent_kafka import KafkaException
@@ -34,7 +35,7 @@ def _without_sasl(protocol: str) -> str:
 def confluent_outcome(attempt: Attempt) -> str:
     """librdkafka (confluent-kafka's AdminClient): ``ok`` or the first error it reports (``_AUTHENTICATION``...)."""
     errors: list[LibrdkafkaError] = []
-    conf: dict[str, object] = {"bootstrap.servers": attempt.bootstrap, "ssl.ca.location": attempt.ca_file,
+    conf: dict[str, Any] = {"bootstrap.servers": attempt.bootstrap, "ssl.ca.location": attempt.ca_file,
                                "error_cb": errors.append, "socket.timeout.ms": int(TIMEOUT_S * 1000)}
     if attempt.user is None:
         conf["security.protocol"] = _without_sasl(attempt.protocol)

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from confluent_kafka.admin._scram import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialAlteration,
+    UserScramCredentialUpsertion,
+)
 
 from groupcoord.devbroker import TEST_JVM_OPTIONS, KafkaBroker
 from groupcoord.devbroker.broker import free_port
@@ -61,9 +66,10 @@ def start_secured_broker(log_dir: Path, certificates: Certificates, users: Mappi
                                                 f"SASL_SSL://localhost:{ssl_port}"))
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):  # a user once per request
-            upserts = [UserScramCredentialUpsertion(name, ScramCredentialInfo(mechanism, 4096), password.encode())
-                       for name, password in users.items()]
+        for scram in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):  # a user once per request
+            upserts: list[UserScramCredentialAlteration] = [
+                UserScramCredentialUpsertion(name, ScramCredentialInfo(scram, 4096), password.encode())
+                for name, password in users.items()]
             for future in admin.alter_user_scram_credentials(upserts).values():
                 future.result(30)
     except BaseException:
