@@ -229,6 +229,11 @@ REGISTRY.define("topics", str, None, "Comma-separated topics the ingestion job c
 REGISTRY.define("pattern", str, None, "Regular expression of topics the ingestion job consumes (--pattern).")
 REGISTRY.define("source", str, "embedded",
                 "Where records come from: 'embedded' (the state root's topic log) or kafka://HOST:PORT[,HOST:PORT].")
+REGISTRY.define("source.kafka.config.file", str, None,
+                "A properties file of Kafka client settings for a kafka:// source, in the Java client's names as "
+                "Spark's Kafka source takes them without 'kafka.' (security.protocol, sasl.mechanism, "
+                "sasl.jaas.config, ssl.truststore.location with ssl.truststore.type=PEM...), as Kafka's tools take "
+                "--command-config: the secrets stay in the file, out of the command line and Spark's UI.")
 REGISTRY.define("sink", str, None, "Path of the Delta table the ingestion job appends records to (--sink).")
 REGISTRY.define("members", int, 2,
                 "How many members join the group (--members): Structured Streaming queries in the structured "

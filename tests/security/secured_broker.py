@@ -56,7 +56,8 @@ def start_secured_broker(log_dir: Path, certificates: Certificates, users: Mappi
         "sasl.enabled.mechanisms": ",".join(MECHANISMS),
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(keystore),
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca),
-        "ssl.client.auth": client_auth,
+        # Kafka asks for client certificates on a SASL_SSL listener only when told so with the listener's prefix.
+        "listener.name.sasl_ssl.ssl.client.auth": client_auth,
     }
     for listener in ("sasl_plaintext", "sasl_ssl"):
         for mechanism in MECHANISMS:
