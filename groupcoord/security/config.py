@@ -37,12 +37,28 @@ def read_secret(config: Config, key: str) -> str | None:
     return os.environ.get(SECURITY_SECRETS[key])
 
 
+class SecurityProtocol:
+    """What a ``protocol`` (Kafka's security protocol name) implies."""
+
+    protocol: str
+
+    @property
+    def sasl(self) -> bool:
+        """Whether connections authenticate with SASL first."""
+        return self.protocol in SASL_PROTOCOLS
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether connections are TLS."""
+        return self.protocol in TLS_PROTOCOLS
+
+
 def _upper_list(value: str) -> tuple[str, ...]:
     return tuple(name.upper() for name in split_list(value) if name)
 
 
 @dataclass(frozen=True, kw_only=True)
-class ListenerSecurity(KeyedConfig):
+class ListenerSecurity(SecurityProtocol, KeyedConfig):
     """How the endpoint authenticates connections."""
 
     protocol: str = field(default="PLAINTEXT", metadata=from_key("listener.security.protocol"))
@@ -62,15 +78,6 @@ class ListenerSecurity(KeyedConfig):
         base = super().from_config(resolved)
         return replace(base, tls=tls_files(resolved))
 
-    @property
-    def sasl(self) -> bool:
-        """Whether connections authenticate with SASL first."""
-        return self.protocol in SASL_PROTOCOLS
-
-    @property
-    def uses_tls(self) -> bool:
-        """Whether connections are TLS."""
-        return self.protocol in TLS_PROTOCOLS
 
 
 def tls_files(config: Config) -> TlsFiles:
@@ -81,7 +88,7 @@ def tls_files(config: Config) -> TlsFiles:
 
 
 @dataclass(frozen=True)
-class ClientSecurity:
+class ClientSecurity(SecurityProtocol):
     """How groupcoord's own clients connect: the listener's protocol, their SASL user and their TLS files."""
 
     protocol: str = "PLAINTEXT"
@@ -106,12 +113,3 @@ class ClientSecurity:
                 "a file with spark.groupcoord.sasl.password.file or set GROUPCOORD_SASL_PASSWORD")
         return security
 
-    @property
-    def sasl(self) -> bool:
-        """Whether the client authenticates with SASL."""
-        return self.protocol in SASL_PROTOCOLS
-
-    @property
-    def uses_tls(self) -> bool:
-        """Whether the client connects with TLS."""
-        return self.protocol in TLS_PROTOCOLS
