@@ -17,6 +17,11 @@ from groupcoord.config.resolve import Config, resolve_config
 from groupcoord.security.principal import MappingRule, parse_mapping_rules
 from groupcoord.security.tls import ClientAuth, TlsFiles
 
+CLIENT_SECURITY_KEYS = ("listener.security.protocol", "sasl.mechanism", "sasl.username", "sasl.password.file",
+                        "ssl.keystore.location", "ssl.key.location", "ssl.key.password.file",
+                        "ssl.truststore.location", "ssl.endpoint.identification.algorithm")
+"""The keys :meth:`ClientSecurity.from_config` reads (names and file paths only: never a secret's value)."""
+
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 
