@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.secured_certificates import Certificates, make_certificates
 from groupcoord.protocol.schemas import decode_response, encode_request
 from groupcoord.security.config import ListenerSecurity
 from groupcoord.security.credentials import Credentials
@@ -20,7 +21,6 @@ from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import EndpointConfig
 from groupcoord.server.topics import StaticTopics
 from groupcoord.server.versions import ApiKey
-from tests.security.certs import Certificates, make_certificates
 from tests.server.conftest import RawClient, RunningEndpoint
 
 USER, PASSWORD = "alice", "alice-secret-1"
@@ -126,5 +126,5 @@ def plain_token(user: str, password: str) -> bytes:
 
 @pytest.fixture(scope="session")
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    """A CA, server and client certificates (:mod:`tests.security.certs`)."""
+    """A CA, server and client certificates (:mod:`bench.secured_certificates`)."""
     return make_certificates(tmp_path_factory.mktemp("certs"))

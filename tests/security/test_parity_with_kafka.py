@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.secured_broker import MECHANISMS, SecuredBroker, start_secured_broker
+from bench.secured_certificates import Certificates
 from groupcoord.admin.users import add_user
 from groupcoord.config import resolve_config
 from groupcoord.host.background import BackgroundCoordinator
 from groupcoord.state_root import StateRoot
-from tests.security.certs import Certificates
 from tests.security.client_outcomes import CLIENTS, Attempt
-from tests.security.secured_broker import MECHANISMS, SecuredBroker, start_secured_broker
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.kafka, pytest.mark.slow]
 

@@ -12,6 +12,8 @@ import pytest
 from confluent_kafka import KafkaException
 from kafka.structs import TopicPartition
 
+from bench.secured_broker import SecuredBroker, start_secured_broker
+from bench.secured_certificates import Certificates
 from groupcoord.config import ConfigError
 from groupcoord.devbroker import Record
 from groupcoord.ingest.sources import SourceSpec
@@ -19,8 +21,6 @@ from groupcoord.source.log_view import open_log_view
 from groupcoord.source.options import SourceOptionError, parse_source_options
 from groupcoord.source.records import RangeRead, read_range
 from groupcoord.state_root import StateRoot
-from tests.security.certs import Certificates
-from tests.security.secured_broker import SecuredBroker, start_secured_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka, pytest.mark.slow]
 

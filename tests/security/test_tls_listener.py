@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 from kafka import KafkaConsumer
 
+from bench.secured_certificates import CLIENT_DN, Certificates
 from groupcoord.member.connection import BrokerConnection, ConnectionLostError
 from groupcoord.security.config import ClientSecurity
 from groupcoord.security.principal import parse_mapping_rules
 from groupcoord.security.tls import TlsFiles
 from groupcoord.server.versions import ApiKey
-from tests.security.certs import CLIENT_DN, Certificates
 from tests.security.conftest import PASSWORD, USER, SaslListener
 
 

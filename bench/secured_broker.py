@@ -1,6 +1,7 @@
-"""The Kafka broker fixture configured like a secured ``serve``: SASL_PLAINTEXT and SASL_SSL listeners with PLAIN,
-SCRAM-SHA-256 and SCRAM-SHA-512, PEM certificates, and the same users (PLAIN ones in JAAS, as Kafka keeps them;
-SCRAM ones created with Kafka's own AlterUserScramCredentials through the PLAINTEXT listener)."""
+"""The Kafka broker configured like a secured ``serve`` (for tests/security and bench/security_cost.py):
+SASL_PLAINTEXT and SASL_SSL listeners with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, PEM certificates, and the same
+users (PLAIN ones in JAAS, as Kafka keeps them; SCRAM ones created with Kafka's own AlterUserScramCredentials through
+the PLAINTEXT listener)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from confluent_kafka.admin._scram import (
     UserScramCredentialUpsertion,
 )
 
+from bench.secured_certificates import Certificates
 from groupcoord.devbroker import TEST_JVM_OPTIONS, KafkaBroker
 from groupcoord.devbroker.broker import free_port
-from tests.security.certs import Certificates
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _LOGIN = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -46,13 +47,15 @@ def _jaas(mechanism: str, users: Mapping[str, str]) -> str:
 
 
 def start_secured_broker(log_dir: Path, certificates: Certificates, users: Mapping[str, str], *,
-                         client_auth: str = "none") -> SecuredBroker:
-    """Start the broker with both secured listeners and ``users`` for every mechanism."""
+                         client_auth: str = "none", properties: Mapping[str, str] | None = None) -> SecuredBroker:
+    """Start the broker with both secured listeners and ``users`` for every mechanism (``properties``: more
+    broker settings)."""
     keystore = log_dir / "server-keystore.pem"
     log_dir.mkdir(parents=True, exist_ok=True)
     keystore.write_text(certificates.server_key.read_text() + certificates.server_cert.read_text())
     plain_port, ssl_port = free_port("127.0.0.1"), free_port("127.0.0.1")
-    properties: dict[str, str] = {
+    settings: dict[str, str] = {
+        **(properties or {}),
         "sasl.enabled.mechanisms": ",".join(MECHANISMS),
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(keystore),
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca),
@@ -61,8 +64,8 @@ def start_secured_broker(log_dir: Path, certificates: Certificates, users: Mappi
     }
     for listener in ("sasl_plaintext", "sasl_ssl"):
         for mechanism in MECHANISMS:
-            properties[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = _jaas(mechanism, users)
-    broker = KafkaBroker.start(log_dir, properties=properties, jvm_options=TEST_JVM_OPTIONS,
+            settings[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = _jaas(mechanism, users)
+    broker = KafkaBroker.start(log_dir, properties=settings, jvm_options=TEST_JVM_OPTIONS,
                                extra_listeners=(f"SASL_PLAINTEXT://127.0.0.1:{plain_port}",
                                                 f"SASL_SSL://localhost:{ssl_port}"))
     try:

@@ -1,5 +1,6 @@
-"""Test certificates made with the ``openssl`` command (the ``cryptography`` package is not installed): a CA, a
-server certificate for ``localhost`` and ``127.0.0.1``, one for another host name, and a client certificate."""
+"""Certificates for tests and benchmarks, made with the ``openssl`` command (the ``cryptography`` package is not
+installed): a CA, a server certificate for ``localhost`` and ``127.0.0.1``, one for another host name, and a client
+certificate."""
 
 from __future__ import annotations
 
