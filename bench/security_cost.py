@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from bench.secured_broker import start_secured_broker
 from bench.secured_certificates import Certificates, make_certificates
@@ -163,8 +163,7 @@ def main() -> None:
         secured = start_secured_broker(folder / "broker", certificates, {USER: PASSWORD},
                                        properties={"group.initial.rebalance.delay.ms": "0"})
         try:
-            AdminClient({"bootstrap.servers": secured.broker.bootstrap}).create_topics(
-                [NewTopic(TOPIC, TOPIC_PARTITIONS, 1)])[TOPIC].result(30)
+            secured.broker.create_topic(TOPIC, TOPIC_PARTITIONS)
             results["kafka PLAINTEXT"] = measure(secured.broker.bootstrap, "PLAINTEXT", certificates, "k-plain")
             results["kafka SASL_SSL"] = measure(secured.sasl_ssl, "SASL_SSL", certificates, "k-sasl-ssl")
         finally:
