@@ -4,8 +4,10 @@ or the error it reports, named as the client names it, so two targets can be com
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError as LibrdkafkaError
@@ -103,9 +105,44 @@ def aiokafka_outcome(attempt: Attempt) -> str:
     return asyncio.run(run())
 
 
+NODE_DIR = Path(__file__).resolve().parents[1] / "clients" / "node"
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "SaslOutcome.java"
+JAVA_BUILD = Path(__file__).resolve().parents[2] / "var" / "security-java"
+
+
+def _process_outcome(command: list[str], attempt: Attempt, cwd: Path | None = None) -> str:
+    """Run a client program: the password on stdin, its one line of outcome on stdout."""
+    done = subprocess.run(command, input=attempt.password + "\n", capture_output=True, text=True, cwd=cwd,
+                          timeout=60, check=False)
+    lines = done.stdout.strip().splitlines()
+    return lines[-1] if lines else f"exit {done.returncode}: {done.stderr.strip()[-200:]}"
+
+
+def _program_arguments(attempt: Attempt) -> list[str]:
+    protocol = attempt.protocol if attempt.user is not None else _without_sasl(attempt.protocol)
+    return [attempt.bootstrap, protocol, attempt.mechanism, attempt.user or "", attempt.ca_file]
+
+
+def kafkajs_outcome(attempt: Attempt) -> str:
+    """kafkajs's admin client (``tests/clients/node/sasl_outcome.js``): ``ok`` or the error's name."""
+    return _process_outcome(["node", "sasl_outcome.js", *_program_arguments(attempt)], attempt, cwd=NODE_DIR)
+
+
+def java_outcome(attempt: Attempt) -> str:
+    """Kafka's Java admin client (``tests/security/java/SaslOutcome.java``): ``ok`` or the cause's class."""
+    from groupcoord.devbroker import TEST_JVM_OPTIONS
+    from groupcoord.devbroker.java_build import java_command
+
+    command = java_command(JAVA_SOURCE, JAVA_BUILD, *_program_arguments(attempt),
+                           jvm_options=(*TEST_JVM_OPTIONS, "-Dorg.apache.logging.log4j.level=OFF"))
+    return _process_outcome(command, attempt)
+
+
 CLIENTS: dict[str, Callable[[Attempt], str]] = {
     "kafka-python": kafka_python_outcome,
     "confluent-kafka": confluent_outcome,
     "aiokafka": aiokafka_outcome,
+    "kafkajs": kafkajs_outcome,
+    "java": java_outcome,
 }
 """Each Python client by name."""

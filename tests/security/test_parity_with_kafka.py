@@ -1,5 +1,6 @@
 """The client x mechanism x credentials matrix against ``serve`` and against the Kafka broker configured alike:
-every real client observes the same outcome on both (SASL_PLAINTEXT and SASL_SSL; PLAIN, SCRAM-SHA-256 and
+every real client (kafka-python, confluent-kafka, aiokafka, kafkajs, Kafka's Java admin client) observes the same
+outcome on both (SASL_PLAINTEXT and SASL_SSL; PLAIN, SCRAM-SHA-256 and
 SCRAM-SHA-512; the right password, a wrong one, and no SASL at all). Marked ``faults``: ``make test-faults`` runs
 it; ``make test`` keeps one client per mechanism on ``serve`` (tests/security/test_sasl_listener.py)."""
 
