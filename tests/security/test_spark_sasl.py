@@ -1,0 +1,63 @@
+"""The Spark path on a SASL coordinator: ``groupcoord.spark.register`` starts the coordinator in the driver with
+SASL_PLAINTEXT, the ``groupcoord`` source's query member and the ``groupcoord-delta`` sink's group commit
+authenticate from the session's ``spark.groupcoord.*`` keys (the password from a file), and nothing unauthenticated
+reaches the coordinator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from groupcoord.admin.users import add_user
+from groupcoord.config import resolve_config
+from groupcoord.spark.registration import stop_coordinators
+from groupcoord.state.schema import OFFSETS
+from groupcoord.state.views import read_view
+from groupcoord.state_root import StateRoot
+from tests.sink.sink_helpers import FAST_COORDINATOR, QUERY_WAIT_S, Source, sink_rows, start_query
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+USER, PASSWORD = "spark-app", "spark-app-pw-3"
+
+
+def test_a_query_reads_and_commits_through_a_sasl_coordinator(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from groupcoord.spark import register
+
+    monkeypatch.setenv("GROUPCOORD_STREAMING_FENCES_DIR", str(tmp_path / "fences"))
+    root = StateRoot.open(tmp_path / "root", create=True)
+    add_user(root, resolve_config(), USER, "SCRAM-SHA-512", PASSWORD, 4096)  # the first user, through the root
+    password_file = tmp_path / "password"
+    password_file.write_text(PASSWORD + "\n")
+    security = {"spark.groupcoord.listener.security.protocol": "SASL_PLAINTEXT",
+                "spark.groupcoord.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                "spark.groupcoord.sasl.mechanism": "SCRAM-SHA-512", "spark.groupcoord.sasl.username": USER,
+                "spark.groupcoord.sasl.password.file": str(password_file)}
+    source = Source(root)
+    source.create("secured", partitions=2, records=20)
+    for key, value in {**FAST_COORDINATOR, **security}.items():
+        spark.conf.set(key, value)
+    try:
+        coordinator = register(spark, state_root=str(root.path))
+        assert coordinator is not None
+        query = start_query(spark, source, "secured-g", "secured", tmp_path / "table", tmp_path / "checkpoint")
+        try:
+            assert query.awaitTermination(QUERY_WAIT_S), "the AvailableNow query did not finish"
+            assert query.exception() is None
+        finally:
+            query.stop()
+        endpoint = coordinator.host.endpoint
+        assert endpoint is not None
+        stats = endpoint.authentication
+        assert stats.succeeded >= 2 and stats.failed == 0  # the query's member and the sink's commit, at least
+    finally:
+        stop_coordinators()
+        for key in [*FAST_COORDINATOR, *security, "spark.groupcoord.state.root"]:
+            spark.conf.unset(key)
+    assert sink_rows(tmp_path / "table").num_rows == 20
+    offsets = {(r["topic"], r["partition"]): r["offset"] for r in read_view(root, OFFSETS).to_pylist()
+               if r["group_id"] == "secured-g"}
+    assert sum(1 for offset in offsets.values() if offset is not None) == 2
