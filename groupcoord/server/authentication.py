@@ -54,15 +54,18 @@ class AuthenticationClosed(RequestRejected):
 
 @dataclass
 class AuthenticationStats:
-    """Authentication outcomes since the endpoint started; the metrics endpoint reads these."""
+    """Authentication outcomes since the endpoint started (the metrics endpoint reads :attr:`failed`, from its own
+    thread: a plain int, safe to read while the loop counts)."""
 
     successes: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
+    failed: int = 0
+    """Failed authentications, every mechanism together (requests outside SASL included, as ``none``)."""
 
-    @property
-    def failed(self) -> int:
-        """Failed authentications, every mechanism together (requests outside SASL included, as ``none``)."""
-        return sum(self.failures.values())
+    def count_failure(self, mechanism: str | None) -> None:
+        """One more failure of ``mechanism`` (``None``: before a mechanism was chosen)."""
+        self.failures[mechanism or "none"] += 1
+        self.failed += 1
 
     @property
     def succeeded(self) -> int:
@@ -154,7 +157,7 @@ class SaslGate:
 
     async def _fail(self, mechanism: str | None, reason: str, answer: bytes | None = None) -> NoReturn:
         """Count and log the failure, wait the failure delay, write nothing yet: raise with ``answer`` attached."""
-        self._stats.failures[mechanism or "none"] += 1
+        self._stats.count_failure(mechanism)
         log.info("authentication of %s failed%s: %s", self._peer, f" with {mechanism}" if mechanism else "", reason)
         await asyncio.sleep(self._security.failed_authentication_delay_ms / 1000)
         raise AuthenticationFailedClose(reason, answer)

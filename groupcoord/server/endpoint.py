@@ -133,6 +133,11 @@ class Endpoint:
         self._cancelled_by_stop: set[asyncio.Task[Any]] = set()
         self._stopping = False
 
+    def authentication_failures(self) -> int:
+        """Failed authentications since the endpoint started (``groupcoord_authentication_failures_total``; safe to
+        read from another thread)."""
+        return self.authentication.failed
+
     @property
     def bound_address(self) -> BrokerAddress:
         """The address the socket is bound to (after :meth:`start`)."""
