@@ -155,6 +155,13 @@ SCHEMA_BODIES: dict[ApiKey, dict[str, Any]] = {
     ApiKey.DELETE_GROUPS: {"GroupsNames": ["h", ""]},
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"Topics": [{"Name": "t1"}, {"Name": "nope"}], "ResponsePartitionLimit": 2,
                                        "Cursor": None},
+    ApiKey.SASL_HANDSHAKE: {"Mechanism": "SCRAM-SHA-256"},
+    ApiKey.SASL_AUTHENTICATE: {"AuthBytes": b"n,,n=fuzz,r=fyko+d2lbbFgONRv9qkxdawL"},
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {"Users": [{"Name": "fuzz"}, {"Name": "nobody"}]},
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {
+        "Deletions": [{"Name": "gone", "Mechanism": 1}],
+        "Upsertions": [{"Name": "fuzz", "Mechanism": 2, "Iterations": 4096, "Salt": b"salt" * 8,
+                        "SaltedPassword": b"\x01" * 64}]},
 }
 """Seed bodies of the APIs served through Kafka's schemas (kafka-python has no classes for them), valid at every
 advertised version but where :func:`_schema_body` changes them."""

@@ -223,7 +223,8 @@ class FuzzTarget:
                                                         topic_ids=topics.topic_ids()))
         self.loop.run_until_complete(_settle())  # the topic snapshot's release, before any input is counted
         self.dispatcher = build_dispatcher(topics=topics, service=self.service, topic_reader=topics,
-                                           topic_writer=topics, consumer_groups=True, topic_admin=topics)
+                                           topic_writer=topics, consumer_groups=True, topic_admin=topics,
+                                           credentials=self.core.credentials)
         self.ranges = served_ranges(self.dispatcher)
         self.broker = BrokerAddress("127.0.0.1", 9092)
         self.inputs = 0

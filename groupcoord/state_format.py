@@ -23,6 +23,11 @@ current code writes", so migrating an old root stays the same whatever later for
   metadata]``). A value without it is a member of the consumer protocol, so every record of format 3 reads as
   before: the step is a no-op. The bump keeps a groupcoord of format 3, which would read a classic member as a
   consumer-protocol member, from opening such a log.
+- **5**: the record log may hold users' credentials for SASL (``user_credential``: SCRAM salt, StoredKey, ServerKey
+  and iterations, or PLAIN's salted hash; :mod:`groupcoord.coordinator.credential_records`). A new record kind in
+  rows of the existing schema, so the step is a no-op; the bump keeps a groupcoord of format 4, which would refuse
+  the unknown kind on load, from opening such a log (it fails at the marker instead, with a clear message). Format
+  5 is also the format of issue 31's access control lists, which come as further record kinds.
 
 A step is idempotent: a process that died half-way, or two processes migrating one root at once, leave the same
 result. :func:`migrate_tables` runs the steps; the caller writes the new marker after it returns. A root may be a
@@ -44,7 +49,7 @@ from groupcoord.storage.tables import Where, is_table, open_table, table_filesys
 
 log = logging.getLogger("groupcoord.state_format")
 
-STATE_FORMAT_VERSION = 4
+STATE_FORMAT_VERSION = 5
 """The format this groupcoord writes."""
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
@@ -101,10 +106,16 @@ def _classic_members_in_consumer_groups(root: Where) -> None:
     classic-protocol metadata of a consumer group's member); see the module's history."""
 
 
+def _user_credentials(root: Where) -> None:
+    """Format 4 to 5: nothing to change. Format 5 only adds a record kind (users' credentials) to rows of the
+    record log's existing schema; see the module's history."""
+
+
 STEPS: dict[int, Callable[[Where], None]] = {
     2: _add_topic_log_columns,
     3: _consumer_group_record_kinds,
     4: _classic_members_in_consumer_groups,
+    5: _user_credentials,
 }
 """The step that brings a root from format ``n - 1`` to format ``n``."""
 

@@ -4,6 +4,10 @@ Admin tools never append to the record log themselves: a write goes over the wir
 the lease. When no one holds it, :func:`admin_session` starts a
 :class:`~groupcoord.host.background.BackgroundCoordinator` in this process (without Spark), which takes the lease
 with the next epoch, loads the log, serves the one write, and releases the lease on the way out.
+
+A live holder is reached with the client security settings (``listener.security.protocol``, ``sasl.*``,
+``ssl.*``); the holder this process becomes listens on loopback without SASL or TLS: whoever can write the state
+root is a super user anyway (docs/security.md).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from groupcoord.admin.wire import AdminClient
 from groupcoord.config import Config
 from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.log.lease import current_holder
+from groupcoord.security.config import ClientSecurity
 from groupcoord.state_root import StateRoot
 
 log = logging.getLogger("groupcoord.admin.holder")
@@ -45,7 +50,8 @@ def admin_session(root: StateRoot, config: Config) -> Iterator[AdminClient]:
     lease = current_holder(root)
     if lease is not None and lease.live:
         try:
-            client = AdminClient(lease.address, timeout_ms=settings.request_timeout_ms)
+            client = AdminClient(lease.address, timeout_ms=settings.request_timeout_ms,
+                                 security=ClientSecurity.from_config(config))
         except ConnectionLostError as exc:
             raise CoordinatorUnreachableError(
                 f"the lease holder {lease.holder} at {lease.address} does not answer ({exc}); retry once its lease "
@@ -56,7 +62,9 @@ def admin_session(root: StateRoot, config: Config) -> Iterator[AdminClient]:
     from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
 
     log.info("no coordinator holds the lease of %s: taking it for this write", root.location)
-    coordinator = BackgroundCoordinator(root, config, listen=_LOOPBACK_ANY_PORT)
+    # This process holds the state root: its own loopback listener needs no authentication (docs/security.md).
+    local = config.with_values(**{"listener.security.protocol": "PLAINTEXT"})
+    coordinator = BackgroundCoordinator(root, local, listen=_LOOPBACK_ANY_PORT)
     try:
         address = coordinator.start(settings.lease_wait_ms / 1000)
     except CoordinatorStartError as exc:

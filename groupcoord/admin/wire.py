@@ -1,6 +1,7 @@
 """The admin writes on the Kafka wire: DescribeGroups (the live state), simple OffsetCommit, DeleteGroups,
-OffsetDelete. Requests are kafka-python protocol classes at the version both sides speak; answers carry
-groupcoord's :class:`~groupcoord.protocol.errors.ErrorCode`.
+OffsetDelete, AlterUserScramCredentials (``groupcoord users``). Requests are kafka-python protocol classes (Kafka's
+schemas for AlterUserScramCredentials) at the version both sides speak; answers carry groupcoord's
+:class:`~groupcoord.protocol.errors.ErrorCode`.
 
 Offsets are committed the way Kafka's ``kafka-consumer-groups.sh --reset-offsets`` does: a *simple* commit
 (generation -1, no member id), which the coordinator accepts only while the group has no members.
@@ -19,8 +20,12 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from groupcoord.member.connection import BrokerConnection
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol.errors import ErrorCode, Errors, error_for_code
+from groupcoord.security.config import ClientSecurity
+from groupcoord.security.credentials import PLAIN_WIRE_TYPE, SaltedPassword
+from groupcoord.security.scram import ScramMechanism
 
 CLIENT_ID = "groupcoord-admin"
+ALTER_USER_SCRAM_CREDENTIALS = 51
 _NO_GENERATION = -1
 
 
@@ -44,9 +49,10 @@ class OffsetDeleteResult:
 class AdminClient:
     """A blocking admin connection to the coordinator at ``HOST:PORT``; use it as a context manager."""
 
-    def __init__(self, address: str, *, timeout_ms: int) -> None:
+    def __init__(self, address: str, *, timeout_ms: int, security: ClientSecurity | None = None) -> None:
         host, _, port = address.rpartition(":")
-        self._connection = BrokerConnection(host.strip("[]"), int(port), client_id=CLIENT_ID, timeout_ms=timeout_ms)
+        self._connection = BrokerConnection(host.strip("[]"), int(port), client_id=CLIENT_ID, timeout_ms=timeout_ms,
+                                            security=security)
         self._connection.connect()
         self._groups = GroupClient(self._connection)
 
@@ -94,3 +100,19 @@ class AdminClient:
         response = self._connection.send(request)
         errors = {p.partition_index: error_for_code(p.error_code) for t in response.topics for p in t.partitions}
         return OffsetDeleteResult(error_for_code(response.error_code), errors)
+
+    def alter_credentials(self, user: str, mechanism: str, salted: SaltedPassword | None) -> tuple[ErrorCode, str]:
+        """Set (or with ``None`` delete) ``user``'s credential for ``mechanism`` with AlterUserScramCredentials:
+        the error and Kafka's message. PLAIN travels as mechanism :data:`PLAIN_WIRE_TYPE` (a groupcoord
+        extension)."""
+        wire_type = PLAIN_WIRE_TYPE if mechanism == "PLAIN" else ScramMechanism.named(mechanism).wire_type
+        body: dict[str, list[dict[str, object]]] = {"Deletions": [], "Upsertions": []}
+        if salted is None:
+            body["Deletions"].append({"Name": user, "Mechanism": wire_type})
+        else:
+            body["Upsertions"].append({"Name": user, "Mechanism": wire_type, "Iterations": salted.iterations,
+                                       "Salt": salted.salt, "SaltedPassword": salted.salted})
+        answer = self._connection.send_schema(ALTER_USER_SCRAM_CREDENTIALS, 0, body)
+        (result,) = answer["Results"]
+        return error_for_code(result["ErrorCode"]), result["ErrorMessage"] or ""
+

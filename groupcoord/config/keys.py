@@ -75,6 +75,61 @@ REGISTRY.define("offset.metadata.max.bytes", int, 4096, "Largest metadata string
 REGISTRY.define("socket.request.max.bytes", int, 104857600, "Largest request frame the endpoint accepts.",
                 minimum=1024, maximum=INT32_MAX)
 
+# --- Security (docs/security.md) ------------------------------------------------------------------------------------
+SECURITY_SECRETS = {"sasl.password": "GROUPCOORD_SASL_PASSWORD", "ssl.key.password": "GROUPCOORD_SSL_KEY_PASSWORD"}
+"""Secret security settings, refused as keys (Spark shows every conf value in its UI and event log): they come from
+the environment variable named here or from the file a ``*.file`` key names."""
+
+
+def _mechanisms(value: str) -> str | None:
+    names = [name.strip().upper() for name in value.split(",") if name.strip()]
+    unknown = sorted(set(names) - {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"})
+    if not names:
+        return "expected at least one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"
+    if unknown:
+        return f"unsupported SASL mechanism {unknown[0]}: expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+    return None
+
+
+REGISTRY.define("listener.security.protocol", str, "PLAINTEXT",
+                "Security protocol of the coordinator's listener, as Kafka's: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT "
+                "or SASL_SSL (SASL over TLS). groupcoord's own clients connect with the same protocol.",
+                choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
+REGISTRY.define("sasl.enabled.mechanisms", str, "SCRAM-SHA-256,SCRAM-SHA-512",
+                "Comma-separated SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. "
+                "Users and their credentials live in the state root (`groupcoord users`).", check=_mechanisms)
+REGISTRY.define("connection.failed.authentication.delay.ms", int, 100,
+                "How long a failed authentication's answer is delayed before the connection closes, as Kafka's "
+                "setting of that name (slows down password guessing).", minimum=0, maximum=INT32_MAX)
+REGISTRY.define("sasl.mechanism", str, "SCRAM-SHA-512",
+                "SASL mechanism groupcoord's own clients (members, the streaming source, the CLI) authenticate "
+                "with on a SASL listener.", choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
+REGISTRY.define("sasl.username", str, None,
+                "User groupcoord's own clients authenticate as on a SASL listener.")
+REGISTRY.define("sasl.password.file", str, None,
+                "File holding the password of sasl.username; defaults to GROUPCOORD_SASL_PASSWORD (secrets are "
+                "never accepted as a key's value).")
+REGISTRY.define("ssl.keystore.location", str, None,
+                "PEM file with the listener's certificate chain (and its key, unless ssl.key.location names it); "
+                "for groupcoord's clients, their certificate for mutual TLS.")
+REGISTRY.define("ssl.key.location", str, None, "PEM file with the private key of ssl.keystore.location's certificate.")
+REGISTRY.define("ssl.key.password.file", str, None,
+                "File holding the password of an encrypted private key; defaults to GROUPCOORD_SSL_KEY_PASSWORD.")
+REGISTRY.define("ssl.truststore.location", str, None,
+                "PEM file of CA certificates: the listener trusts them for client certificates (mutual TLS), "
+                "groupcoord's clients for the coordinator's certificate (else the system's CAs).")
+REGISTRY.define("ssl.client.auth", str, "none",
+                "Client certificates on an SSL or SASL_SSL listener, as Kafka's: none, requested or required "
+                "(mutual TLS; on SSL the principal comes from the certificate).",
+                choices=("none", "requested", "required"))
+REGISTRY.define("ssl.principal.mapping.rules", str, "DEFAULT",
+                "Kafka's rules mapping a client certificate's distinguished name to a principal name: "
+                "comma-separated DEFAULT or RULE:pattern/replacement/[LU].")
+REGISTRY.define("ssl.endpoint.identification.algorithm", str, "https",
+                "Host name verification of groupcoord's clients: https (the coordinator's certificate must match "
+                "the address it advertises, as Kafka's clients check) or empty to turn it off.",
+                choices=("https", ""))
+
 # --- Object storage (a state root on s3://; README "State root on S3") -----------------------------------------------
 STORAGE_SECRETS = ("storage.secret.access.key", "storage.session.token")
 """Secret storage settings: refused as keys (a --conf value shows in Spark's UI and event log); they come from the
@@ -184,6 +239,11 @@ REGISTRY.define("topics", str, None, "Comma-separated topics the ingestion job c
 REGISTRY.define("pattern", str, None, "Regular expression of topics the ingestion job consumes (--pattern).")
 REGISTRY.define("source", str, "embedded",
                 "Where records come from: 'embedded' (the state root's topic log) or kafka://HOST:PORT[,HOST:PORT].")
+REGISTRY.define("source.kafka.config.file", str, None,
+                "A properties file of Kafka client settings for a kafka:// source, in the Java client's names as "
+                "Spark's Kafka source takes them without 'kafka.' (security.protocol, sasl.mechanism, "
+                "sasl.jaas.config, ssl.truststore.location with ssl.truststore.type=PEM...), as Kafka's tools take "
+                "--command-config: the secrets stay in the file, out of the command line and Spark's UI.")
 REGISTRY.define("sink", str, None, "Path of the Delta table the ingestion job appends records to (--sink).")
 REGISTRY.define("members", int, 2,
                 "How many members join the group (--members): Structured Streaming queries in the structured "

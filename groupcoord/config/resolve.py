@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from groupcoord.config.keys import STORAGE_SECRETS  # (importing keys fills the registry)
+from groupcoord.config.keys import SECURITY_SECRETS, STORAGE_SECRETS  # (importing keys fills the registry)
 from groupcoord.config.registry import PREFIX, REGISTRY, ConfigError, full_name, short_name
 
 
@@ -131,8 +131,9 @@ def resolve_config(
 
 def _refuse_secret(name: str) -> None:
     """Secret values never come through configuration: Spark shows every conf value in its UI and event log."""
-    if short_name(name) in STORAGE_SECRETS:
-        variable = "AWS_SECRET_ACCESS_KEY" if "secret" in name else "AWS_SESSION_TOKEN"
+    short = short_name(name)
+    if short in STORAGE_SECRETS or short in SECURITY_SECRETS:
+        variable = SECURITY_SECRETS.get(short) or ("AWS_SECRET_ACCESS_KEY" if "secret" in name else "AWS_SESSION_TOKEN")
         raise ConfigError(f"{full_name(name)} is a secret and is refused as a configuration value (Spark shows "
                           f"those in its UI and logs): set {variable} in the environment or name a file with "
                           f"{full_name(name)}.file")

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
-from groupcoord.coordinator import admin, offsets
+from groupcoord.coordinator import admin, credentials, offsets
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.consumer_classic import (
     handle_classic_heartbeat,
@@ -74,6 +74,7 @@ from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
 from groupcoord.protocol.requests import (
+    AlterCredentialsRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
@@ -89,6 +90,7 @@ from groupcoord.protocol.requests import (
     SyncGroupRequest,
 )
 from groupcoord.protocol.responses import (
+    AlterCredentialsResponse,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
     DeletedGroup,
@@ -104,7 +106,9 @@ from groupcoord.protocol.responses import (
     OffsetDeleteResponse,
     OffsetFetchResponse,
     SyncGroupResponse,
+    UserResult,
 )
+from groupcoord.security.credentials import Credentials
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -121,6 +125,7 @@ _HANDLERS: Mapping[type, Handler] = {
     DescribeGroupsRequest: admin.handle_describe,
     ListGroupsRequest: admin.handle_list,
     DeleteGroupsRequest: admin.handle_delete,
+    AlterCredentialsRequest: credentials.handle_alter,
     ConsumerGroupHeartbeatRequest: handle_consumer_heartbeat,
     ConsumerGroupDescribeRequest: handle_consumer_describe,
 }
@@ -168,6 +173,9 @@ def error_response(request: GroupRequest, error: ErrorCode) -> GroupResponse:
     if isinstance(request, ConsumerGroupDescribeRequest):
         return ConsumerGroupDescribeResponse(groups=tuple(
             DescribedConsumerGroup(error=error, group_id=g) for g in request.groups))
+    if isinstance(request, AlterCredentialsRequest):
+        users = dict.fromkeys(change.user for change in request.changes)
+        return AlterCredentialsResponse(tuple(UserResult(user, error) for user in users))
     return DeleteGroupsResponse(results=tuple(DeletedGroup(g, error) for g in request.groups))
 
 
@@ -323,6 +331,11 @@ class GroupCoordinator:
     def snapshot_records(self) -> list[Record]:
         """Records that rebuild the current hard state from nothing."""
         return self._ctx.hard.snapshot_records()
+
+    @property
+    def credentials(self) -> Credentials:
+        """The users' credentials (read-only: only replay changes them); the endpoint authenticates with them."""
+        return self._ctx.hard.credentials
 
     def hard_state(self) -> HardState:
         """A comparable value of all hard state."""

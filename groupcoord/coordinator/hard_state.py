@@ -2,8 +2,9 @@
 
 For each classic group, the persisted form of its last completed generation; for each group and partition, the
 committed offset; each consumer group (KIP-848) whole, since all of it is hard state
-(:mod:`groupcoord.coordinator.consumer_replay`). Replay forgives stale input (a tombstone for something unknown is
-ignored) and raises :class:`RecordInvariantError` on a record that could not have been written by a correct coordinator.
+(:mod:`groupcoord.coordinator.consumer_replay`); each user's credential per SASL mechanism. Replay forgives stale
+input (a tombstone for something unknown is ignored) and raises :class:`RecordInvariantError` on a record that could
+not have been written by a correct coordinator.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from groupcoord.coordinator.consumer_replay import (
     consumer_group_records,
     replay_consumer_record,
 )
+from groupcoord.coordinator.credential_records import UserCredentialRecord, new_user_credential_record
 from groupcoord.coordinator.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
@@ -28,6 +30,7 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.group.consumer_group import ConsumerGroup
 from groupcoord.group.metadata import GroupInvariantError, GroupMetadataValue
+from groupcoord.security.credentials import Credential, Credentials
 
 TopicPartition = tuple[str, int]
 
@@ -43,6 +46,7 @@ class HardState:
     groups: tuple[tuple[str, GroupMetadataValue], ...]
     offsets: tuple[tuple[str, str, int, OffsetValue], ...]
     consumer_groups: tuple[ConsumerGroupRecord, ...] = ()
+    credentials: tuple[tuple[str, str, Credential], ...] = ()
 
 
 class HardStateStore:
@@ -52,6 +56,7 @@ class HardStateStore:
         self._groups: dict[str, GroupMetadataValue] = {}
         self._offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
         self._consumer_groups: dict[str, ConsumerGroup] = {}
+        self._credentials = Credentials()
 
     def replay(self, record: Record) -> None:
         """Apply one record; the only code that changes hard state."""
@@ -59,6 +64,8 @@ class HardStateStore:
             self._replay_offset(record)
         elif isinstance(record, GroupMetadataRecord):
             self._replay_group(record)
+        elif isinstance(record, UserCredentialRecord):
+            self._replay_credential(record)
         else:
             try:
                 replay_consumer_record(self._consumer_groups, record)
@@ -76,6 +83,17 @@ class HardStateStore:
         except GroupInvariantError as exc:
             raise RecordInvariantError(f"group {record.group_id!r}: {exc}") from None
         self._groups[record.group_id] = record.value
+
+    def _replay_credential(self, record: UserCredentialRecord) -> None:
+        if not record.user:
+            raise RecordInvariantError("credential record without a user")
+        if record.value is None:
+            self._credentials.remove(record.user, record.mechanism)
+            return
+        try:
+            self._credentials.put(record.user, record.mechanism, record.value)
+        except ValueError as exc:
+            raise RecordInvariantError(f"credential of {record.user!r}: {exc}") from None
 
     def _replay_offset(self, record: OffsetCommitRecord) -> None:
         if not record.group_id or not record.topic or record.partition < 0:
@@ -113,6 +131,11 @@ class HardStateStore:
         """Every consumer group, sorted."""
         return sorted(self._consumer_groups)
 
+    @property
+    def credentials(self) -> Credentials:
+        """The users' credentials. Only replay may change them; the endpoint and handlers read them."""
+        return self._credentials
+
     def snapshot(self) -> HardState:
         """A comparable copy of everything."""
         return HardState(
@@ -120,7 +143,8 @@ class HardStateStore:
             offsets=tuple((g, t, p, v) for g in sorted(self._offsets)
                           for (t, p), v in sorted(self._offsets[g].items())),
             consumer_groups=tuple(r for g in sorted(self._consumer_groups)
-                                  for r in consumer_group_records(self._consumer_groups[g])))
+                                  for r in consumer_group_records(self._consumer_groups[g])),
+            credentials=tuple(self._credentials.items()))
 
     def snapshot_records(self) -> list[Record]:
         """Records that rebuild this state from nothing (for log snapshots)."""
@@ -128,4 +152,5 @@ class HardStateStore:
         records: list[Record] = [new_group_metadata_record(g, v) for g, v in state.groups]
         records.extend(state.consumer_groups)
         records.extend(new_offset_commit_record(g, t, p, v) for g, t, p, v in state.offsets)
+        records.extend(new_user_credential_record(u, m, c) for u, m, c in state.credentials)
         return records

@@ -1,7 +1,8 @@
 """The coordinator's records: typed, frozen, built only through the factories below, and their storage codec.
 
 Classic groups and offsets have their records here; consumer groups (KIP-848) have theirs in
-:mod:`groupcoord.coordinator.consumer_records`, and :data:`Record` and the codec cover both.
+:mod:`groupcoord.coordinator.consumer_records`, users' credentials in :mod:`groupcoord.coordinator.credential_records`,
+and :data:`Record` and the codec cover all of them.
 
 A record is a key and a value; the key is the identity compaction keeps (a group; a group's topic-partition) and a
 ``None`` value is a tombstone. :func:`encode_record` turns a record into an
@@ -23,6 +24,13 @@ from groupcoord.coordinator.consumer_records import (
     consumer_record_key,
     consumer_record_payload,
     decode_consumer_record,
+)
+from groupcoord.coordinator.credential_records import (
+    USER_CREDENTIAL_KIND,
+    UserCredentialRecord,
+    credential_record_key,
+    credential_record_payload,
+    decode_credential_record,
 )
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
@@ -71,7 +79,7 @@ class OffsetCommitRecord:
 ClassicRecord = GroupMetadataRecord | OffsetCommitRecord
 """A record of a classic group or of a committed offset."""
 
-Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord
+Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord | UserCredentialRecord
 """Any record the coordinator writes."""
 
 
@@ -181,6 +189,10 @@ def encode_record(record: Record) -> EncodedRecord:
     if isinstance(record, GroupMetadataRecord):
         value = None if record.value is None else _dumps(_group_to_json(record.value))
         return EncodedRecord(GROUP_METADATA_KIND, record.group_id, value, FORMAT_VERSION)
+    if isinstance(record, UserCredentialRecord):
+        payload = credential_record_payload(record)
+        return EncodedRecord(USER_CREDENTIAL_KIND, credential_record_key(record),
+                             None if payload is None else _dumps(payload), FORMAT_VERSION)
     kind, key = consumer_record_key(record)
     payload = consumer_record_payload(record)
     return EncodedRecord(kind, key, None if payload is None else _dumps(payload), FORMAT_VERSION)
@@ -202,6 +214,8 @@ def decode_record(encoded: EncodedRecord) -> Record:
                                       None if payload is None else _offset_from_json(payload))
         if encoded.kind in CONSUMER_GROUP_KINDS:
             return decode_consumer_record(encoded.kind, encoded.key, payload)
+        if encoded.kind == USER_CREDENTIAL_KIND:
+            return decode_credential_record(encoded.key, payload)
     except (ValueError, KeyError, TypeError) as exc:
         raise RecordFormatError(f"malformed {encoded.kind} record {encoded.key!r}: {exc}") from None
     raise RecordFormatError(f"unknown record kind {encoded.kind!r}")

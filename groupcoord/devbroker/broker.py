@@ -135,7 +135,7 @@ class KafkaBroker:
     def start(cls, log_dir: str | Path, *, listen: str = "127.0.0.1:0",
               properties: Mapping[str, PropertyValue] | None = None, jvm_options: Sequence[str] = JVM_OPTIONS,
               output: IO[str] | IO[bytes] | None = None, ready_timeout_s: float = READY_TIMEOUT_S,
-              share_classes: bool = True) -> KafkaBroker:
+              share_classes: bool = True, extra_listeners: Sequence[str] = ()) -> KafkaBroker:
         """Format ``log_dir`` if it is new, start the broker on ``listen`` and wait until it answers Metadata.
 
         ``listen`` is ``HOST:PORT``; port 0 picks a free port (and another one if it is taken before the JVM binds it;
@@ -143,7 +143,9 @@ class KafkaBroker:
         (``server.properties`` keys). The JVM's stdout and stderr go to ``output``, else to ``log_dir/broker.out``;
         the broker's full log is ``log_dir/broker.log``. ``share_classes`` maps (or, the first time, makes) the
         class-data-sharing archive of :mod:`~groupcoord.devbroker.class_archive`. On Linux the JVM is told to exit when
-        the thread that started it dies, so a killed test run leaves no broker behind.
+        the thread that started it dies, so a killed test run leaves no broker behind. ``extra_listeners`` are
+        more client listeners (``SASL_SSL://localhost:9094``), configured by ``properties`` (the PLAINTEXT one stays,
+        for readiness and the tools).
         """
         host, port = parse_listen(listen)
         layout = BrokerLayout(Path(log_dir).resolve())
@@ -158,7 +160,7 @@ class KafkaBroker:
             chosen = port or free_port(host)
             layout.server_properties.write_text(
                 server_properties(layout, host=host, port=chosen, controller_port=free_port("127.0.0.1"),
-                                  overrides=overrides))
+                                  overrides=overrides, extra_listeners=extra_listeners))
             if not layout.formatted:
                 _format_storage([*jvm, *TOOL_JVM_OPTIONS, *(archive.tool_options() if archive else [])], layout)
             try:

@@ -7,7 +7,7 @@ to fit a single node, and topics are never created implicitly (a test that needs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,18 +66,22 @@ class BrokerLayout:
 
 
 def server_properties(layout: BrokerLayout, *, host: str, port: int, controller_port: int,
-                      overrides: Mapping[str, str]) -> str:
-    """The text of ``server.properties``: clients on ``host:port``, the controller on 127.0.0.1, then ``overrides``."""
+                      overrides: Mapping[str, str], extra_listeners: Sequence[str] = ()) -> str:
+    """The text of ``server.properties``: clients on ``host:port``, the controller on 127.0.0.1, each of
+    ``extra_listeners`` (``SASL_SSL://localhost:9094``: the listener is named after its security protocol), then
+    ``overrides``."""
     client_host = f"[{host}]" if ":" in host else host
+    extra = "".join(f",{listener}" for listener in extra_listeners)
+    protocols = "".join(f",{listener.split(':', 1)[0]}:{listener.split(':', 1)[0]}" for listener in extra_listeners)
     settings = {
         "process.roles": "broker,controller",
         "node.id": str(NODE_ID),
         "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://{client_host}:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{client_host}:{port}",
+        "listeners": f"PLAINTEXT://{client_host}:{port},CONTROLLER://127.0.0.1:{controller_port}{extra}",
+        "advertised.listeners": f"PLAINTEXT://{client_host}:{port}{extra}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
         "log.dirs": str(layout.data_dir),
         **SINGLE_NODE_PROPERTIES,
         **overrides,

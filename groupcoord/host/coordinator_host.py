@@ -374,8 +374,10 @@ class _Term:
                 topics=topics, service=self.service, topic_reader=topics, topic_writer=self.appender,
                 producer_ids=ProducerIdAllocator(self.lease.epoch),
                 consumer_groups=self.host.target_assignment_runner is not None,
-                topic_admin=TopicCatalog(self.host.root, config=self.config.topics))),
+                topic_admin=TopicCatalog(self.host.root, config=self.config.topics),
+                credentials=core.credentials)),
             config=self.config.endpoint,
+            credentials=core.credentials,
         )
         metrics.count_authentication_failures(endpoint if isinstance(endpoint, AuthenticationFailures) else None)
         self.host.coordinator, self.host.endpoint = core, endpoint

@@ -48,6 +48,7 @@ class IngestConfig(KeyedConfig):
     auto_offset_reset: OffsetReset = field(default="earliest", metadata=from_key("auto.offset.reset"))
     max_records_per_batch: int = field(default=10000, metadata=from_key("max.records.per.batch"))
     metadata_refresh_ms: int = field(default=30000, metadata=from_key("source.metadata.refresh.ms"))
+    kafka_config_file: str | None = field(default=None, metadata=from_key("source.kafka.config.file"))
     assignors: tuple[str, ...] = field(default=("server-cooperative-sticky",),
                                        metadata=from_key("assignors", convert=split_list))
 

@@ -94,7 +94,7 @@ def run_ingest(spark: SparkSession, config: IngestConfig, root: StateRoot, *, de
     the resolved ``spark.groupcoord.*`` keys for the coordinator and members (default: from the Spark conf).
     """
     catalog = TopicCatalog(root)
-    source = SourceSpec.parse(config.source, state_root=root)
+    source = SourceSpec.parse(config.source, state_root=root, kafka_config_file=config.kafka_config_file)
     from groupcoord.spark.members import run_members
     wanted = topic_filter(config.topics, config.pattern)
     sync: CatalogSync | None = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from groupcoord.config import ConfigError
 from groupcoord.member.config import parse_bootstrap
+from groupcoord.security.kafka_client import librdkafka_settings, read_client_properties
 from groupcoord.source.log_view import LogView, open_log_view
 from groupcoord.source.records import RangeRead
 from groupcoord.state_root import StateRoot
@@ -31,16 +32,22 @@ class SourceSpec:
     bootstrap: tuple[tuple[str, int], ...] | None = None
     storage: Mapping[str, str] = field(default_factory=dict)
     """The state root's ``storage.*`` settings when it is on S3 (never secret values)."""
+    kafka_settings: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """librdkafka settings of a Kafka source (security included), from ``source.kafka.config.file``."""
 
     @classmethod
-    def parse(cls, source: str, *, state_root: str | StateRoot) -> SourceSpec:
-        """``embedded`` or ``kafka://HOST:PORT[,HOST:PORT]``; anything else raises :class:`ConfigError`."""
+    def parse(cls, source: str, *, state_root: str | StateRoot, kafka_config_file: str | None = None) -> SourceSpec:
+        """``embedded`` or ``kafka://HOST:PORT[,HOST:PORT]`` (with the Kafka client settings of
+        ``kafka_config_file``, Java names); anything else raises :class:`ConfigError`."""
         root, storage = state_root.location.spec() if isinstance(state_root, StateRoot) else (str(state_root), {})
         if source == EMBEDDED:
             return cls(root, storage=storage)
         if source.startswith(KAFKA_SCHEME):
             try:
-                return cls(root, parse_bootstrap(source.removeprefix(KAFKA_SCHEME)), storage=storage)
+                settings = librdkafka_settings(read_client_properties(kafka_config_file)) if kafka_config_file \
+                    else {}
+                return cls(root, parse_bootstrap(source.removeprefix(KAFKA_SCHEME)), storage=storage,
+                           kafka_settings=settings)
             except ValueError as exc:
                 raise ConfigError(f"source {source!r}: {exc}") from None
         raise ConfigError(f"source {source!r} is neither '{EMBEDDED}' nor {KAFKA_SCHEME}HOST:PORT[,HOST:PORT]")
@@ -62,7 +69,7 @@ class SourceSpec:
 
     def log_view(self) -> LogView:
         """The source's log bounds and partition counts (one Kafka client, or the embedded log)."""
-        return open_log_view(self.open_root(), self.servers, {}, timeout_s=KAFKA_TIMEOUT_S)
+        return open_log_view(self.open_root(), self.servers, self.kafka_settings, timeout_s=KAFKA_TIMEOUT_S)
 
     def open_root(self) -> StateRoot:
         """The state root, opened in this process (credentials from its environment)."""
@@ -73,7 +80,7 @@ class SourceSpec:
         offsets that retention removes while a batch is read are skipped with a warning (a position already gone
         when the member plans a batch is reset by ``auto.offset.reset``)."""
         return RangeRead(include_headers=False, fail_on_data_loss=False, state_root=self.state_root,
-                         bootstrap_servers=self.servers, storage=self.storage)
+                         bootstrap_servers=self.servers, kafka_settings=self.kafka_settings, storage=self.storage)
 
     def describe(self) -> str:
         """The source as the user wrote it."""

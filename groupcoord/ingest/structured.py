@@ -70,7 +70,7 @@ def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, inde
                 checkpoint: str | None, trigger_ms: int,
                 session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> StreamingQuery:
     """Start query ``index`` of the run (see the module docstring)."""
-    source = SourceSpec.parse(config.source, state_root=root)
+    source = SourceSpec.parse(config.source, state_root=root, kafka_config_file=config.kafka_config_file)
     storage = dict(root.location.settings)
     reader = (spark.readStream.format("groupcoord").option("group.id", config.group_id)
               .option("state.root", root.location.uri).option("startingOffsets", config.auto_offset_reset)
@@ -81,6 +81,8 @@ def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, inde
         reader.option("subscribePattern", config.pattern or "")
     if source.servers is not None:
         reader = reader.option("kafka.bootstrap.servers", source.servers)
+        # librdkafka's names pass through the source's mapping as they are; Spark redacts the password's value.
+        reader = reader.options(**{f"kafka.{name}": value for name, value in source.kafka_settings.items()})
     reader = reader.options(**storage)
     writer = (reader.load().select(*SINK_SCHEMA.names).writeStream.format("groupcoord-delta")
               .queryName(f"{config.group_id}-{index}").option("path", config.sink)
@@ -105,7 +107,8 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
     from groupcoord.spark.registration import stop_coordinator
     from groupcoord.spark.s3a import use_s3a
 
-    source = SourceSpec.parse(config.source, state_root=root)  # a bad source fails before the coordinator starts
+    # A bad source fails before the coordinator starts.
+    source = SourceSpec.parse(config.source, state_root=root, kafka_config_file=config.kafka_config_file)
     sink = create_sink(config, root.location.settings)
     log.info("group %s: sink %s open; registering the source and the coordinator", config.group_id, sink.location)
     register(spark, state_root=root.location.uri)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from groupcoord.config.binding import KeyedConfig, from_key
+from groupcoord.config.resolve import Config, resolve_config
 from groupcoord.member.heartbeat import HeartbeatTiming
+from groupcoord.security.config import ClientSecurity
 from groupcoord.state_root import StateRoot
 
 DEFAULT_ASSIGNORS: tuple[str, ...] = ("server-cooperative-sticky",)
@@ -20,7 +22,7 @@ COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky", "server-cooperative-sti
 
 @dataclass(frozen=True, kw_only=True)
 class MemberOptions(KeyedConfig):
-    """Client settings from the ``spark.groupcoord.member.*`` keys."""
+    """Client settings from the ``spark.groupcoord.member.*`` keys and the client security keys."""
 
     retry_backoff_ms: int = field(default=100, metadata=from_key("member.retry.backoff.ms"))
     retry_backoff_max_ms: int = field(default=2000, metadata=from_key("member.retry.backoff.max.ms"))
@@ -28,6 +30,15 @@ class MemberOptions(KeyedConfig):
     metadata_max_age_ms: int = field(default=5000, metadata=from_key("member.metadata.max.age.ms"))
     auto_commit_interval_ms: int = field(default=5000, metadata=from_key("member.auto.commit.interval.ms"))
     client_id: str = field(default="groupcoord-member", metadata=from_key("member.client.id"))
+    security: ClientSecurity = field(default_factory=ClientSecurity)
+    """How to connect: ``listener.security.protocol``, ``sasl.*`` and ``ssl.*`` (the password from
+    ``sasl.password.file`` or ``GROUPCOORD_SASL_PASSWORD``, read once here and never shown in a ``repr``)."""
+
+    @classmethod
+    def from_config(cls, config: Config | None = None) -> MemberOptions:
+        """Every bound field, and the client security settings, from ``config``."""
+        resolved = config if config is not None else resolve_config()
+        return replace(super().from_config(resolved), security=ClientSecurity.from_config(resolved))
 
 
 def parse_bootstrap(servers: str | Sequence[str]) -> tuple[tuple[str, int], ...]:

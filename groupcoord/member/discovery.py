@@ -55,7 +55,7 @@ class CoordinatorLocator:
 
     def _connect(self, address: Address) -> BrokerConnection:
         connection = BrokerConnection(address[0], address[1], client_id=self._options.client_id,
-                                      timeout_ms=self._options.request_timeout_ms)
+                                      timeout_ms=self._options.request_timeout_ms, security=self._options.security)
         connection.connect()
         return connection
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from groupcoord.coordinator import GroupCoordinator
 from groupcoord.coordinator.consumer_records import ConsumerGroupMetadataRecord
+from groupcoord.coordinator.credential_records import UserCredentialRecord
 from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from groupcoord.group.consumer_group import ConsumerGroupState
 from groupcoord.metrics.loop_instruments import LoopCounter, LoopHistogram
@@ -68,6 +69,8 @@ class RecordWatch:
             elif isinstance(record, ConsumerGroupMetadataRecord):
                 self._consumer_epoch(record)
                 consumer_groups.add(record.group_id)
+            elif isinstance(record, UserCredentialRecord):  # a user's credential: no group to account for
+                continue
             else:  # the other records of a consumer group: members, target and current assignments
                 consumer_groups.add(record.group_id)
         for group_id in consumer_groups & self._epoch_started_ms.keys():

@@ -85,6 +85,18 @@ class Errors:
     INVALID_COMMIT_OFFSET_SIZE = ErrorCode(
         28, "INVALID_COMMIT_OFFSET_SIZE", False,
         "The offset commit's size is not acceptable.")
+    UNSUPPORTED_SASL_MECHANISM = ErrorCode(
+        33, "UNSUPPORTED_SASL_MECHANISM", False, "The listener does not take the client's SASL mechanism.")
+    ILLEGAL_SASL_STATE = ErrorCode(
+        34, "ILLEGAL_SASL_STATE", False, "A SASL request that is not expected in the connection's state.")
+    SASL_AUTHENTICATION_FAILED = ErrorCode(
+        58, "SASL_AUTHENTICATION_FAILED", False, "SASL authentication failed (wrong or unknown credentials).")
+    RESOURCE_NOT_FOUND = ErrorCode(91, "RESOURCE_NOT_FOUND", False, "The user (or other resource) does not exist.")
+    UNACCEPTABLE_CREDENTIAL = ErrorCode(
+        93, "UNACCEPTABLE_CREDENTIAL", False, "The credential is not acceptable (iterations out of range, empty "
+        "user name...).")
+    DUPLICATE_RESOURCE = ErrorCode(
+        92, "DUPLICATE_RESOURCE", False, "A request names the same resource twice.")
     UNSUPPORTED_VERSION = ErrorCode(35, "UNSUPPORTED_VERSION", False, "This endpoint does not speak that API version.")
     OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode(
         45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False,

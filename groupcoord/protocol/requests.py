@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.security.credentials import Credential
 
 UNKNOWN_MEMBER_ID = ""
 """The member id a new member sends (Kafka's ``JoinGroupRequest.UNKNOWN_MEMBER_ID``)."""
@@ -255,9 +256,26 @@ class ConsumerGroupHeartbeatRequest:
             and self.topic_partitions is not None)
 
 
+@dataclass(frozen=True)
+class CredentialChange:
+    """Set ``user``'s credential for ``mechanism`` to ``credential``, or delete it (``None``)."""
+
+    user: str
+    mechanism: str
+    credential: Credential | None
+
+
+@dataclass(frozen=True)
+class AlterCredentialsRequest:
+    """AlterUserScramCredentials (API key 51), and ``groupcoord users add|remove``: credential changes, applied
+    per user all or nothing, as Kafka's controller does."""
+
+    changes: tuple[CredentialChange, ...]
+
+
 GroupRequest = (
     JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
     | OffsetFetchRequest | OffsetDeleteRequest | DescribeGroupsRequest | ListGroupsRequest | DeleteGroupsRequest
-    | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest
+    | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest | AlterCredentialsRequest
 )
 """Any request the coordinator handles."""

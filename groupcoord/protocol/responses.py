@@ -248,9 +248,25 @@ class ConsumerGroupDescribeResponse:
     groups: tuple[DescribedConsumerGroup, ...]
 
 
+@dataclass(frozen=True)
+class UserResult:
+    """The outcome of one user's credential changes: an error, with Kafka's message when it has one."""
+
+    user: str
+    error: ErrorCode
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class AlterCredentialsResponse:
+    """AlterUserScramCredentials: one result per user named in the request, in first-named order."""
+
+    results: tuple[UserResult, ...]
+
+
 GroupResponse = (
     JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
     | OffsetFetchResponse | OffsetDeleteResponse | DescribeGroupsResponse | ListGroupsResponse | DeleteGroupsResponse
-    | ConsumerGroupHeartbeatResponse | ConsumerGroupDescribeResponse
+    | ConsumerGroupHeartbeatResponse | ConsumerGroupDescribeResponse | AlterCredentialsResponse
 )
 """Any response the coordinator produces."""

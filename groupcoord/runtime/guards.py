@@ -10,6 +10,7 @@ from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.log.base import LoadedLog, RecordLog
 from groupcoord.protocol.errors import Errors, ProtocolError
 from groupcoord.protocol.requests import (
+    AlterCredentialsRequest,
     DeleteGroupsRequest,
     GroupRequest,
     JoinGroupRequest,
@@ -22,7 +23,7 @@ from groupcoord.runtime.crash_points import crash_point
 
 WRITE_REQUESTS = (
     JoinGroupRequest, SyncGroupRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    DeleteGroupsRequest,
+    DeleteGroupsRequest, AlterCredentialsRequest,
 )
 """Requests that may produce records: refused while storage is unavailable, so nothing is half-acknowledged."""
 

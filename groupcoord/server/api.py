@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.security.principal import ANONYMOUS
 from groupcoord.server.codec import DecodedRequest, response_class
 from groupcoord.server.versions import ApiKey
 
@@ -41,11 +42,16 @@ class BrokerAddress:
 
 @dataclass(frozen=True)
 class RequestContext:
-    """One decoded request plus what an adapter may need to know about the endpoint."""
+    """One decoded request plus what an adapter may need to know about the endpoint and the connection.
+
+    ``principal`` is who sent it (``User:NAME`` once SASL or a client certificate authenticated the connection,
+    ``User:ANONYMOUS`` otherwise), for an authorizer to check.
+    """
 
     request: DecodedRequest
     broker: BrokerAddress
     client_host: str = ""
+    principal: str = ANONYMOUS
 
     @property
     def body(self) -> Any:

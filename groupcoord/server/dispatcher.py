@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.runtime.service import CoordinatorService
+from groupcoord.security.credentials import Credentials
 from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
 from groupcoord.server.adapters.consumer_groups import ConsumerGroupDescribeMapping, ConsumerGroupHeartbeatMapping
@@ -28,7 +29,12 @@ from groupcoord.server.adapters.topic_admin import (
     DescribeConfigsAdapter,
     TopicCatalogWriter,
 )
+from groupcoord.server.adapters.user_credentials import (
+    AlterUserScramCredentialsMapping,
+    DescribeUserScramCredentialsAdapter,
+)
 from groupcoord.server.api import ApiHandler, Dispatcher
+from groupcoord.server.authentication import IllegalSaslStateAdapter
 from groupcoord.server.topic_data import TopicReader, TopicWriter
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
@@ -62,14 +68,17 @@ def build_dispatcher(
     ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
     consumer_groups: bool = False,
     topic_admin: TopicCatalogWriter | None = None,
+    credentials: Credentials | None = None,
 ) -> Dispatcher:
-    """A dispatcher for ApiVersions, Metadata, DescribeTopicPartitions, FindCoordinator; every group and offset API
+    """A dispatcher for ApiVersions, Metadata, DescribeTopicPartitions, FindCoordinator, SaslHandshake and
+    SaslAuthenticate (after authentication: :mod:`groupcoord.server.authentication`); every group and offset API
     when a coordinator ``service`` is given; ListOffsets and Fetch when a ``topic_reader`` is given; Produce and
     InitProducerId when a ``topic_writer`` is given (producer ids from ``producer_ids``, by default a term-0
     allocator);
     ConsumerGroupHeartbeat (KIP-848) with a ``service`` whose shell computes target assignments
     (``consumer_groups``); CreateTopics, CreatePartitions, DescribeConfigs and DeleteTopics on a ``topic_admin``
-    catalog; plus the adapters in ``extra``.
+    catalog; DescribeUserScramCredentials and AlterUserScramCredentials with a ``service`` and the core's
+    ``credentials``; plus the adapters in ``extra``.
 
     With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
     there, as a Kafka broker checks its metadata; without, every topic named by name is taken as it comes. Topics
@@ -85,6 +94,10 @@ def build_dispatcher(
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: DescribeTopicPartitionsAdapter(source),
         ApiKey.FIND_COORDINATOR: FindCoordinatorAdapter(availability=availability,
                                                         transactions=topic_writer is not None),
+        # Reached only once a connection is authenticated, or on a listener without SASL (SaslGate answers them
+        # before): ILLEGAL_SASL_STATE, as Kafka's request handler.
+        ApiKey.SASL_HANDSHAKE: IllegalSaslStateAdapter(),
+        ApiKey.SASL_AUTHENTICATE: IllegalSaslStateAdapter(),
     }
     if service is not None:
         for key, mapping in CORE_MAPPINGS.items():
@@ -98,6 +111,9 @@ def build_dispatcher(
             handlers[ApiKey.CONSUMER_GROUP_HEARTBEAT] = CoreAdapter(service, ConsumerGroupHeartbeatMapping())
         if topics is not None:
             handlers[ApiKey.OFFSET_DELETE] = KnownPartitionsAdapter(service, OffsetDeleteMapping(known), known)
+        if credentials is not None:
+            handlers[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS] = DescribeUserScramCredentialsAdapter(credentials)
+            handlers[ApiKey.ALTER_USER_SCRAM_CREDENTIALS] = CoreAdapter(service, AlterUserScramCredentialsMapping())
     if topic_reader is not None:
         handlers[ApiKey.LIST_OFFSETS] = ListOffsetsAdapter(topic_reader)
         handlers[ApiKey.FETCH] = FetchAdapter(topic_reader)

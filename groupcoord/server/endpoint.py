@@ -17,6 +17,11 @@ Bad input never reaches an adapter and never stops the server:
   decode, or an API key or version that is not advertised closes that connection (Kafka does the same);
 - an ApiVersions request at an unsupported version is the exception: it gets a v0 response with
   UNSUPPORTED_VERSION and the advertised ranges, so clients can retry at a version we speak.
+
+Security (``listener.security.protocol``, docs/security.md): SSL and SASL_SSL wrap every connection in TLS; on
+SASL_PLAINTEXT and SASL_SSL each connection authenticates first, and until then its frames go to its
+:class:`~groupcoord.server.authentication.SaslGate` and nowhere else (:meth:`Endpoint._serve_connection` is the one
+place that decides). Every request then carries its connection's principal in its context.
 """
 
 from __future__ import annotations
@@ -25,13 +30,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupcoord.config.binding import KeyedConfig, from_key
+from groupcoord.config.resolve import Config, resolve_config
 from groupcoord.protocol.errors import Errors
+from groupcoord.security.config import ListenerSecurity
+from groupcoord.security.credentials import Credentials, CredentialStore
+from groupcoord.security.principal import ANONYMOUS, map_distinguished_name, user_principal
+from groupcoord.security.tls import distinguished_name, server_context
 from groupcoord.server.adapters.api_versions import unsupported_version_response
 from groupcoord.server.api import ApiHandler, BrokerAddress, Dispatcher, RequestContext
+from groupcoord.server.authentication import AuthenticationFailedClose, AuthenticationStats, SaslGate
 from groupcoord.server.codec import (
     RequestRejected,
     UnsupportedApi,
@@ -78,6 +89,13 @@ class EndpointConfig(KeyedConfig):
         default=None, metadata=from_key("advertised.listener", convert=_optional_host_port))
     max_request_bytes: int = field(default=104857600, metadata=from_key("socket.request.max.bytes"))
     stop_grace_seconds: float = 5.0
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)
+
+    @classmethod
+    def from_config(cls, config: Config | None = None) -> EndpointConfig:
+        """Every bound field, and the listener's security settings, from ``config``."""
+        resolved = config if config is not None else resolve_config()
+        return replace(super().from_config(resolved), security=ListenerSecurity.from_config(resolved))
 
 
 class Endpoint:
@@ -86,6 +104,9 @@ class Endpoint:
     Use ``await start()`` (returns the bound address), then ``await serve_forever()`` or just keep the loop running,
     and ``await stop()``: it stops accepting, answers in-flight requests with NOT_COORDINATOR and closes every
     connection.
+
+    ``credentials`` are the users a SASL listener authenticates (the coordinator's hard state in a host);
+    :attr:`authentication` counts the outcomes.
     """
 
     def __init__(
@@ -94,10 +115,16 @@ class Endpoint:
         *,
         config: EndpointConfig,
         ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS,
+        credentials: CredentialStore | None = None,
     ) -> None:
         self._dispatcher = dispatcher
         self._config = config
         self._ranges = served_ranges(dispatcher, ranges)
+        self._credentials: CredentialStore = credentials if credentials is not None else Credentials()
+        self.authentication = AuthenticationStats()
+        """Authentication successes and failures by mechanism (for the metrics endpoint)."""
+        security = config.security
+        self._tls = server_context(security.tls, security.client_auth) if security.uses_tls else None
         self._server: asyncio.Server | None = None
         self._bound: BrokerAddress | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -105,6 +132,11 @@ class Endpoint:
         self._in_handler: set[asyncio.Task[Any]] = set()
         self._cancelled_by_stop: set[asyncio.Task[Any]] = set()
         self._stopping = False
+
+    def authentication_failures(self) -> int:
+        """Failed authentications since the endpoint started (``groupcoord_authentication_failures_total``; safe to
+        read from another thread)."""
+        return self.authentication.failed
 
     @property
     def bound_address(self) -> BrokerAddress:
@@ -122,10 +154,11 @@ class Endpoint:
 
     async def start(self) -> BrokerAddress:
         """Bind and start accepting; port 0 picks a free port. Returns the bound address."""
-        self._server = await asyncio.start_server(self._on_connection, self._config.host, self._config.port)
+        self._server = await asyncio.start_server(self._on_connection, self._config.host, self._config.port,
+                                                  ssl=self._tls)
         host, port = self._server.sockets[0].getsockname()[:2]
         self._bound = BrokerAddress(host, port)
-        log.info("listening on %s:%d", host, port)
+        log.info("listening on %s:%d (%s)", host, port, self._config.security.protocol)
         return self._bound
 
     async def serve_forever(self) -> None:
@@ -165,19 +198,31 @@ class Endpoint:
         peer = writer.get_extra_info("peername")
         client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         produces = _OrderedAnswers(writer, peer, lambda: self._stopping)
+        gate = SaslGate(self._config.security, self._credentials, self.authentication, ranges=self._ranges,
+                        peer=str(peer))
         try:
+            principal = self._tls_principal(writer)
             while not self._stopping:
                 payload = await read_frame(reader, max_bytes=self._config.max_request_bytes)
                 if payload is None:
                     break
-                if payload[:2] == _PRODUCE_KEY:
+                if not gate.authenticated:  # the one place: nothing of an unauthenticated stream passes but this
+                    frame = await gate.admit(payload, lambda versions: self._answer(versions, client_host))
+                    principal = gate.principal or principal
+                elif payload[:2] == _PRODUCE_KEY:
                     await produces.wait_below(MAX_PIPELINED_PRODUCES)
-                    produces.add(self._answer(payload, client_host))
+                    produces.add(self._answer(payload, client_host, principal))
                     continue
-                await produces.wait_below(1)  # every earlier Produce answered first
-                frame = await self._answer(payload, client_host)
+                else:
+                    await produces.wait_below(1)  # every earlier Produce answered first
+                    frame = await self._answer(payload, client_host, principal)
                 if frame is not None:
                     writer.write(frame)
+                    await writer.drain()
+        except AuthenticationFailedClose as exc:
+            if exc.answer is not None:
+                with contextlib.suppress(ConnectionError):
+                    writer.write(exc.answer)
                     await writer.drain()
         except RequestRejected as exc:
             log.warning("closing connection from %s: %s", peer, exc)
@@ -191,7 +236,17 @@ class Endpoint:
             with contextlib.suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
 
-    async def _answer(self, payload: bytes, client_host: str) -> bytes | None:
+    def _tls_principal(self, writer: asyncio.StreamWriter) -> str:
+        """``User:<mapped DN>`` of the client certificate on a TLS connection, else ``User:ANONYMOUS`` (a SASL
+        listener replaces it with the SASL user, as Kafka's principal builder does)."""
+        ssl_object = writer.get_extra_info("ssl_object")
+        certificate = ssl_object.getpeercert() if ssl_object is not None else None
+        if not certificate:
+            return ANONYMOUS
+        name = map_distinguished_name(self._config.security.mapping_rules, distinguished_name(certificate))
+        return user_principal(name)
+
+    async def _answer(self, payload: bytes, client_host: str, principal: str = ANONYMOUS) -> bytes | None:
         """The encoded response frame to one request payload (``None``: the request expects no answer); raises
         :class:`RequestRejected` to close."""
         try:
@@ -204,7 +259,7 @@ class Endpoint:
             response = unsupported_version_response(self._ranges)
             return encode_response(response, correlation_id=exc.header.correlation_id)
         handler = self._dispatcher[request.api_key]
-        ctx = RequestContext(request, self.advertised_address, client_host)
+        ctx = RequestContext(request, self.advertised_address, client_host, principal)
         response = await self._run(handler, ctx)
         if response is None:
             return None

@@ -14,15 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.protocol.schemas import CodecError
+from groupcoord.protocol.schemas import CodecError, decode_prefix, decode_request_header, schema_for
 from groupcoord.protocol.schemas import decode_request as decode_schema_request
 from groupcoord.protocol.schemas import encode_response as encode_schema_response
 
-SCHEMA_API_KEYS: frozenset[int] = frozenset({1, 8, 9, 19, 20, 32, 37, 42, 68, 69, 75})
+SCHEMA_API_KEYS: frozenset[int] = frozenset({1, 8, 9, 17, 19, 20, 32, 36, 37, 42, 50, 51, 68, 69, 75})
 """The API keys served through Kafka's schemas: Fetch (1: its responses carry megabytes of records, which
 kafka-python's encoder copies as its buffer grows), OffsetCommit (8) and OffsetFetch (9) (v10 names topics by id, past
-kafka-python's schemas), CreateTopics (19), DeleteTopics (20), DescribeConfigs (32),
-CreatePartitions (37), DeleteGroups (42: v3 is past kafka-python's schemas), ConsumerGroupHeartbeat (68),
+kafka-python's schemas), SaslHandshake (17), SaslAuthenticate (36), CreateTopics (19), DeleteTopics (20),
+DescribeConfigs (32), CreatePartitions (37), DeleteGroups (42: v3 is past kafka-python's schemas),
+DescribeUserScramCredentials (50), AlterUserScramCredentials (51), ConsumerGroupHeartbeat (68),
 ConsumerGroupDescribe (69) and DescribeTopicPartitions (75)."""
 
 _SIZE = struct.Struct(">i")
@@ -54,9 +55,19 @@ class SchemaResponseClass:
         return SchemaResponse(self.api_key, version, fields)
 
 
+TRAILING_BYTES_IGNORED: frozenset[int] = frozenset({51})
+"""APIs whose requests may carry bytes after the message, ignored as Kafka's parser ignores them:
+AlterUserScramCredentials (51), where librdkafka 2.x writes one byte more than the schema holds."""
+
+
 def decode_schema_body(payload: bytes) -> tuple[str | None, dict[str, Any]]:
     """The client id and the body of a schema-served request frame; a :class:`CodecError` when it does not fit
-    the schema at its version."""
+    the schema at its version (or, but for :data:`TRAILING_BYTES_IGNORED`, leaves bytes after it)."""
+    header, offset = decode_request_header(payload)
+    api_key = header["RequestApiKey"]
+    if api_key in TRAILING_BYTES_IGNORED:
+        body, _ = decode_prefix(schema_for(api_key, "request"), header["RequestApiVersion"], payload, offset)
+        return header.get("ClientId"), body
     header, body = decode_schema_request(payload)
     return header.get("ClientId"), body
 

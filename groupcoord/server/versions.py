@@ -18,6 +18,8 @@ what kafka-python 3.x and librdkafka negotiate:
 - ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) go to v1, as Kafka 4.4's: librdkafka asks for
   ConsumerGroupHeartbeat v1 exactly. kafka-python has no classes for them; they are decoded and encoded with Kafka's
   own message schemas (:mod:`groupcoord.server.schema_apis`), and kafka-python's broker-version inference ignores them.
+- SaslHandshake v0-1 and SaslAuthenticate v0-2 (Kafka 4.4's ranges), DescribeUserScramCredentials and
+  AlterUserScramCredentials v0 (their only version), through Kafka's schemas.
 - CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions and DescribeTopicPartitions (what ``kafka-topics``
   uses) at Kafka 4.4's full ranges, through Kafka's schemas too.
 """
@@ -45,14 +47,18 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
@@ -83,6 +89,8 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.SYNC_GROUP: VersionRange(0, 5),
     ApiKey.DESCRIBE_GROUPS: VersionRange(0, 6),
     ApiKey.LIST_GROUPS: VersionRange(0, 5),
+    ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
+    ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
     ApiKey.API_VERSIONS: VersionRange(0, 4),
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
     ApiKey.CREATE_TOPICS: VersionRange(2, 7),
@@ -91,6 +99,8 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
     ApiKey.DELETE_GROUPS: VersionRange(0, 3),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from groupcoord.member.config import MemberOptions
 from groupcoord.runtime.crash_points import crash_point
+from groupcoord.security.config import CLIENT_SECURITY_KEYS
 from groupcoord.sink.batches import SourceBatch, read_source_batch
 from groupcoord.sink.commit import commit_batch, ensure_table, table_files
 from groupcoord.sink.files import PartitionFile, remove_files, write_partition_files
@@ -58,6 +60,9 @@ class GroupcoordDeltaSink(DataSource):
 
     defaults: ClassVar[Mapping[str, str]] = {}
     """Option defaults from the session's ``spark.groupcoord.*`` conf (set by :func:`register_sink`)."""
+    client_security: ClassVar[Mapping[str, str]] = {}
+    """The session's client security keys (:data:`~groupcoord.security.config.CLIENT_SECURITY_KEYS`: names and file
+    paths, no secret), for the group commit (set by :func:`register_sink`)."""
 
     @classmethod
     def name(cls) -> str:
@@ -74,15 +79,17 @@ class GroupcoordDeltaSink(DataSource):
         stream = sink_table_schema(to_arrow_schema(schema, timezone="UTC"))
         table = ensure_table(options.table, stream)
         check_table_schema(pa.schema(table.schema().to_arrow()), stream, options.path)
-        return DeltaStreamWriter(options, stream)
+        return DeltaStreamWriter(options, stream, self.client_security)
 
 
 class DeltaStreamWriter(DataSourceStreamArrowWriter):
     """One query's writer: :meth:`write` on executors, :meth:`commit` and :meth:`abort` on the driver."""
 
-    def __init__(self, options: SinkOptions, schema: pa.Schema) -> None:
+    def __init__(self, options: SinkOptions, schema: pa.Schema,
+                 client_security: Mapping[str, str] | None = None) -> None:
         self.options = options
         self.schema = schema
+        self.client_security = dict(client_security or {})
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkFiles:
         """Write this task's rows, one file per topic-partition; nothing is committed."""
@@ -111,7 +118,15 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def commit_to_group(self, batch: SourceBatch, versions: Mapping[TopicPartitionKey, int]) -> None:
         """Commit the table's ``versions`` to the group, as the member that read ``batch`` (fault tests override
         it to die right after the Delta commit)."""
-        commit_to_group(self.state_root(), batch, versions)
+        commit_to_group(self.state_root(), batch, versions, options=self.member_options())
+
+    def member_options(self) -> MemberOptions:
+        """How the driver's commit connects to the coordinator: the session's client security keys (read here, in
+        the driver, so a password file or variable of the driver is read where it exists)."""
+        from groupcoord.config import PREFIX, resolve_config
+
+        return MemberOptions.from_config(resolve_config(
+            spark_conf={f"{PREFIX}{name}": value for name, value in self.client_security.items()}))
 
     def state_root(self) -> StateRoot:
         """The group's state root, opened once in the driver's commit worker (never pickled: an S3 root holds the
@@ -148,10 +163,12 @@ def register_sink(spark: SparkSession, defaults: Mapping[str, Any] | None = None
     runtime = {k.removeprefix(PREFIX): v for k, v in spark.conf.getAll.items() if k.startswith(PREFIX)}
     session_defaults = {k: str(v) for k, v in {**conf, **runtime, **(defaults or {})}.items()
                         if k in ("state.root", "group.id") or k.startswith("storage.")}
+    security = {k: str(v) for k, v in {**conf, **runtime}.items() if k in CLIENT_SECURITY_KEYS}
 
     class SessionGroupcoordDeltaSink(GroupcoordDeltaSink):
         """``groupcoord-delta`` with this session's defaults (pickled by value with them)."""
 
         defaults: ClassVar[Mapping[str, str]] = session_defaults
+        client_security: ClassVar[Mapping[str, str]] = security
 
     spark.dataSource.register(SessionGroupcoordDeltaSink)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from groupcoord.member.config import MemberOptions
 from groupcoord.sink.batches import SourceBatch
 from groupcoord.sink.plan import BatchRange, TopicPartitionKey
 from groupcoord.source.offset import FORMAT_VERSION, SourceOffset, batch_ranges, lost_jumps
@@ -49,12 +50,13 @@ def reset_markers(state_root: str | Path | StateRoot, group_id: str) -> dict[Top
 
 
 def commit_to_group(state_root: str | Path | StateRoot, batch: SourceBatch,
-                    versions: Mapping[TopicPartitionKey, int]) -> None:
+                    versions: Mapping[TopicPartitionKey, int], *, options: MemberOptions | None = None) -> None:
     """Commit ``versions`` to the batch's group as the member that read the batch (partitions it no longer owns
-    are skipped: their new owner starts from the table's version)."""
+    are skipped: their new owner starts from the table's version), connecting as ``options`` say."""
     from groupcoord.sink.group_commit import commit_fenced
 
-    done = commit_fenced(batch.group_id, versions, state_root=state_root, read=SourceOffset.from_dict(batch.end))
+    done = commit_fenced(batch.group_id, versions, state_root=state_root, read=SourceOffset.from_dict(batch.end),
+                         options=options)
     if done.skipped:
         log.info("group %s: offsets not committed (no longer owned by the reader): %s", batch.group_id,
                  "; ".join(f"{t}-{p}: {why}" for (t, p), why in sorted(done.skipped.items())))

@@ -103,11 +103,12 @@ def commit_batch_offsets(group_id: str, offsets: Mapping[Partition, int], *, sta
 
 
 def commit_fenced(group_id: str, offsets: Mapping[Partition, int], *, state_root: str | Path | StateRoot,
-                  read: SourceOffset, timeout_s: float = 30.0) -> GroupCommit:
+                  read: SourceOffset, timeout_s: float = 30.0, options: MemberOptions | None = None) -> GroupCommit:
     """Commit the partitions of ``offsets`` that ``read``'s member still owns from the acquisition it read them in.
-    ``state_root``: an opened root (one on S3 carries its storage settings), or a local path."""
+    ``state_root``: an opened root (one on S3 carries its storage settings), or a local path; ``options`` say how
+    to connect (SASL and TLS included; PLAINTEXT and the defaults when ``None``)."""
     deadline = time.monotonic() + timeout_s
-    options = MemberOptions()
+    options = options or MemberOptions()
     backoff = Backoff(options.retry_backoff_ms, options.retry_backoff_max_ms)
     root = state_root if isinstance(state_root, StateRoot) else StateRoot.open(state_root)
     state_root = str(root.location)

@@ -4,8 +4,9 @@ Every option is one of:
 
 - a Spark Kafka source option this source supports (:data:`KAFKA_SOURCE_OPTIONS`), or accepts with a warning
   (:data:`WARNED_OPTIONS`), or rejects with a reason (:data:`REJECTED_OPTIONS`);
-- ``kafka.<librdkafka setting>``, passed to the Kafka client with ``kafka.bootstrap.servers`` (the Java-only ones are
-  rejected: :data:`JAVA_ONLY_KAFKA_SETTINGS`);
+- ``kafka.<Kafka client setting>``, passed to the Kafka client (librdkafka) with ``kafka.bootstrap.servers``; the
+  Java client's security settings (``kafka.sasl.jaas.config``, PEM key and trust stores) are mapped to librdkafka's
+  (:mod:`groupcoord.security.kafka_client`);
 - a ``spark.groupcoord.*`` registry key without its prefix (``group.id``, ``state.root``, ``assignors``,
   ``member.*``), a member timing of this source (:data:`MEMBER_TIMING_OPTIONS`), or :data:`MIRROR_OPTION`.
 
@@ -25,6 +26,7 @@ from typing import Any
 
 from groupcoord.config import PREFIX, REGISTRY, ConfigError, resolve_config
 from groupcoord.member.config import DEFAULT_ASSIGNORS, MemberOptions
+from groupcoord.security.kafka_client import KafkaClientSettingsError, librdkafka_settings
 from groupcoord.state_root import StateRoot
 
 log = logging.getLogger("groupcoord.source.options")
@@ -71,17 +73,10 @@ REJECTED_OPTIONS = {
 }
 """Refused at start, with the reason."""
 
-JAVA_ONLY_KAFKA_SETTINGS = {
-    "kafka.sasl.jaas.config": "Java-only (JAAS): librdkafka takes kafka.sasl.username and kafka.sasl.password",
-    "kafka.ssl.keystore.location": "Java-only (JKS): librdkafka takes PEM files, kafka.ssl.certificate.location "
-                                   "and kafka.ssl.key.location",
-    "kafka.ssl.keystore.password": "Java-only (JKS): librdkafka takes kafka.ssl.key.password",
-    "kafka.ssl.keystore.type": "Java-only (JKS): librdkafka takes PEM files",
-    "kafka.ssl.truststore.location": "Java-only (JKS): librdkafka takes kafka.ssl.ca.location (PEM)",
-    "kafka.ssl.truststore.password": "Java-only (JKS): librdkafka takes kafka.ssl.ca.location (PEM)",
-    "kafka.ssl.truststore.type": "Java-only (JKS): librdkafka takes PEM files",
-}
-"""``kafka.*`` settings of Java's client that librdkafka, which reads the records here, does not have."""
+JAVA_ONLY_KAFKA_SETTINGS: dict[str, str] = {}
+"""``kafka.*`` settings of Java's client that librdkafka, which reads the records here, does not have. None today:
+the security settings (``kafka.sasl.jaas.config``, PEM key and trust stores) are mapped to librdkafka's
+(:mod:`groupcoord.security.kafka_client`), and what cannot be mapped (JKS stores) is refused there, with the reason."""
 
 MIRROR_OPTION = "mirrorCommitsToKafka"
 """With ``kafka.bootstrap.servers``: also commit the group's offsets to the group of the same name on that cluster."""
@@ -204,13 +199,21 @@ def _build(given: dict[str, str], groupcoord: dict[str, str], kafka: dict[str, s
         max_records_per_partition=_int(given, "maxRecordsPerPartition", None, minimum=1),
         include_headers=_bool(given, "includeHeaders", False), fail_on_data_loss=_bool(given, "failOnDataLoss", True),
         poll_timeout_ms=_required_int(given, "kafkaConsumer.pollTimeoutMs", 120000),
-        bootstrap_servers=servers, kafka_settings=dict(kafka), mirror_commits=mirror,
+        bootstrap_servers=servers, kafka_settings=_librdkafka(kafka), mirror_commits=mirror,
         assignors=tuple(a.strip() for a in str(config["assignors"]).split(",") if a.strip()) or DEFAULT_ASSIGNORS,
         session_timeout_ms=timing["session.timeout.ms"], heartbeat_interval_ms=timing["heartbeat.interval.ms"],
         rebalance_timeout_ms=timing["rebalance.timeout.ms"],
         member=MemberOptions.from_config(config),
         storage={name: str(value) for name, value in config.section("storage.").items() if value},
     )
+
+
+def _librdkafka(kafka: Mapping[str, str]) -> dict[str, str]:
+    """The ``kafka.*`` options (without the prefix) in librdkafka's names."""
+    try:
+        return librdkafka_settings(kafka)
+    except KafkaClientSettingsError as exc:
+        raise SourceOptionError(f"groupcoord source: option kafka.{exc}") from None
 
 
 def _subscription(given: Mapping[str, str]) -> tuple[tuple[str, ...] | None, str | None]:

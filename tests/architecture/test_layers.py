@@ -15,7 +15,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "groupcoord"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("protocol", "config", "state_root", "state_format", "plans", "storage"),
+    ("protocol", "config", "state_root", "state_format", "plans", "storage", "security"),
     ("group", "topics"),
     ("coordinator",),
     ("log",),
@@ -34,11 +34,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 """Bottom to top. ``plans`` (Spark's internals behind one interface, with its fallback) imports nothing of groupcoord,
 so it sits in the bottom row, below the assignors that use it; so does ``storage`` (the log layer under the record
-log and the topic logs), below both of its users. ``metrics`` reads the core, the log, the state tables, the topics
-and the server's dispatcher, and the host (which starts it) imports it, so it sits between the two; ``admin`` shares
-its consumer-lag families. ``sim`` is a test and bench harness: it may import
-anything, and nothing in the package imports it. The root package's ``__init__`` (``__version__``) is in the bottom
-row."""
+log and the topic logs), below both of its users, and ``security`` (the SASL mechanisms, credentials, principals
+and TLS contexts: pure, used by the coordinator's records, the endpoint and the clients). ``metrics`` reads the
+core, the log, the state tables, the topics and the server's dispatcher, and the host (which starts it) imports it,
+so it sits between the two; ``admin`` shares its consumer-lag families. ``sim`` is a test and bench harness: it may
+import anything, and nothing in the package imports it. The root package's ``__init__`` (``__version__``) is in the
+bottom row."""
 
 HARNESS = "sim"
 

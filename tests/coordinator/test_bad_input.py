@@ -36,6 +36,7 @@ from groupcoord.protocol import (
     SyncGroupAssignment,
     SyncGroupRequest,
 )
+from groupcoord.protocol.responses import AlterCredentialsResponse
 
 from .context import SESSION_MS, CoordinatorTestContext, protocols
 
@@ -55,7 +56,7 @@ def _error(response: GroupResponse) -> ErrorCode:
     """The one error a response carries: per group, per partition, per member, or top-level."""
     if isinstance(response, DescribeGroupsResponse | ConsumerGroupDescribeResponse):
         return response.groups[0].error
-    if isinstance(response, DeleteGroupsResponse):
+    if isinstance(response, DeleteGroupsResponse | AlterCredentialsResponse):
         return response.results[0].error
     if isinstance(response, OffsetCommitResponse) or (
             isinstance(response, OffsetFetchResponse | OffsetDeleteResponse) and not response.error.is_error):

@@ -37,6 +37,9 @@ KAFKA_CODES = {
     # the topic admin APIs (issue 30 §1b)
     "INVALID_REPLICATION_FACTOR": 38, "INVALID_REPLICA_ASSIGNMENT": 39, "INVALID_CONFIG": 40,
     "TOPIC_DELETION_DISABLED": 73,
+    # authentication and users (issue 31)
+    "UNSUPPORTED_SASL_MECHANISM": 33, "ILLEGAL_SASL_STATE": 34, "SASL_AUTHENTICATION_FAILED": 58,
+    "RESOURCE_NOT_FOUND": 91, "DUPLICATE_RESOURCE": 92, "UNACCEPTABLE_CREDENTIAL": 93,
 }
 KAFKA_PYTHON_RETRIABILITY_DIFFERS = {"CORRUPT_MESSAGE"}
 """Errors whose retriability kafka-python gets wrong: Kafka's ``CorruptRecordException`` is a

@@ -79,14 +79,14 @@ def test_committed_format1_root_loads_with_its_offsets(format1_root: Path) -> No
 def test_a_newer_format_is_refused_with_a_clear_message(format1_root: Path) -> None:
     marker = format1_root / "_groupcoord" / "format.json"
     marker.write_text(json.dumps({"format": STATE_FORMAT_VERSION + 1}))
-    with pytest.raises(StateRootError, match=r"has format 5, newer than this groupcoord supports \(4\)"):
+    with pytest.raises(StateRootError, match=r"has format 6, newer than this groupcoord supports \(5\)"):
         StateRoot.open(format1_root)
 
 
 def test_release_0_1_0_root_migrates_and_keeps_every_record(full_format1_root: Path) -> None:
     assert _marker_format(full_format1_root) == 1
     root = StateRoot.open(full_format1_root)
-    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 4
+    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 5
     for topic in ("orders", "clicks"):
         table = open_if_exists(root.topic_path(topic))
         assert table is not None
@@ -132,17 +132,17 @@ def _files(root: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != "format.json"}
 
 
-@pytest.mark.parametrize("found", [2, 3])
-def test_a_format2_or_format3_root_loads_unchanged(full_format1_root: Path, found: int) -> None:
-    """Formats 3 and 4 add only record kinds (consumer groups) and an optional field of one of them (classic
-    members in consumer groups) to the record log's rows: a format-2 or format-3 root (release 0.1.0's, migrated by
-    the steps before) opens without a byte of any table changing, its marker then says 4, and its record log
-    replays as before."""
+@pytest.mark.parametrize("found", [2, 3, 4])
+def test_a_format2_3_or_4_root_loads_unchanged(full_format1_root: Path, found: int) -> None:
+    """Formats 3, 4 and 5 add only record kinds (consumer groups, users' credentials) and an optional field of one
+    of them (classic members in consumer groups) to the record log's rows: a format-2, 3 or 4 root (release 0.1.0's,
+    migrated by the steps before) opens without a byte of any table changing, its marker then says 5, and its record
+    log replays as before."""
     STEPS[2](full_format1_root)
     (full_format1_root / "_groupcoord" / "format.json").write_text(json.dumps({"format": found}))
     before = _files(full_format1_root)
     root = StateRoot.open(full_format1_root)
-    assert _marker_format(full_format1_root) == root.format_version == 4
+    assert _marker_format(full_format1_root) == root.format_version == 5
     assert _files(full_format1_root) == before
     core = GroupCoordinator(CoordinatorConfig())
     for record in DeltaRecordLog(root.log_path).load().records:

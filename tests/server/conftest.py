@@ -18,6 +18,7 @@ from groupcoord.coordinator import CoordinatorConfig, GroupCoordinator
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.runtime.service import CoordinatorService
 from groupcoord.runtime.writer import log_persister
+from groupcoord.security.credentials import CredentialStore
 from groupcoord.server.api import BrokerAddress, Dispatcher
 from groupcoord.server.dispatcher import build_dispatcher
 from groupcoord.server.endpoint import Endpoint, EndpointConfig
@@ -33,9 +34,10 @@ SOCKET_TIMEOUT = 5.0
 class RunningEndpoint:
     """An :class:`Endpoint` served by a private event loop in a daemon thread."""
 
-    def __init__(self, dispatcher: Dispatcher, config: EndpointConfig) -> None:
+    def __init__(self, dispatcher: Dispatcher, config: EndpointConfig,
+                 credentials: CredentialStore | None = None) -> None:
         self.loop = asyncio.new_event_loop()
-        self.endpoint = Endpoint(dispatcher, config=config)
+        self.endpoint = Endpoint(dispatcher, config=config, credentials=credentials)
         self.address: BrokerAddress = self.loop.run_until_complete(self.endpoint.start())
         self._thread = threading.Thread(target=self.loop.run_forever, name="endpoint-loop", daemon=True)
         self._thread.start()
@@ -61,13 +63,15 @@ class RunningEndpoint:
 
 @pytest.fixture
 def start_endpoint() -> Iterator[Callable[..., RunningEndpoint]]:
-    """Start endpoints (``dispatcher=`` defaults to a wire-only one with topic ``t1`` of 3 partitions)."""
+    """Start endpoints (``dispatcher=`` defaults to a wire-only one with topic ``t1`` of 3 partitions;
+    ``credentials=`` are the users of a SASL listener)."""
     started: list[RunningEndpoint] = []
 
-    def start(dispatcher: Dispatcher | None = None, **config: Any) -> RunningEndpoint:
+    def start(dispatcher: Dispatcher | None = None, credentials: CredentialStore | None = None,
+              **config: Any) -> RunningEndpoint:
         if dispatcher is None:
             dispatcher = build_dispatcher(topics=StaticTopics({"t1": 3}))
-        running = RunningEndpoint(dispatcher, EndpointConfig(**config))
+        running = RunningEndpoint(dispatcher, EndpointConfig(**config), credentials)
         started.append(running)
         return running
 
@@ -180,7 +184,8 @@ def coordinator_stack(
     services: list[tuple[RunningEndpoint, CoordinatorService]] = []
     appenders: list[TopicAppender] = []
 
-    def start(topics: dict[str, int] | None = None, **coordinator_config: Any) -> CoordinatorStack:
+    def start(topics: dict[str, int] | None = None, endpoint_config: dict[str, Any] | None = None,
+              **coordinator_config: Any) -> CoordinatorStack:
         root = StateRoot.open(tmp_path / f"state-{len(services)}", create=True)
         catalog = TopicCatalog(root)
         for name, partitions in (topics or {}).items():
@@ -188,10 +193,13 @@ def coordinator_stack(
         embedded = EmbeddedTopics(root, catalog=catalog)
         log = InMemoryRecordLog()
         config = CoordinatorConfig(**{"initial_rebalance_delay_ms": 0, **coordinator_config})
-        service = CoordinatorService(GroupCoordinator(config), persist=log_persister(log), tick_ms=20)
+        core = GroupCoordinator(config)
+        service = CoordinatorService(core, persist=log_persister(log), tick_ms=20)
         appenders.append(TopicAppender(root, catalog=catalog))
         running = start_endpoint(build_dispatcher(topics=embedded, service=service, topic_reader=embedded,
-                                                  topic_writer=appenders[-1], topic_admin=catalog))
+                                                  topic_writer=appenders[-1], topic_admin=catalog,
+                                                  credentials=core.credentials), credentials=core.credentials,
+                                 **(endpoint_config or {}))
         running.call(service.start())
         services.append((running, service))
         return CoordinatorStack(running, service, log, root)

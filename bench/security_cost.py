@@ -1,0 +1,199 @@
+"""What authentication costs: PLAINTEXT against SASL_SSL (SCRAM-SHA-512), on ``serve`` and on the Kafka broker.
+
+One after the other, each side fresh: ``serve`` (the background coordinator, fsync off as Kafka's default) with each
+protocol, then one Kafka 4.4 broker with both listeners. Every client is librdkafka (confluent-kafka), the same on
+both sides. Figures per target:
+
+- ``connect_ms``: a new client's first metadata (TCP, TLS handshake and SASL exchange included), median of 20;
+- ``offsets_per_s`` and ``commit_p50_ms``: :data:`COMMITTERS` clients, each committing :data:`PARTITIONS` offsets
+  per synchronous OffsetCommit outside any generation, closed loop, :data:`SECONDS` s;
+- ``rebalance_ms``: a second consumer subscribes to a group whose first consumer is stable: from its subscribe
+  until both hold their new assignment (median of :data:`REBALANCES`; heartbeats every :data:`HEARTBEAT_MS`).
+
+Command: ``python -m bench.security_cost`` (not part of ``make bench``: issue 31's one-off measurement; the figures
+are in its report and docs/security.md).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from bench.secured_broker import start_secured_broker
+from bench.secured_certificates import Certificates, make_certificates
+from groupcoord.admin.users import add_user
+from groupcoord.config import resolve_config
+from groupcoord.host.background import BackgroundCoordinator
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
+
+USER, PASSWORD, MECHANISM = "bench", "bench-password-1", "SCRAM-SHA-512"
+TOPIC, TOPIC_PARTITIONS = "commits", 8
+COMMITTERS, PARTITIONS, SECONDS = 8, 8, 10.0
+REBALANCES = 5
+HEARTBEAT_MS = 100
+"""The consumers' heartbeat interval: the first member learns of the rebalance at its next heartbeat, so a long one
+(librdkafka's 3 s) would be most of what is measured."""
+Conf = dict[str, Any]
+
+
+def _client_conf(bootstrap: str, protocol: str, certificates: Certificates) -> Conf:
+    conf: Conf = {"bootstrap.servers": bootstrap, "security.protocol": protocol}
+    if protocol == "SASL_SSL":
+        conf.update({"sasl.mechanism": MECHANISM, "sasl.username": USER, "sasl.password": PASSWORD,
+                     "ssl.ca.location": str(certificates.ca)})
+    return conf
+
+
+def connect_ms(conf: Conf) -> float:
+    """Median of 20 new clients' first metadata."""
+    times = []
+    for _ in range(20):
+        started = time.perf_counter()
+        AdminClient(conf).list_topics(TOPIC, timeout=10)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def commits(conf: Conf, label: str) -> tuple[float, float]:
+    """Offsets per second and the median commit latency (ms) of the closed loop."""
+    latencies: list[float] = []
+    counts = [0] * COMMITTERS
+    deadline = time.monotonic() + SECONDS
+
+    def committer(index: int) -> None:
+        consumer = Consumer({**conf, "group.id": f"bench-{label}-{index}", "enable.auto.commit": False})
+        offset = 0
+        try:
+            while time.monotonic() < deadline:
+                offset += 1
+                started = time.perf_counter()
+                consumer.commit(offsets=[TopicPartition(TOPIC, p, offset) for p in range(PARTITIONS)],
+                                asynchronous=False)
+                latencies.append((time.perf_counter() - started) * 1000)
+                counts[index] += PARTITIONS
+        finally:
+            consumer.close()
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=committer, args=(i,)) for i in range(COMMITTERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(counts) / (time.monotonic() - started), statistics.median(latencies)
+
+
+def _wait_assigned(consumers: list[Consumer], assigned: dict[int, int], wanted: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while sum(assigned.values()) != wanted or len(assigned) != len(consumers):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no assignment of {wanted} partitions to {len(consumers)} consumers")
+        for consumer in consumers:
+            consumer.poll(0.01)
+
+
+def _recorder(assigned: dict[int, int], index: int) -> Callable[[Consumer, list[TopicPartition]], None]:
+    def on_assign(_: Consumer, partitions: list[TopicPartition]) -> None:
+        assigned[index] = len(partitions)
+    return on_assign
+
+
+def rebalance_ms(conf: Conf, label: str) -> float:
+    """Median time for a second consumer's join to be assigned to both members."""
+    times = []
+    for round_ in range(REBALANCES):
+        group = f"bench-rebalance-{label}-{round_}"
+        assigned: dict[int, int] = {}
+
+        first = Consumer({**conf, "group.id": group, "partition.assignment.strategy": "range",
+                          "session.timeout.ms": 10000, "heartbeat.interval.ms": HEARTBEAT_MS})
+        first.subscribe([TOPIC], on_assign=_recorder(assigned, 0))
+        _wait_assigned([first], assigned, TOPIC_PARTITIONS)
+        second = Consumer({**conf, "group.id": group, "partition.assignment.strategy": "range",
+                           "session.timeout.ms": 10000, "heartbeat.interval.ms": HEARTBEAT_MS})
+        assigned.clear()
+        started = time.perf_counter()
+        second.subscribe([TOPIC], on_assign=_recorder(assigned, 1))
+        _wait_assigned([first, second], assigned, TOPIC_PARTITIONS)
+        times.append((time.perf_counter() - started) * 1000)
+        second.close()
+        first.close()
+    return statistics.median(times)
+
+
+def _warm_up(conf: Conf, label: str, timeout_s: float = 120) -> None:
+    """Commit until the coordinator accepts (Kafka creates ``__consumer_offsets`` on the first commit)."""
+    consumer = Consumer({**conf, "group.id": f"bench-{label}-warm-up", "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(TOPIC, 0, 1)], asynchronous=False)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        consumer.close()
+
+
+def measure(bootstrap: str, protocol: str, certificates: Certificates, label: str) -> dict[str, float]:
+    """Every figure of one target."""
+    conf = _client_conf(bootstrap, protocol, certificates)
+    _warm_up(conf, label)
+    offsets, p50 = commits(conf, label)
+    return {"connect_ms": connect_ms(conf), "offsets_per_s": offsets, "commit_p50_ms": p50,
+            "rebalance_ms": rebalance_ms(conf, label)}
+
+
+@contextmanager
+def serve(folder: Path, protocol: str, certificates: Certificates) -> Iterator[str]:
+    """``serve`` of a fresh root with topic :data:`TOPIC` and the user, with ``protocol``."""
+    root = StateRoot.open(folder / f"root-{protocol}", create=True)
+    TopicCatalog(root).create(TOPIC, TOPIC_PARTITIONS)
+    add_user(root, resolve_config(), USER, MECHANISM, PASSWORD, 4096)
+    flags = {"listener.security.protocol": protocol, "sasl.enabled.mechanisms": MECHANISM,
+             "ssl.keystore.location": str(certificates.server_cert),
+             "ssl.key.location": str(certificates.server_key), "log.fsync": "false",
+             "group.initial.rebalance.delay.ms": 0}
+    with BackgroundCoordinator(root, resolve_config(flags=flags), listen="127.0.0.1:0") as coordinator:
+        assert coordinator.address is not None
+        yield coordinator.address
+
+
+def main() -> None:
+    """Measure every target one after the other and print the table."""
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="security-cost-") as tmp:
+        folder = Path(tmp)
+        certificates = make_certificates(folder / "certs")
+        for protocol in ("PLAINTEXT", "SASL_SSL"):
+            with serve(folder, protocol, certificates) as address:
+                results[f"serve {protocol}"] = measure(address, protocol, certificates, f"serve-{protocol}")
+        secured = start_secured_broker(folder / "broker", certificates, {USER: PASSWORD},
+                                       properties={"group.initial.rebalance.delay.ms": "0"})
+        try:
+            secured.broker.create_topic(TOPIC, TOPIC_PARTITIONS)
+            results["kafka PLAINTEXT"] = measure(secured.broker.bootstrap, "PLAINTEXT", certificates, "k-plain")
+            results["kafka SASL_SSL"] = measure(secured.sasl_ssl, "SASL_SSL", certificates, "k-sasl-ssl")
+        finally:
+            secured.broker.stop()
+    names = ("connect_ms", "offsets_per_s", "commit_p50_ms", "rebalance_ms")
+    print(f"{'target':18} " + " ".join(f"{name:>14}" for name in names))
+    for target, figures in results.items():
+        print(f"{target:18} " + " ".join(f"{figures[name]:14.1f}" for name in names))
+
+
+if __name__ == "__main__":
+    main()
