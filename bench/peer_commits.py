@@ -48,7 +48,7 @@ from bench.peer_targets import (
     medians,
     side_by_side,
 )
-from bench.results_io import write_result
+from bench.results_io import Check, write_result
 from groupcoord.devbroker import KafkaBroker
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import TopicCatalog
@@ -65,6 +65,10 @@ WARMUP_S = 5.0
 """Each load runs this long, unmeasured, before its measured window."""
 TARGET_RATE = 100_000
 """Offered offsets/s: the target of bench/commit_throughput.py."""
+CAPACITY_GOAL, CAPACITY_FLOOR = 0.5, 0.3
+"""Issue 29: serve's commit capacity over Kafka's coordinator's with the same committers (goal, and floor)."""
+ACK_P99_GOAL_MS = 100.0
+"""Issue 29: serve's acknowledgement p99 at the offered 100,000 offsets/s."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,23 @@ async def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, 
     return rows
 
 
+def goal_checks(table: list[dict[str, Any]]) -> list[Check]:
+    """Issue 29's goals at each durability: capacity at least :data:`CAPACITY_GOAL` of Kafka's (floor
+    :data:`CAPACITY_FLOOR`), and at the offered 100,000/s an ack p99 under :data:`ACK_P99_GOAL_MS`."""
+    checks = []
+    for row in table:
+        where = f"[{row['durability']}]"
+        if row["case"] == "capacity":
+            checks += [Check("peer_commits", f"offsets_per_s_ratio{where}", "speed", row["offsets_per_s_ratio"], ">=",
+                             CAPACITY_GOAL),
+                       Check("peer_commits", f"offsets_per_s_ratio_floor{where}", "speed", row["offsets_per_s_ratio"],
+                             ">=", CAPACITY_FLOOR)]
+        elif row["case"].startswith("offered"):
+            checks.append(Check("peer_commits", f"groupcoord_ack_p99_ms{where}", "speed",
+                                row["groupcoord_ack_p99_ms"], "<", ACK_P99_GOAL_MS))
+    return checks
+
+
 def main(full: bool, runs: int = REPETITIONS) -> None:
     """Kafka's coordinator and groupcoord's at the same loads, ``runs`` times each, alternated; writes
     ``bench/results/peer_commits.json`` (each figure's median over the runs, and its spread)."""
@@ -215,12 +236,14 @@ def main(full: bool, runs: int = REPETITIONS) -> None:
                         TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, partitions_each)
                     rows += [{"durability": durability, **row} for row in asyncio.run(measure_side(endpoint, loads))]
     key = ("durability", "case")
+    table = side_by_side(medians(rows, key, FIGURES, totals=("requests", "errors")), key, FIGURES,
+                         extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "requests", "errors",
+                                 "coordinator_cpu_share", "client_cpu_share", "load_avg_1m"))
     write_result(
         "peer_commits",
         title="Offset commits: groupcoord serve vs Kafka 4.4.0's group coordinator (same committers, same load)",
-        rows=side_by_side(medians(rows, key, FIGURES, totals=("requests", "errors")), key, FIGURES,
-                          extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "requests", "errors",
-                                  "coordinator_cpu_share", "client_cpu_share", "load_avg_1m")),
+        rows=table,
+        checks=goal_checks(table),
         summary={"ratio": RATIO_MEANING, "committers": committers, "partitions_per_commit": partitions_each,
                  "offered_offsets_per_s": loads[1].rate},
         notes=(f"Both coordinators started fresh {runs} times per durability in this run, the order swapped every "
