@@ -29,16 +29,13 @@ from bench.peer_targets import (
     RATIO_MEANING,
     REPETITIONS,
     alternated,
-    coordinator,
+    coordinator_with_topic,
     load_average,
     side_by_side,
 )
 from bench.peer_targets import medians as merged_runs
 from bench.results_io import Check, write_result
-from groupcoord.devbroker import KafkaBroker
 from groupcoord.devbroker.java_build import java_command
-from groupcoord.state_root import StateRoot
-from groupcoord.topics import TopicCatalog
 
 SOURCE = Path(__file__).resolve().parent / "java" / "CommitSyncTiming.java"
 BUILD = Path(__file__).resolve().parents[1] / "var" / "bench-java"
@@ -70,14 +67,7 @@ def _delta_commits(root: Path) -> int:
 
 def measure(side: str, durability: str, work: Path) -> dict[str, Any]:
     """One fresh coordinator of ``side`` at ``durability``; one consumer's timed commits against it."""
-    settings = DURABILITY[durability][side]
-
-    def create_topic(broker: KafkaBroker) -> None:
-        broker.create_topic(TOPIC, partitions=PARTITIONS)
-
-    with coordinator(side, work, settings, on_start=create_topic) as endpoint:
-        if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
-            TopicCatalog(StateRoot.open(work / "root")).create(TOPIC, PARTITIONS)
+    with coordinator_with_topic(side, work, DURABILITY[durability][side], TOPIC, PARTITIONS) as endpoint:
         before = _delta_commits(work / "root") if side == GROUPCOORD else 0
         started = time.monotonic()
         latencies = time_commits(endpoint.host, endpoint.port, f"commit-sync-{side}")

@@ -34,16 +34,13 @@ from bench.peer_targets import (
     REPETITIONS,
     Endpoint,
     alternated,
-    coordinator,
+    coordinator_with_topic,
     load_average,
     side_by_side,
 )
 from bench.peer_targets import medians as merged_runs
 from bench.results_io import Check, write_result
-from groupcoord.devbroker import KafkaBroker
 from groupcoord.devbroker.java_build import java_command
-from groupcoord.state_root import StateRoot
-from groupcoord.topics import TopicCatalog
 
 SOURCE = Path(__file__).resolve().parent / "java" / "FetchTiming.java"
 BUILD = Path(__file__).resolve().parents[1] / "var" / "bench-java"
@@ -153,16 +150,11 @@ def measure_side(endpoint: Endpoint, records: int) -> list[dict[str, Any]]:
 def main(full: bool = False, runs: int = REPETITIONS, records: int = RECORDS) -> None:
     """Both sides alternated ``runs`` times; writes ``bench/results/fetch.json``."""
 
-    def create_topic(broker: KafkaBroker) -> None:
-        broker.create_topic(TOPIC, partitions=PARTITIONS)
-
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="fetch-") as work:
         for run, side in alternated(runs):
             where = Path(work) / f"{side}-{run}"
-            with coordinator(side, where, {}, on_start=create_topic) as endpoint:
-                if side == GROUPCOORD:
-                    TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, PARTITIONS)
+            with coordinator_with_topic(side, where, {}, TOPIC, PARTITIONS) as endpoint:
                 rows += measure_side(endpoint, records)
     key = ("client",)
     table = side_by_side(merged_runs(rows, key, FIGURES), key, FIGURES,

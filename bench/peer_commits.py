@@ -43,15 +43,12 @@ from bench.peer_targets import (
     REPETITIONS,
     Endpoint,
     alternated,
-    coordinator,
+    coordinator_with_topic,
     load_average,
     medians,
     side_by_side,
 )
 from bench.results_io import Check, write_result
-from groupcoord.devbroker import KafkaBroker
-from groupcoord.state_root import StateRoot
-from groupcoord.topics import TopicCatalog
 
 TOPIC = "commits"
 OFFSET_VARIANTS = 4
@@ -223,17 +220,12 @@ def main(full: bool, runs: int = REPETITIONS) -> None:
     loads = [Load(committers, partitions_each, 60 if full else 30),
              Load(committers, partitions_each, 60 if full else 30, rate=TARGET_RATE)]
 
-    def create_topic(broker: KafkaBroker) -> None:
-        broker.create_topic(TOPIC, partitions=partitions_each)
-
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer-commits-") as work:
         for durability, settings in DURABILITY.items():
             for run, side in alternated(runs):
                 where = Path(work) / f"{durability}-{side}-{run}"
-                with coordinator(side, where, settings[side], on_start=create_topic) as endpoint:
-                    if side == GROUPCOORD:  # serve refuses commits of partitions its catalog lacks, as Kafka does
-                        TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, partitions_each)
+                with coordinator_with_topic(side, where, settings[side], TOPIC, partitions_each) as endpoint:
                     rows += [{"durability": durability, **row} for row in asyncio.run(measure_side(endpoint, loads))]
     key = ("durability", "case")
     table = side_by_side(medians(rows, key, FIGURES, totals=("requests", "errors")), key, FIGURES,

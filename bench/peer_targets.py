@@ -23,6 +23,8 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 from bench.loadgen import Connection
 from bench.serve_process import ServeProcess
 from groupcoord.devbroker import PEER_JVM_OPTIONS, KafkaBroker
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
 
 KAFKA = "kafka"
 GROUPCOORD = "groupcoord"
@@ -84,6 +86,22 @@ def coordinator(side: str, work: Path, settings: Mapping[str, Any], *,
         yield endpoint
     finally:
         serve.close()
+
+
+@contextlib.contextmanager
+def coordinator_with_topic(side: str, work: Path, settings: Mapping[str, Any], topic: str,
+                           partitions: int) -> Iterator[Endpoint]:
+    """:func:`coordinator`, with ``topic`` of ``partitions`` partitions created on it: through the broker's admin
+    API on Kafka, in the state root's topic catalog on groupcoord (serve refuses commits, produces and fetches of
+    partitions its catalog lacks, as Kafka does)."""
+
+    def create_on_broker(broker: KafkaBroker) -> None:
+        broker.create_topic(topic, partitions=partitions)
+
+    with coordinator(side, work, settings, on_start=create_on_broker) as endpoint:
+        if side == GROUPCOORD:
+            TopicCatalog(StateRoot.open(work / "root")).create(topic, partitions)
+        yield endpoint
 
 
 RATIO_MEANING = ("the peer / groupcoord for times, groupcoord / the peer for rates (`*_per_s`), so above 1 "

@@ -28,20 +28,16 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from bench.loadgen import cpu_seconds, p99_or_none, percentile
 from bench.peer_targets import (
-    GROUPCOORD,
     RATIO_MEANING,
     REPETITIONS,
     Endpoint,
     alternated,
-    coordinator,
+    coordinator_with_topic,
     load_average,
     medians,
     side_by_side,
 )
 from bench.results_io import Check, write_result
-from groupcoord.devbroker import KafkaBroker
-from groupcoord.state_root import StateRoot
-from groupcoord.topics import TopicCatalog
 
 TOPIC = "produce"
 PARTITIONS = 6
@@ -140,9 +136,6 @@ def measure_side(endpoint: Endpoint, loads: list[Load]) -> list[dict[str, Any]]:
     return rows
 
 
-def _create_kafka_topic(broker: KafkaBroker) -> None:
-    broker.create_topic(TOPIC, partitions=PARTITIONS)
-
 
 def main(full: bool, *, seconds: float | None = None, runs: int = REPETITIONS) -> None:
     """Kafka's broker and groupcoord serve with the same producer, ``runs`` times each, alternated; writes
@@ -156,9 +149,7 @@ def main(full: bool, *, seconds: float | None = None, runs: int = REPETITIONS) -
     with tempfile.TemporaryDirectory(prefix="bench-produce-") as work:
         for run, side in alternated(runs):
             where = Path(work) / f"{side}-{run}"
-            with coordinator(side, where, {}, on_start=_create_kafka_topic) as endpoint:
-                if side == GROUPCOORD:  # serve's Metadata reads the catalog on every request
-                    TopicCatalog(StateRoot.open(where / "root")).create(TOPIC, PARTITIONS)
+            with coordinator_with_topic(side, where, {}, TOPIC, PARTITIONS) as endpoint:
                 rows += measure_side(endpoint, loads)
     table = side_by_side(medians(rows, ("case",), FIGURES, totals=("records", "errors")), ("case",), FIGURES,
                          extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "records", "errors",
