@@ -48,7 +48,9 @@ def test_the_readme_recipe_is_the_command_the_cluster_drills_run(tmp_path: Path)
     assert readme[readme.index("--") + 1] == "bin/spark-submit" and drill[drill.index("--") + 1].endswith(
         "bin/spark-submit")
     readme_settings, drill_settings = settings(readme), settings(drill)
-    assert set(drill_settings) - set(readme_settings) == TEST_ONLY_SETTINGS
+    # The drills name their checkout to the executors only when PYTHONPATH names one (a worktree; not make test).
+    assert set(drill_settings) - set(readme_settings) <= TEST_ONLY_SETTINGS
+    assert "spark.ui.port" in drill_settings
     assert set(readme_settings) <= set(drill_settings)
     assert readme_settings["spark.groupcoord.state.root"].startswith("s3://")
     assert readme_settings["spark.groupcoord.storage.endpoint"] == "$AWS_ENDPOINT_URL"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
 from groupcoord.server.api import BrokerAddress
@@ -47,6 +48,19 @@ def _joined_consumer(address: BrokerAddress) -> KafkaConsumer:
     return consumer
 
 
+def _commit_as_a_member(consumer: KafkaConsumer, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    """Commit as an application does: when the client finds its group rebalancing (its session lapsed on a loaded
+    machine), poll until it has its partitions back and commit again."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            consumer.commit(offsets)
+            return
+        except RebalanceInProgressError:
+            assert time.monotonic() < deadline, "the group kept rebalancing for 60 s"
+            consumer.poll(timeout_ms=500)
+
+
 def test_serve_on_s3_keeps_a_kafka_python_groups_offsets_through_kill_9(
         s3_server: S3Server, s3_env: dict[str, str], s3_bucket: str, tmp_path: Path) -> None:
     uri = _root_with_topics(f"s3://{s3_bucket}/root")
@@ -56,7 +70,7 @@ def test_serve_on_s3_keeps_a_kafka_python_groups_offsets_through_kill_9(
     try:
         consumer = _joined_consumer(first.wait_ready(60))
         offsets = {TopicPartition(TOPIC, p): OffsetAndMetadata(10 + p, "", -1) for p in range(PARTITIONS)}
-        consumer.commit(offsets)  # OffsetCommit, acknowledged once its record-log commit is on S3
+        _commit_as_a_member(consumer, offsets)  # OffsetCommit, acknowledged once its record-log commit is on S3
         assert {tp.partition: consumer.committed(tp) for tp in offsets} == {p: 10 + p for p in range(PARTITIONS)}
         consumer.close(autocommit=False)
 
