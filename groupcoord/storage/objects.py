@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,7 +24,7 @@ from groupcoord.storage.location import RETRY_KEYS, TableLocation
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, RetryConfig, S3Config
 
-__all__ = ["delete", "exists", "list_names", "put", "put_if_absent", "read"]
+__all__ = ["delete", "exists", "holds_delta_log", "list_names", "put", "put_if_absent", "read"]
 
 _CLIENT_KEYS = ("allow_http",)
 """Storage options that configure the HTTP client rather than S3 itself."""
@@ -83,6 +84,25 @@ def list_names(location: TableLocation, *, limit: int | None = None) -> list[str
     names = [entry.rstrip("/").rpartition("/")[2] for entry in listing["common_prefixes"]]
     names += [entry["path"].rpartition("/")[2] for entry in listing["objects"]]
     return names[:limit] if limit is not None else names
+
+
+def holds_delta_log(location: TableLocation) -> bool:
+    """True if ``location`` holds a Delta table: a commit, a checkpoint or ``_last_checkpoint`` in its
+    ``_delta_log/``.
+
+    delta-rs's ``DeltaTable.is_deltatable`` answers the same but keeps the GIL through its requests and their
+    retries (up to the retry timeout while the storage is down), which stalls every other thread of the process;
+    obstore's listing releases it.
+    """
+    store, key = _store_and_key(location, "_delta_log/")
+    for chunk in obstore.list(store, key + "/", chunk_size=100):
+        if any(_LOG_ENTRY.match(entry["path"].rpartition("/")[2]) for entry in chunk):
+            return True
+    return False
+
+
+_LOG_ENTRY = re.compile(r"^(\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)|_last_checkpoint)$")
+"""A name in ``_delta_log/`` that makes a table: a commit, a (multi-part) checkpoint, the checkpoint pointer."""
 
 
 def _store_and_key(location: TableLocation, relative: str) -> tuple[S3Store, str]:

@@ -27,6 +27,7 @@ import pyarrow.fs as pa_fs
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 
+from groupcoord.storage import objects
 from groupcoord.storage.commits import commit_id_of, commit_name
 from groupcoord.storage.location import TableLocation, as_location
 
@@ -69,7 +70,9 @@ def table_properties(*, checkpoint_interval: int, retention_hours: int = 0, rete
 def is_table(where: Where) -> bool:
     """True if a Delta table exists at ``where``."""
     location = as_location(where)
-    return bool(DeltaTable.is_deltatable(location.uri, storage_options=location.delta_options()))
+    if not location.is_local:
+        return objects.holds_delta_log(location)
+    return bool(DeltaTable.is_deltatable(location.uri))
 
 
 def open_table(where: Where, *, version: int | None = None) -> DeltaTable:

@@ -20,7 +20,7 @@ from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.lease import LeaseTable
 from groupcoord.state_root import StateRoot
 from groupcoord.storage import objects
-from groupcoord.storage.tables import table_filesystem
+from groupcoord.storage.tables import is_table, table_filesystem
 from tests.log.storage_helpers import offset
 
 pytestmark = pytest.mark.integration
@@ -41,21 +41,38 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Restarta
 
 def _during_outage(server: RestartableVersitygw, call: Callable[[], Any]) -> Any:
     """Stop the server, run ``call`` while it is down, start the server again :data:`DOWN_S` later; ``call``'s
-    result (or its exception, raised here)."""
+    result (or its exception, raised here).
+
+    The server is started again by another thread of this process, and a third one ticks every 0.1 s: a call that
+    kept the GIL through its retries (delta-rs's ``is_deltatable`` does) would stall both, so the process's other
+    work (a coordinator's event loop, a watcher restarting the server) with it: the ticks show it did not.
+    """
+    ticks = 0
+    done = threading.Event()
+
     def back() -> None:
         time.sleep(DOWN_S)
         server.start()
 
+    def tick() -> None:
+        nonlocal ticks
+        while not done.wait(0.1):
+            ticks += 1
+
     server.stop(kill=True)
-    restarted = threading.Thread(target=back)
-    restarted.start()
+    threads = [threading.Thread(target=back), threading.Thread(target=tick)]
+    for thread in threads:
+        thread.start()
     try:
         started = time.monotonic()
         result = call()
         assert time.monotonic() - started >= DOWN_S * 0.9  # it did wait for the server
+        assert ticks >= DOWN_S  # ~10 a second expected; none at all while a call holds the GIL
         return result
     finally:
-        restarted.join()
+        done.set()
+        for thread in threads:
+            thread.join()
 
 
 def test_reads_and_commits_made_while_the_server_is_down_succeed_once_it_is_back(
@@ -68,6 +85,8 @@ def test_reads_and_commits_made_while_the_server_is_down_succeed_once_it_is_back
     assert DeltaRecordLog(root.log_path).load().version == version + 1
     # obstore (groupcoord's own objects) and pyarrow (the sink's files).
     assert _during_outage(server, lambda: objects.exists(root.location, "_groupcoord/format.json"))
+    assert _during_outage(server, lambda: is_table(root.log_path))
+    assert not _during_outage(server, lambda: is_table(root.location / "nothing-here"))
     files = table_filesystem(root.log_path)
     assert _during_outage(server, lambda: files.get_file_info("_delta_log").type.name) == "Directory"
 
