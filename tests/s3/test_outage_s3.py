@@ -97,3 +97,39 @@ def test_the_lease_retries_for_no_longer_than_its_safety_margin(server: Restarta
     assert lease.path.options["retry_timeout"] == "1500ms"
     assert root.location.options["retry_timeout"] == "30000ms"
 
+
+
+@pytest.mark.faults
+def test_serve_whose_s3_goes_down_steps_down_in_its_lease_and_serves_again_when_it_is_back(
+        server: RestartableVersitygw, tmp_path: Path) -> None:
+    """serve keeps its lease only while it can renew it: with the S3 server killed, the failed renewal is logged and
+    serve steps down within the lease's safe window (it used to stall, silent, for the 30 s of a retried request
+    that kept the GIL), stands by while the storage is down, and serves again, every acknowledged offset kept, once
+    the storage is back."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from tests.host.conftest import ServeProcess, wait_for
+    from tests.s3.test_serve_s3 import PARTITIONS, TOPIC, _commit_as_a_member, _joined_consumer, _root_with_topics
+
+    uri = _root_with_topics(f"s3://{server.server.create_bucket('serve-outage')}/root")
+    serve = ServeProcess(uri, "--conf", "group.initial.rebalance.delay.ms=0", env=server.server.env,
+                         log_path=tmp_path / "serve.log")
+    try:
+        consumer = _joined_consumer(serve.wait_ready(60))
+        offsets = {TopicPartition(TOPIC, p): OffsetAndMetadata(10 + p, "", -1) for p in range(PARTITIONS)}
+        _commit_as_a_member(consumer, offsets)
+        consumer.close(autocommit=False)
+
+        server.stop(kill=True)
+        # FAST_LEASE: renewals every 0.5 s, a 3 s lease, 1 s of safety; each renewal retries for 1 s at most.
+        wait_for(lambda: "no longer serving" in serve.stderr(), 15, "serve stepping down with its storage gone")
+        assert "lease renewal failed" in serve.stderr()
+        server.start()
+        address = serve.wait_ready(60)  # took the lease again: a new term, loaded from S3
+        again = KafkaConsumer(group_id="g1", bootstrap_servers=f"{address.host}:{address.port}",
+                              enable_auto_commit=False, request_timeout_ms=10000)
+        assert {tp.partition: again.committed(tp) for tp in offsets} == {p: 10 + p for p in range(PARTITIONS)}
+        again.close(autocommit=False)
+    finally:
+        serve.close()
