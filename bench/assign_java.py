@@ -9,7 +9,9 @@ Python process with a fresh SparkSession (bench/assign.py's session: ``local[*]`
 process's first call; warm is the median of the timed calls after the untimed warm-up calls. The sizes are
 bench/assign.py's (partitions x members: every member subscribes to every topic, nothing owned) and its batch of
 10,000 groups (one batched call for groupcoord; the harness loops over the groups). Range and roundrobin must give
-exactly Java's rows; for the others the spread (max - min partitions per member) is compared.
+exactly Java's rows; for the others the spread (max - min partitions per member) is compared. Like for like, the
+``engine`` columns time the coordinator's driver engine alone on prebuilt inputs, as Java's ``assign()`` is timed
+(:mod:`bench.assign_java_engine`); the Spark job stays as the whole-call figure.
 
 Quality (result ``assign_java_rebalance``): a rebalance (members owned a balanced assignment, some left, more joined;
 homogeneous and heterogeneous subscriptions), run until every partition is assigned (cooperative-sticky takes
@@ -39,6 +41,7 @@ from bench.assign_java_cases import (
     same_rows,
     spreads,
 )
+from bench.assign_java_engine import run_engine
 from bench.assign_java_peer import Measured, java_converged, ours_converged, run_java, run_ours
 from bench.results_io import write_result
 
@@ -59,10 +62,14 @@ class Size:
     ours_warmup: int
     ours_runs: int
     heap: str = "2g"
+    engine_warmup: int = 1
+    engine_runs: int = 3
+    """The driver engine's calls (:mod:`bench.assign_java_engine`): Python has no JIT to warm, so one untimed call
+    after the cold one settles its caches."""
 
 
 QUICK_SIZES = (
-    Size("10,000 x 100", Generated(1, 100, 10_000, 10), 30, 9, 1, 3),
+    Size("10,000 x 100", Generated(1, 100, 10_000, 10), 30, 9, 1, 3, engine_warmup=30, engine_runs=9),
     Size("100,000 x 1,000", Generated(1, 1000, 100_000, 100), 10, 7, 1, 3),
     Size("batch: 10,000 groups x 10 x 100", Generated(10_000, 10, 100, 1), 10, 7, 1, 3),
 )
@@ -109,19 +116,24 @@ def _speed(sizes: tuple[Size, ...], folder: Path) -> tuple[list[dict[str, Any]],
                             output=folder / f"{name}-java.tsv", heap=size.heap, timeout=TIMEOUT_S)
             ours = run_ours(case_file, [name], warmup=size.ours_warmup, runs=size.ours_runs, output_dir=folder,
                             timeout=TIMEOUT_S)[name]
+            engine = run_engine(case_file, name, warmup=size.engine_warmup, runs=size.engine_runs,
+                                output=folder / f"{name}-engine.tsv", timeout=TIMEOUT_S)
             check, ok = _check(name, size.case, ours, java)
-            passed = passed and ok
+            engine_check, engine_ok = _check(name, size.case, engine, java)
+            passed = passed and ok and engine_ok
             rows.append({
                 "case": size.label, "assignor": name,
                 "ours cold s": _seconds(ours.cold_s), "ours warm s": _seconds(ours.warm_median_s),
                 "Java cold s": _seconds(java.cold_s), "Java warm s": _seconds(java.warm_median_s),
                 "cold ours/Java": _ratio(ours.cold_s, java.cold_s),
                 "warm ours/Java": _ratio(ours.warm_median_s, java.warm_median_s),
+                "engine cold s": _seconds(engine.cold_s), "engine warm s": _seconds(engine.warm_median_s),
+                "engine warm/Java": _ratio(engine.warm_median_s, java.warm_median_s),
                 "ours peak MiB": round(ours.peak_rss_mib), "Java peak MiB": round(java.peak_rss_mib),
-                "check": check,
+                "check": check, "engine check": engine_check,
             })
             print(rows[-1], flush=True)
-            for output in (ours.output, java.output):
+            for output in (ours.output, java.output, engine.output):
                 if output is not None:
                     output.unlink(missing_ok=True)
     return rows, passed
@@ -177,6 +189,7 @@ def main(full: bool) -> None:
         quality, good = _quality(full, Path(scratch))
     load_after = os.getloadavg()[0]
     warm = [float(r["warm ours/Java"].replace(",", "")) for r in speed if r["warm ours/Java"]]
+    engine = [float(r["engine warm/Java"].replace(",", "")) for r in speed if r["engine warm/Java"]]
     write_result(
         "assign_java",
         title=f"Assignors: groupcoord vs Apache Kafka {KAFKA_VERSION}'s Java assignors, same inputs",
@@ -184,6 +197,7 @@ def main(full: bool) -> None:
         summary={
             "checks_passed": exact,
             "warm_ratio_median": round(statistics.median(warm), 1) if warm else "",
+            "engine_warm_ratio_median": round(statistics.median(engine), 1) if engine else "",
             "load_average": f"{load_before:.1f} at the start, {load_after:.1f} at the end",
         },
         notes=f"Kafka {KAFKA_VERSION}'s RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor "
@@ -197,7 +211,12 @@ def main(full: bool) -> None:
         "its Spark JVM's. check: range and roundrobin give exactly Java's rows (Kafka's member order: static "
         "members by instance id first, then member id); the others' spread (max - min partitions per member) is no "
         "wider than Java's. Case sizes: partitions x members, every member subscribes to every topic "
-        "(bench/assign.py's inputs). kafka-python's assignors are the peer column of the assign section.",
+        "(bench/assign.py's inputs). kafka-python's assignors are the peer column of the assign section. "
+        "Like for like (engine columns, bench/assign_java_engine.py): the same work as Java's assign() on prebuilt "
+        "objects, i.e. the coordinator's driver engine from prebuilt Member and Partition values to its answer, in "
+        "a fresh Python process (no Spark), a batch looping over its groups as the harness does; warm-up 30 calls "
+        "then 9 timed at 10k, 1 then 3 elsewhere (no JIT to settle); 'engine check' as 'check'. The ours columns "
+        "are the whole Spark job (DataFrames in, toArrow() out), kept as the figure a DataFrame caller meets.",
     )
     write_result(
         "assign_java_rebalance",

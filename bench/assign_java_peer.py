@@ -83,7 +83,7 @@ def harness_classes() -> Path:
     return compiled_classes(SOURCE, BUILD)
 
 
-def _run(command: list[str], timeout: float | None) -> str:
+def run_command(command: list[str], timeout: float | None) -> str:
     """Run ``command`` from the repository's root; its stdout, or an error carrying the end of its stderr."""
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO)
     if done.returncode != 0:
@@ -98,7 +98,7 @@ def run_java(case_file: Path, assignor: str, *, warmup: int, runs: int, output: 
     then ``warmup`` untimed calls and ``runs`` timed ones."""
     command = [java_tool("java"), f"-Xmx{heap}", "-cp", f"{harness_classes()}{os.pathsep}{kafka_classpath()}",
                "AssignorHarness", str(case_file), assignor, str(warmup), str(runs), str(output) if output else "-"]
-    return Measured.from_json(_run(command, timeout).strip().splitlines()[-1], output)
+    return Measured.from_json(run_command(command, timeout).strip().splitlines()[-1], output)
 
 
 def converge(assign: Callable[[Case], pa.Table], case: Case, limit: int = MAX_ROUNDS) -> tuple[pa.Table, int]:
@@ -147,7 +147,7 @@ def ours_converged(spark: SparkSession, case: Case, name: str, limit: int = MAX_
     return converge(lambda round_case: _call(spark, round_case, name)[0], case, limit)
 
 
-def _peak_rss_mib() -> float:
+def peak_rss_mib() -> float:
     """Peak resident memory of this process plus its children (the Spark JVM), from ``/proc``."""
     def peak(pid: str) -> int:
         try:
@@ -174,7 +174,7 @@ def run_ours(case_file: Path, assignors: list[str], *, warmup: int, runs: int, o
     First calls' outputs go to ``output_dir/<assignor>.tsv`` when given."""
     command = [sys.executable, "-m", "bench.assign_java_peer", str(case_file), ",".join(assignors), str(warmup),
                str(runs), str(output_dir) if output_dir else "-"]
-    lines = [line[len(RESULT_PREFIX):] for line in _run(command, timeout).splitlines()
+    lines = [line[len(RESULT_PREFIX):] for line in run_command(command, timeout).splitlines()
              if line.startswith(RESULT_PREFIX)]
     return {name: Measured.from_json(line, output_dir / f"{name}.tsv" if output_dir else None)
             for name, line in zip(assignors, lines, strict=True)}
@@ -195,7 +195,7 @@ def _ours_main(argv: list[str]) -> None:
         for _ in range(int(warmup)):
             _call(spark, case, name)
         warm = [_call(spark, case, name)[1] for _ in range(int(runs))]
-        result: dict[str, Any] = {"cold_s": cold, "warm_s": warm, "peak_rss_mib": round(_peak_rss_mib(), 1)}
+        result: dict[str, Any] = {"cold_s": cold, "warm_s": warm, "peak_rss_mib": round(peak_rss_mib(), 1)}
         print(RESULT_PREFIX + json.dumps(result), flush=True)
     spark.stop()
 

@@ -124,7 +124,7 @@ async def measure_side(endpoint: Endpoint, runs: Runs) -> list[dict[str, Any]]:
         rows += [_row(endpoint.side, size, kind, values, errors if kind == "join" else 0)
                  for kind, values in changed.items()]
         for row in rows[-3:]:
-            print(row, flush=True)
+            print({k: v for k, v in row.items() if k != "latencies_s"}, flush=True)
     return rows
 
 
