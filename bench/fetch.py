@@ -10,7 +10,10 @@ without a group (every partition assigned, from the earliest offset), at its def
 - ``java`` (Kafka 4.4.0's ``KafkaConsumer``, ``bench/java/FetchTiming.java``, a JVM of its own).
 
 ``records_per_s`` runs from the first poll to the last record. Issue 29's goal: serve at least 0.5x the broker with
-each client (floor 0.3x). Command: ``python -m bench.run fetch``.
+each client (floor 0.3x). Then the idle cost: :data:`IDLE_CONSUMERS` librdkafka consumers caught up at the end of
+every partition long-poll for :data:`IDLE_S` seconds with nothing new, and the server's CPU over that window is its
+``idle_cpu_percent`` (of one core); issue 29: an idle consumer costs serve no more than it costs the broker.
+Command: ``python -m bench.run fetch``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaPythonPartition
 
@@ -49,9 +52,13 @@ PARTITIONS = 6
 RECORDS = 300_000
 VALUE_BYTES = 100
 TIMEOUT_S = 300.0
-FIGURES = ("records_per_s",)
+FIGURES = ("records_per_s", "idle_cpu_percent")
 GOAL, FLOOR = 0.5, 0.3
 """Issue 29: serve's rate over the broker's, per client (a goal; below the floor the issue fails)."""
+IDLE_CONSUMERS = 3
+IDLE_S = 30.0
+IDLE_SETTLE_S = 5.0
+"""Seconds the idle consumers run before the CPU window opens (connections, metadata, the first long-polls)."""
 
 
 def fill(endpoint: Endpoint, records: int = RECORDS) -> None:
@@ -131,6 +138,34 @@ def _timed(poll: Callable[[], int], records: int) -> float:
     return time.monotonic() - started
 
 
+def idle_cpu_percent(endpoint: Endpoint) -> float:
+    """The server's CPU (percent of one core) while :data:`IDLE_CONSUMERS` consumers, caught up at the end of every
+    partition, long-poll for :data:`IDLE_S` seconds with nothing new to read (librdkafka's defaults:
+    ``fetch.wait.max.ms`` 500)."""
+    consumers = [Consumer({"bootstrap.servers": f"{endpoint.host}:{endpoint.port}", "group.id": f"idle-{i}",
+                           "enable.auto.commit": False}) for i in range(IDLE_CONSUMERS)]
+    try:
+        for consumer in consumers:
+            consumer.assign([TopicPartition(TOPIC, p, OFFSET_END) for p in range(PARTITIONS)])
+        _poll_for(consumers, IDLE_SETTLE_S)
+        cpu, started = endpoint.cpu_seconds(), time.monotonic()
+        _poll_for(consumers, IDLE_S)
+        return 100 * (endpoint.cpu_seconds() - cpu) / (time.monotonic() - started)
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
+def _poll_for(consumers: list[Consumer], seconds: float) -> None:
+    """Poll each consumer in turn for ``seconds``; nothing is expected (a record would mean the topic moved)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for consumer in consumers:
+            for message in consumer.consume(100, timeout=0.1):
+                if message.error() is None:
+                    raise RuntimeError(f"an idle consumer read a record at offset {message.offset()}")
+
+
 CLIENTS: dict[str, Callable[[Endpoint, int], float]] = {
     "kafka-python": read_kafka_python, "librdkafka": read_librdkafka, "java": read_java}
 
@@ -144,6 +179,9 @@ def measure_side(endpoint: Endpoint, records: int) -> list[dict[str, Any]]:
         rows.append({"side": endpoint.side, "client": client, "records": records, "seconds": round(seconds, 3),
                      "records_per_s": round(records / seconds), "load_avg_1m": load_average()})
         print(rows[-1], flush=True)
+    rows.append({"side": endpoint.side, "client": f"{IDLE_CONSUMERS} idle consumers", "records": 0,
+                 "idle_cpu_percent": round(idle_cpu_percent(endpoint), 2), "load_avg_1m": load_average()})
+    print(rows[-1], flush=True)
     return rows
 
 
@@ -158,11 +196,14 @@ def main(full: bool = False, runs: int = REPETITIONS, records: int = RECORDS) ->
                 rows += measure_side(endpoint, records)
     key = ("client",)
     table = side_by_side(merged_runs(rows, key, FIGURES), key, FIGURES,
-                         extras=("repetitions", "records_per_s_spread", "load_avg_1m"))
+                         extras=("repetitions", "records_per_s_spread", "idle_cpu_percent_spread", "load_avg_1m"))
+    reads = [row for row in table if row["records_per_s_ratio"] is not None]
     checks = [Check("fetch", f"records_per_s_ratio[{row['client']}]", "speed", row["records_per_s_ratio"], ">=", GOAL)
-              for row in table]
+              for row in reads]
     checks += [Check("fetch", f"records_per_s_ratio_floor[{row['client']}]", "speed",
-                     row["records_per_s_ratio"], ">=", FLOOR) for row in table]
+                     row["records_per_s_ratio"], ">=", FLOOR) for row in reads]
+    checks += [Check("fetch", f"idle_cpu_percent_ratio[{row['client']}]", "speed", row["idle_cpu_percent_ratio"],
+                     ">=", 1.0) for row in table if row["idle_cpu_percent_ratio"] is not None]
     write_result(
         "fetch",
         title="Fetch: the same consumer reading a whole topic from serve and from Kafka 4.4.0's broker",
@@ -174,6 +215,10 @@ def main(full: bool = False, runs: int = REPETITIONS, records: int = RECORDS) ->
                "from the earliest offset with every partition assigned (no group), at its defaults. Both sides "
                f"{runs} times, alternated (Kafka first in the first run); medians with their spread. serve keeps "
                "each record in its topic's Delta table and builds record batches per Fetch; the broker returns the "
-               "stored batches. Sides: " + ", ".join((KAFKA, GROUPCOORD)) + "."),
+               f"stored batches. Idle: after the reads, {IDLE_CONSUMERS} librdkafka consumers (defaults: long-polls of "
+               f"up to 500 ms) assigned every partition at its end poll for {IDLE_SETTLE_S:.0f} s, then for "
+               f"{IDLE_S:.0f} s in which the server's process CPU (user + system, /proc) is measured, as percent of "
+               "one core; its ratio is the broker's over serve's (at least 1: serve costs no more). Sides: "
+               + ", ".join((KAFKA, GROUPCOORD)) + "."),
         checks=checks,
     )
