@@ -3,63 +3,23 @@
 
 Describe reads the ACLs as they are, grouped by resource pattern as Kafka answers; Create and Delete become one core
 request each (:class:`~groupcoord.protocol.requests.AlterAclsRequest`), answered per creation and per filter. A code
-outside Kafka's enums reads as UNKNOWN, which the core refuses with INVALID_REQUEST, as Kafka does.
+outside Kafka's enums reads as UNKNOWN (:mod:`groupcoord.security.acl_wire`), which the core refuses with
+INVALID_REQUEST, as Kafka does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from enum import IntEnum
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.protocol.requests import AlterAclsRequest, GroupRequest
 from groupcoord.protocol.responses import AclResult, AlterAclsResponse
 from groupcoord.security.acl_store import AclStore
-from groupcoord.security.acls import (
-    AclBinding,
-    AclError,
-    AclFilter,
-    Operation,
-    PatternType,
-    Permission,
-    ResourceType,
-)
+from groupcoord.security.acl_wire import acl_fields, binding_of, filter_of, resource_fields
+from groupcoord.security.acls import AclError
 from groupcoord.server.adapters.core import Outcome
 from groupcoord.server.api import RequestContext
-
-_E = TypeVar("_E", bound=IntEnum)
-
-
-def _code(enum: type[_E], value: int) -> _E:
-    try:
-        return enum(value)
-    except ValueError:
-        return enum(0)  # UNKNOWN
-
-
-def filter_of(body: Mapping[str, Any]) -> AclFilter:
-    """The ACL filter of a DescribeAcls request or of one DeleteAcls filter."""
-    return AclFilter(_code(ResourceType, body["ResourceTypeFilter"]), body["ResourceNameFilter"],
-                     _code(PatternType, body["PatternTypeFilter"]), body["PrincipalFilter"], body["HostFilter"],
-                     _code(Operation, body["Operation"]), _code(Permission, body["PermissionType"]))
-
-
-def binding_of(creation: Mapping[str, Any]) -> AclBinding:
-    """The binding one CreateAcls creation asks for (unchecked)."""
-    return AclBinding(_code(ResourceType, creation["ResourceType"]), creation["ResourceName"],
-                      _code(PatternType, creation["ResourcePatternType"]), creation["Principal"], creation["Host"],
-                      _code(Operation, creation["Operation"]), _code(Permission, creation["PermissionType"]))
-
-
-def _acl_fields(binding: AclBinding) -> dict[str, Any]:
-    return {"Principal": binding.principal, "Host": binding.host, "Operation": int(binding.operation),
-            "PermissionType": int(binding.permission)}
-
-
-def _resource_fields(binding: AclBinding) -> dict[str, Any]:
-    return {"ResourceType": int(binding.resource_type), "ResourceName": binding.name,
-            "PatternType": int(binding.pattern_type)}
 
 
 class DescribeAclsAdapter:
@@ -78,7 +38,7 @@ class DescribeAclsAdapter:
         resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
         for binding in self._acls.matching(acl_filter):
             key = (int(binding.resource_type), binding.name, int(binding.pattern_type))
-            resources.setdefault(key, []).append(_acl_fields(binding))
+            resources.setdefault(key, []).append(acl_fields(binding))
         return ctx.response(ThrottleTimeMs=0, ErrorCode=0, ErrorMessage=None, Resources=[
             {"ResourceType": kind, "ResourceName": name, "PatternType": pattern, "Acls": acls}
             for (kind, name, pattern), acls in resources.items()])
@@ -122,6 +82,6 @@ class DeleteAclsMapping:
         results = (outcome.deleted if isinstance(outcome, AlterAclsResponse)
                    else [AclResult(outcome)] * len(request.deletions))
         return ctx.response(ThrottleTimeMs=0, FilterResults=[
-            {**_result(r), "MatchingAcls": [{"ErrorCode": 0, "ErrorMessage": None, **_resource_fields(b),
-                                             **_acl_fields(b)} for b in r.deleted]}
+            {**_result(r), "MatchingAcls": [{"ErrorCode": 0, "ErrorMessage": None, **resource_fields(b),
+                                             **acl_fields(b)} for b in r.deleted]}
             for r in results])
