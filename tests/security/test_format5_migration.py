@@ -36,7 +36,7 @@ def test_a_format4_root_migrates_and_authenticates_its_first_user(
     assert json.loads((copy / "_groupcoord" / "format.json").read_text()) == {"format": 4}
     before = _files(copy)
     root = StateRoot.open(copy)
-    assert root.format_version == STATE_FORMAT_VERSION == 5
+    assert root.format_version == STATE_FORMAT_VERSION == 6
     assert _files(copy) == before
 
     monkeypatch.setattr("sys.stdin", io.StringIO("first-user-pw\n"))
