@@ -238,8 +238,8 @@ def _fetched_topics(access: Access, topics: Iterable[Any], requested_all: bool) 
 async def offset_fetch(access: Access, ctx: RequestContext, inner: ApiHandler) -> Any:
     """OffsetFetch: GROUP Describe for each group, then TOPIC Describe for each of its topics."""
     if ctx.api_version < 8:
-        if not access.may(Operation.DESCRIBE, _GROUP, ctx.body["GroupId"]):
-            return inner.error_response(ctx, _GROUP_DENIED)
+        if not access.may(Operation.DESCRIBE, _GROUP, ctx.body["GroupId"]):  # no topics, as Kafka answers
+            return with_field(inner.error_response(ctx, _GROUP_DENIED), "Topics", [])
         response = await inner.handle(ctx)
         return with_field(response, "Topics", _fetched_topics(access, field_of(response, "Topics") or (),
                                                               ctx.body.get("Topics") is None))

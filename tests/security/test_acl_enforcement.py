@@ -37,7 +37,16 @@ def allow(kind: ResourceType, name: str, operation: Operation, principal: str = 
 
 
 def at(body: Any, path: str) -> Any:
-    """The value at a dotted ``path`` (list indexes as numbers) of a decoded response."""
+    """The value at a dotted ``path`` (list indexes as numbers) of a decoded response; of ``A|B``, the first
+    present error code that is not 0 (else 0)."""
+    if "|" in path:
+        found = []
+        for alternative in path.split("|"):
+            with contextlib.suppress(IndexError, KeyError):
+                found.append(at(body, alternative))
+        if not found:
+            raise KeyError(path)
+        return next((code for code in found if code), 0)
     for part in path.split("."):
         body = body[int(part)] if part.isdigit() else body[part]
     return body
@@ -123,7 +132,7 @@ CASES = [
         {"Name": "orders", "PartitionIndexes": [0]}]}, "ErrorCode",
         [(DENIED_GROUP, [allow(GROUP, "g", Operation.DESCRIBE)])]),
     Case("OffsetFetch topic", ApiKey.OFFSET_FETCH, 7, {"GroupId": "g", "Topics": [
-        {"Name": "orders", "PartitionIndexes": [0]}]}, "Topics.0.Partitions.0.ErrorCode",
+        {"Name": "orders", "PartitionIndexes": [0]}]}, "ErrorCode|Topics.0.Partitions.0.ErrorCode",
         [(DENIED_GROUP, [allow(GROUP, "g", Operation.READ)]),
          (DENIED_TOPIC, [allow(TOPIC, "orders", Operation.WRITE)])]),
     Case("OffsetFetch v8", ApiKey.OFFSET_FETCH, 8, {"Groups": [{"GroupId": "g", "Topics": None}]},
@@ -141,7 +150,8 @@ CASES = [
          "ErrorCode", [(DENIED_GROUP, [allow(GROUP, "g", Operation.READ)])]),
     Case("Heartbeat", ApiKey.HEARTBEAT, 4, {"GroupId": "g", "GenerationId": 1, "MemberId": "m"}, "ErrorCode",
          [(DENIED_GROUP, [allow(GROUP, "g", Operation.READ)])]),
-    Case("SyncGroup", ApiKey.SYNC_GROUP, 5, {"GroupId": "g", "GenerationId": 1, "MemberId": "m", "Assignments": []},
+    Case("SyncGroup", ApiKey.SYNC_GROUP, 5, {"GroupId": "g", "GenerationId": 1, "MemberId": "m", "Assignments": [],
+                                             "ProtocolType": "consumer", "ProtocolName": "range"},
          "ErrorCode", [(DENIED_GROUP, [allow(GROUP, "g", Operation.ALL)])]),
     Case("LeaveGroup", ApiKey.LEAVE_GROUP, 4, {"GroupId": "g", "Members": [{"MemberId": "m"}]}, "ErrorCode",
          [(DENIED_GROUP, [allow(GROUP, "g", Operation.READ)])]),
@@ -176,7 +186,8 @@ CASES = [
     Case("DescribeTopicPartitions", ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"Topics": [{"Name": "orders"}],
                                                                           "ResponsePartitionLimit": 100},
          "Topics.0.ErrorCode", [(DENIED_TOPIC, [allow(TOPIC, "orders", Operation.DESCRIBE)])]),
-    Case("DescribeUserScramCredentials", ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"Users": None}, "ErrorCode",
+    Case("DescribeUserScramCredentials", ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"Users": [{"Name": "nobody"}]},
+         "ErrorCode",
          [(DENIED_CLUSTER, [allow(CLUSTER, "kafka-cluster", Operation.DESCRIBE)])]),
     Case("AlterUserScramCredentials", ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, {
         "Deletions": [{"Name": "nobody", "Mechanism": 1}], "Upsertions": []}, "Results.0.ErrorCode",
