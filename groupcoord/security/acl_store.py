@@ -2,7 +2,8 @@
 
 Literal bindings are keyed by ``(resource type, name)`` (the ``*`` literal is one such key); prefixed ones by
 ``(resource type, prefix)``, with the distinct prefix lengths of each type kept, so a resource name is looked up once
-per length rather than compared with every prefix. Only replay of the record log changes the set
+per length rather than compared with every prefix; the answer for a resource is remembered until the bindings
+change. Only replay of the record log changes the set
 (:mod:`groupcoord.coordinator.hard_state`); the authorizer and the ACL APIs read it.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from groupcoord.security.acls import WILDCARD, AclBinding, AclFilter, PatternType, ResourceType
 
 _Key = tuple[ResourceType, str]
+_MAX_REMEMBERED = 65536
 
 
 class AclStore:
@@ -22,6 +24,7 @@ class AclStore:
         self._literal: dict[_Key, set[AclBinding]] = {}
         self._prefixed: dict[_Key, set[AclBinding]] = {}
         self._prefix_lengths: dict[ResourceType, dict[int, int]] = {}  # type -> length -> how many prefixes
+        self._applying: dict[_Key, tuple[AclBinding, ...]] = {}  # applying_to's answers until the next change
 
     def add(self, binding: AclBinding) -> bool:
         """Store ``binding``; ``False`` when it was there already."""
@@ -34,6 +37,7 @@ class AclStore:
             lengths = self._prefix_lengths.setdefault(binding.resource_type, {})
             lengths[len(binding.name)] = lengths.get(len(binding.name), 0) + 1
         entries.add(binding)
+        self._applying.clear()
         return True
 
     def remove(self, binding: AclBinding) -> bool:
@@ -44,6 +48,7 @@ class AclStore:
         if entries is None or binding not in entries:
             return False
         entries.discard(binding)
+        self._applying.clear()
         if not entries:
             del index[key]
             if index is self._prefixed:
@@ -53,9 +58,18 @@ class AclStore:
                     del lengths[len(binding.name)]
         return True
 
-    def applying_to(self, resource_type: ResourceType, name: str) -> Iterator[AclBinding]:
+    def applying_to(self, resource_type: ResourceType, name: str) -> tuple[AclBinding, ...]:
         """The bindings whose pattern names resource ``name`` of ``resource_type``: its literal, the ``*`` literal,
-        and every prefix of it."""
+        and every prefix of it (remembered until the bindings change: a request's resources repeat)."""
+        key = (resource_type, name)
+        found = self._applying.get(key)
+        if found is None:
+            if len(self._applying) >= _MAX_REMEMBERED:
+                self._applying.clear()
+            found = self._applying[key] = tuple(self._find(resource_type, name))
+        return found
+
+    def _find(self, resource_type: ResourceType, name: str) -> Iterator[AclBinding]:
         literal = self._literal
         yield from literal.get((resource_type, name), ())
         if name != WILDCARD:

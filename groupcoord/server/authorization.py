@@ -87,6 +87,8 @@ Rule = Callable[[Access, RequestContext, ApiHandler], Awaitable[Any]]
 # --- reading and rebuilding requests and responses of both kinds (kafka-python objects, schema dicts) -----------------
 def field_of(obj: Any, name: str) -> Any:
     """Field ``name`` of a request body or a response, whichever kind it is."""
+    if type(obj) is dict:  # the usual case first: a schema-served request's body or entry
+        return obj.get(name)
     if isinstance(obj, SchemaResponse):
         return obj.body.get(name)
     if isinstance(obj, Mapping):
@@ -112,8 +114,10 @@ def _with_body(ctx: RequestContext, body: Any) -> RequestContext:
 def _entry_name(entry: Any, name_field: str, access: Access) -> str | None:
     if isinstance(entry, str):
         return entry
-    id_field = "TopicId" if name_field[0].isupper() else "topic_id"
-    return access.topic_name(field_of(entry, name_field), field_of(entry, id_field))
+    name = field_of(entry, name_field)
+    if name:
+        return str(name)
+    return access.topic_name(name, field_of(entry, "TopicId" if name_field[0].isupper() else "topic_id"))
 
 
 async def split(ctx: RequestContext, inner: ApiHandler, field: str, out_field: str,
