@@ -8,16 +8,25 @@ import contextlib
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
+from groupcoord.admin.users import add_user
+from groupcoord.assignment.runner import driver_assignment_runner
+from groupcoord.config import resolve_config
+from groupcoord.host.background import BackgroundCoordinator
 from groupcoord.protocol.requests import AlterAclsRequest, AlterCredentialsRequest, CredentialChange
+from groupcoord.security.acl_wire import creation_fields, filter_fields
 from groupcoord.security.acls import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
 from groupcoord.security.authorizer import AuthorizerConfig
 from groupcoord.security.config import ListenerSecurity
 from groupcoord.security.plain import new_plain_credential
+from groupcoord.server.api import BrokerAddress
 from groupcoord.server.versions import ApiKey
+from groupcoord.state_root import StateRoot
+from groupcoord.topics import TopicCatalog
 from tests.security.conftest import SaslRawClient, plain_token
 from tests.server.conftest import CoordinatorStack, coordinator_stack, start_endpoint
 
@@ -201,23 +210,108 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_each_api_is_denied_then_allowed_then_denied_again_on_revocation(secured: Secured, case: Case) -> None:
-    client = secured.client()
-    granted: list[AclBinding] = []
+class AclTarget(Protocol):
+    """Where a case runs: connections by user, and the super user's ACL changes."""
+
+    def client(self, user: str = "alice") -> SaslRawClient:
+        """A connection authenticated as ``user``."""
+
+    def grant(self, *bindings: AclBinding) -> None:
+        """Create ``bindings``."""
+
+    def revoke_all(self) -> None:
+        """Delete every ACL."""
+
+
+def run_case(target: AclTarget, case: Case) -> None:
+    """Denied, granted step by step (each step's denial checked), allowed, revoked and denied at the next request on
+    the same connection; the super user allowed."""
+    client = target.client()
     for denied, bindings in case.steps:
         answer = client.call(case.api, case.version, case.body)
         assert answer is not None and at(answer, case.error_at) == denied, answer
-        granted.extend(bindings)
-        secured.grant(*bindings)
+        target.grant(*bindings)
     answer = client.call(case.api, case.version, case.body)
     assert answer is not None and at(answer, case.error_at) not in (DENIED_TOPIC, DENIED_GROUP, DENIED_CLUSTER), answer
-    secured.revoke_all()
+    target.revoke_all()
     answer = client.call(case.api, case.version, case.body)
     assert answer is not None and at(answer, case.error_at) == case.steps[0][0], answer
-    admin = secured.client("admin")
-    answer = admin.call(case.api, case.version, case.body)
+    answer = target.client("admin").call(case.api, case.version, case.body)
     assert answer is not None and at(answer, case.error_at) not in (DENIED_TOPIC, DENIED_GROUP, DENIED_CLUSTER)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_each_api_is_denied_then_allowed_then_denied_again_on_revocation(secured: Secured, case: Case) -> None:
+    run_case(secured, case)
+
+
+class WireTarget:
+    """A SASL PLAIN listener at ``address`` whose ACLs the super user ``admin`` changes over the wire."""
+
+    def __init__(self, name: str, address: str) -> None:
+        self.name = name
+        host, port = address.rsplit(":", 1)
+        self._address = BrokerAddress(host, int(port))
+        self._clients: list[SaslRawClient] = []
+        self.admin = self.client("admin")
+
+    def client(self, user: str = "alice") -> SaslRawClient:
+        """A PLAIN connection as ``user``."""
+        client = SaslRawClient(self._address)
+        self._clients.append(client)
+        assert client.call(ApiKey.SASL_HANDSHAKE, 1, {"Mechanism": "PLAIN"})
+        answer = client.call(ApiKey.SASL_AUTHENTICATE, 2, {"AuthBytes": plain_token(user, PASSWORDS[user])})
+        assert answer is not None and answer["ErrorCode"] == 0, (self.name, answer)
+        return client
+
+    def grant(self, *bindings: AclBinding) -> None:
+        """CreateAcls as the super user."""
+        answer = self.admin.call(ApiKey.CREATE_ACLS, 3, {"Creations": [creation_fields(b) for b in bindings]})
+        assert answer is not None and all(r["ErrorCode"] == 0 for r in answer["Results"]), (self.name, answer)
+
+    def revoke_all(self) -> None:
+        """DeleteAcls of everything, as the super user."""
+        answer = self.admin.call(ApiKey.DELETE_ACLS, 3, {"Filters": [filter_fields(AclFilter())]})
+        assert answer is not None and answer["FilterResults"][0]["ErrorCode"] == 0, (self.name, answer)
+
+    def close(self) -> None:
+        """Close every connection."""
+        for client in self._clients:
+            client.close()
+
+
+def serve_with_acls(folder: Path) -> BackgroundCoordinator:
+    """``serve`` (the background coordinator, consumer groups included) on a new root with topic ``orders`` (2
+    partitions), users alice and admin (PLAIN), the authorizer on and admin its super user; not started."""
+    root = StateRoot.open(folder / "root", create=True)
+    for user, password in PASSWORDS.items():
+        add_user(root, resolve_config(), user, "PLAIN", password, 4096)
+    TopicCatalog(root).create("orders", 2)
+    return BackgroundCoordinator(root, resolve_config(flags={
+        "listener.security.protocol": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN",
+        "authorizer.enabled": True, "super.users": "User:admin", "group.initial.rebalance.delay.ms": 0}),
+        listen="127.0.0.1:0", target_assignment_runner=driver_assignment_runner(root).targets)
+
+
+CONSUMER_CASES = [
+    Case("ConsumerGroupHeartbeat", ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "GroupId": "cg", "MemberId": str(uuid.UUID(int=7)), "MemberEpoch": 0, "RebalanceTimeoutMs": 30000,
+        "SubscribedTopicNames": ["orders"], "TopicPartitions": []}, "ErrorCode",
+        [(DENIED_GROUP, [allow(GROUP, "cg", Operation.READ)]), (DENIED_TOPIC, [allow(TOPIC, "orders",
+                                                                                       Operation.DESCRIBE)])]),
+]
+"""The cases that need a coordinator computing target assignments (KIP-848), as every ``serve`` has."""
+
+
+@pytest.mark.parametrize("case", CONSUMER_CASES, ids=[case.name for case in CONSUMER_CASES])
+def test_consumer_group_apis_on_serve(tmp_path: Path, case: Case) -> None:
+    with serve_with_acls(tmp_path) as coordinator:
+        assert coordinator.address is not None
+        target = WireTarget("serve", coordinator.address)
+        try:
+            run_case(target, case)
+        finally:
+            target.close()
 
 
 def test_requests_for_everything_show_only_what_the_principal_may_describe(secured: Secured) -> None:
