@@ -35,8 +35,10 @@ __all__ = ["coordinator_stack", "start_endpoint"]  # fixtures used here
 ALICE, ADMIN = "User:alice", "User:admin"
 PASSWORDS = {"alice": "alice-pw", "admin": "admin-pw"}
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TRANSACTION = ResourceType.TRANSACTIONAL_ID
 NO_ID = uuid.UUID(int=0)
-DENIED_TOPIC, DENIED_GROUP, DENIED_CLUSTER = 29, 30, 31
+DENIED_TOPIC, DENIED_GROUP, DENIED_CLUSTER, DENIED_TRANSACTION = 29, 30, 31, 53
+DENIALS = (DENIED_TOPIC, DENIED_GROUP, DENIED_CLUSTER, DENIED_TRANSACTION)
 
 
 def allow(kind: ResourceType, name: str, operation: Operation, principal: str = ALICE,
@@ -153,6 +155,8 @@ CASES = [
          "Coordinators.0.ErrorCode", [(DENIED_GROUP, [allow(GROUP, "g", Operation.DESCRIBE)])]),
     Case("FindCoordinator v3", ApiKey.FIND_COORDINATOR, 3, {"Key": "g", "KeyType": 0}, "ErrorCode",
          [(DENIED_GROUP, [allow(GROUP, "*", Operation.READ)])]),
+    Case("FindCoordinator transaction", ApiKey.FIND_COORDINATOR, 4, {"KeyType": 1, "CoordinatorKeys": ["tx"]},
+         "Coordinators.0.ErrorCode", [(DENIED_TRANSACTION, [allow(TRANSACTION, "tx", Operation.DESCRIBE)])]),
     Case("JoinGroup", ApiKey.JOIN_GROUP, 5, {"GroupId": "g", "SessionTimeoutMs": 10000, "RebalanceTimeoutMs": 10000,
                                              "MemberId": "", "ProtocolType": "consumer",
                                              "Protocols": [{"Name": "range", "Metadata": b""}]},
@@ -189,6 +193,9 @@ CASES = [
     Case("InitProducerId", ApiKey.INIT_PRODUCER_ID, 4, {"TransactionalId": None, "TransactionTimeoutMs": 60000,
                                                         "ProducerId": -1, "ProducerEpoch": -1},
          "ErrorCode", [(DENIED_CLUSTER, [allow(CLUSTER, "kafka-cluster", Operation.IDEMPOTENT_WRITE)])]),
+    Case("DescribeConfigs broker", ApiKey.DESCRIBE_CONFIGS, 4, {"Resources": [
+        {"ResourceType": 4, "ResourceName": "1", "ConfigurationKeys": None}]}, "Results.0.ErrorCode",
+        [(DENIED_CLUSTER, [allow(CLUSTER, "kafka-cluster", Operation.DESCRIBE_CONFIGS)])]),
     Case("InitProducerId by topic", ApiKey.INIT_PRODUCER_ID, 4, {"TransactionalId": None, "ProducerId": -1,
                                                                  "TransactionTimeoutMs": 60000, "ProducerEpoch": -1},
          "ErrorCode", [(DENIED_CLUSTER, [allow(TOPIC, "logs-", Operation.WRITE, pattern=PatternType.PREFIXED)])]),
@@ -232,12 +239,12 @@ def run_case(target: AclTarget, case: Case) -> None:
         assert answer is not None and at(answer, case.error_at) == denied, answer
         target.grant(*bindings)
     answer = client.call(case.api, case.version, case.body)
-    assert answer is not None and at(answer, case.error_at) not in (DENIED_TOPIC, DENIED_GROUP, DENIED_CLUSTER), answer
+    assert answer is not None and at(answer, case.error_at) not in DENIALS, answer
     target.revoke_all()
     answer = client.call(case.api, case.version, case.body)
     assert answer is not None and at(answer, case.error_at) == case.steps[0][0], answer
     answer = target.client("admin").call(case.api, case.version, case.body)
-    assert answer is not None and at(answer, case.error_at) not in (DENIED_TOPIC, DENIED_GROUP, DENIED_CLUSTER)
+    assert answer is not None and at(answer, case.error_at) not in DENIALS
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
