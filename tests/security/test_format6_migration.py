@@ -21,25 +21,21 @@ from groupcoord.state.schema import ACLS
 from groupcoord.state.views import read_view
 from groupcoord.state_root import STATE_FORMAT_VERSION, StateRoot
 from tests.fixtures.make_state_format5 import ADMIN_PASSWORD
+from tests.security.test_format5_migration import table_bytes
 
 pytestmark = pytest.mark.integration
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "state_format5"
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != "format.json"}
-
-
 def test_a_format5_root_migrates_takes_acls_and_serves_them(tmp_path: Path) -> None:
     copy = tmp_path / "root"
     shutil.copytree(FIXTURE, copy)
     assert json.loads((copy / "_groupcoord" / "format.json").read_text()) == {"format": 5}
-    before = _files(copy)
+    before = table_bytes(copy)
     root = StateRoot.open(copy)
     assert root.format_version == STATE_FORMAT_VERSION == 6
-    assert _files(copy) == before
+    assert table_bytes(copy) == before
 
     assert main(["acls", "add", "--allow-principal", "User:admin", "--operation", "Read", "--group", "g1",
                  "--topic", "orders", "--state-root", str(copy)]) == 0
