@@ -162,6 +162,16 @@ SCHEMA_BODIES: dict[ApiKey, dict[str, Any]] = {
         "Deletions": [{"Name": "gone", "Mechanism": 1}],
         "Upsertions": [{"Name": "fuzz", "Mechanism": 2, "Iterations": 4096, "Salt": b"salt" * 8,
                         "SaltedPassword": b"\x01" * 64}]},
+    ApiKey.DESCRIBE_ACLS: {"ResourceTypeFilter": 2, "ResourceNameFilter": "t1", "PatternTypeFilter": 2,
+                           "PrincipalFilter": None, "HostFilter": None, "Operation": 1, "PermissionType": 1},
+    ApiKey.CREATE_ACLS: {"Creations": [
+        {"ResourceType": 2, "ResourceName": "t", "ResourcePatternType": 4, "Principal": "User:fuzz", "Host": "*",
+         "Operation": 3, "PermissionType": 3},
+        {"ResourceType": 3, "ResourceName": "g", "ResourcePatternType": 3, "Principal": "User:*", "Host": "10.0.0.1",
+         "Operation": 2, "PermissionType": 2}]},
+    ApiKey.DELETE_ACLS: {"Filters": [
+        {"ResourceTypeFilter": 1, "ResourceNameFilter": None, "PatternTypeFilter": 1, "PrincipalFilter": "User:fuzz",
+         "HostFilter": None, "Operation": 1, "PermissionType": 1}]},
 }
 """Seed bodies of the APIs served through Kafka's schemas (kafka-python has no classes for them), valid at every
 advertised version but where :func:`_schema_body` changes them."""

@@ -26,8 +26,13 @@ current code writes", so migrating an old root stays the same whatever later for
 - **5**: the record log may hold users' credentials for SASL (``user_credential``: SCRAM salt, StoredKey, ServerKey
   and iterations, or PLAIN's salted hash; :mod:`groupcoord.coordinator.credential_records`). A new record kind in
   rows of the existing schema, so the step is a no-op; the bump keeps a groupcoord of format 4, which would refuse
-  the unknown kind on load, from opening such a log (it fails at the marker instead, with a clear message). Format
-  5 is also the format of issue 31's access control lists, which come as further record kinds.
+  the unknown kind on load, from opening such a log (it fails at the marker instead, with a clear message).
+- **6**: the record log may hold ACL bindings (``acl``: key the binding's seven fields, value ``{}`` or a
+  tombstone; :mod:`groupcoord.coordinator.acl_records`), and the materialized state gains an ``acls`` table
+  (:data:`groupcoord.state.schema.ACLS`). The new kind is rows of the record log's existing schema, and the ``acls``
+  table is created by the lease holder's materializer at its first ACL (as every state table is at its first row),
+  so the step changes no table; the bump keeps a groupcoord of format 5, which would refuse the unknown kind on
+  load, from opening such a log.
 
 A step is idempotent: a process that died half-way, or two processes migrating one root at once, leave the same
 result. :func:`migrate_tables` runs the steps; the caller writes the new marker after it returns. A root may be a
@@ -49,7 +54,7 @@ from groupcoord.storage.tables import Where, is_table, open_table, table_filesys
 
 log = logging.getLogger("groupcoord.state_format")
 
-STATE_FORMAT_VERSION = 5
+STATE_FORMAT_VERSION = 6
 """The format this groupcoord writes."""
 
 HEADER_TYPE = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
@@ -111,11 +116,17 @@ def _user_credentials(root: Where) -> None:
     record log's existing schema; see the module's history."""
 
 
+def _acl_records(root: Where) -> None:
+    """Format 5 to 6: nothing to change. Format 6 only adds a record kind (ACL bindings) to rows of the record log's
+    existing schema, and a state table its materializer creates at the first ACL; see the module's history."""
+
+
 STEPS: dict[int, Callable[[Where], None]] = {
     2: _add_topic_log_columns,
     3: _consumer_group_record_kinds,
     4: _classic_members_in_consumer_groups,
     5: _user_credentials,
+    6: _acl_records,
 }
 """The step that brings a root from format ``n - 1`` to format ``n``."""
 

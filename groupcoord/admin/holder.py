@@ -6,8 +6,8 @@ the lease. When no one holds it, :func:`admin_session` starts a
 with the next epoch, loads the log, serves the one write, and releases the lease on the way out.
 
 A live holder is reached with the client security settings (``listener.security.protocol``, ``sasl.*``,
-``ssl.*``); the holder this process becomes listens on loopback without SASL or TLS: whoever can write the state
-root is a super user anyway (docs/security.md).
+``ssl.*``); the holder this process becomes listens on loopback without SASL, TLS or ACLs: whoever can write the
+state root is a super user anyway (docs/security.md).
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ class AdminConfig(KeyedConfig):
     request_timeout_ms: int = field(default=30000, metadata=from_key("admin.request.timeout.ms"))
 
 
+class AdminChangeError(RuntimeError):
+    """The coordinator refused an admin change (a user's credential, an ACL); the message says why in one line."""
+
+
 class CoordinatorUnreachableError(RuntimeError):
     """Neither the lease holder could be reached nor the lease taken; the message says why in one line."""
 
@@ -62,8 +66,9 @@ def admin_session(root: StateRoot, config: Config) -> Iterator[AdminClient]:
     from groupcoord.host.background import BackgroundCoordinator, CoordinatorStartError
 
     log.info("no coordinator holds the lease of %s: taking it for this write", root.location)
-    # This process holds the state root: its own loopback listener needs no authentication (docs/security.md).
-    local = config.with_values(**{"listener.security.protocol": "PLAINTEXT"})
+    # This process holds the state root: its own loopback listener needs no authentication and checks no ACLs
+    # (docs/security.md).
+    local = config.with_values(**{"listener.security.protocol": "PLAINTEXT", "authorizer.enabled": "false"})
     coordinator = BackgroundCoordinator(root, local, listen=_LOOPBACK_ANY_PORT)
     try:
         address = coordinator.start(settings.lease_wait_ms / 1000)

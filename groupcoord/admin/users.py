@@ -9,39 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from groupcoord.admin.holder import admin_session
+from groupcoord.admin.holder import AdminChangeError, admin_session
+from groupcoord.admin.stored import stored_records
 from groupcoord.config import Config
 from groupcoord.coordinator.credential_records import USER_CREDENTIAL_KIND, decode_credential_record
-from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.security.credentials import Credentials, SaltedPassword, salt_password
 from groupcoord.state_root import StateRoot
 
 
-class UserChangeError(RuntimeError):
+class UserChangeError(AdminChangeError):
     """The coordinator refused a change of a user's credentials; the message is Kafka's reason in one line."""
 
 
 def stored_users(root: StateRoot) -> Credentials:
     """Every user's credentials as the record log holds them now."""
     credentials = Credentials()
-    loaded = DeltaRecordLog(root.log_path).load().compacted()
-    for encoded in loaded.records:
-        if encoded.kind != USER_CREDENTIAL_KIND:
-            continue
-        record = decode_credential_record(encoded.key, None if encoded.value is None else _json(encoded.value))
+    for key, payload in stored_records(root, USER_CREDENTIAL_KIND):
+        record = decode_credential_record(key, payload)
         if record.value is None:
             credentials.remove(record.user, record.mechanism)
         else:
             credentials.put(record.user, record.mechanism, record.value)
     return credentials
-
-
-def _json(value: bytes) -> dict[str, object]:
-    import json
-
-    payload: dict[str, object] = json.loads(value.decode("utf-8"))
-    return payload
 
 
 def add_user(root: StateRoot, config: Config, user: str, mechanism: str, password: str, iterations: int) -> None:

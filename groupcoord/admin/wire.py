@@ -20,12 +20,17 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from groupcoord.member.connection import BrokerConnection
 from groupcoord.member.wire import GroupClient
 from groupcoord.protocol.errors import ErrorCode, Errors, error_for_code
+from groupcoord.security.acl_wire import binding_of, creation_fields, filter_fields
+from groupcoord.security.acls import AclBinding, AclFilter
 from groupcoord.security.config import ClientSecurity
 from groupcoord.security.credentials import PLAIN_WIRE_TYPE, SaltedPassword
 from groupcoord.security.scram import ScramMechanism
 
 CLIENT_ID = "groupcoord-admin"
 ALTER_USER_SCRAM_CREDENTIALS = 51
+CREATE_ACLS = 30
+DELETE_ACLS = 31
+ACL_VERSION = 3
 _NO_GENERATION = -1
 
 
@@ -116,3 +121,16 @@ class AdminClient:
         (result,) = answer["Results"]
         return error_for_code(result["ErrorCode"]), result["ErrorMessage"] or ""
 
+    def create_acls(self, bindings: Sequence[AclBinding]) -> list[tuple[ErrorCode, str]]:
+        """Create ``bindings`` with CreateAcls: the error and Kafka's message of each, in order."""
+        answer = self._connection.send_schema(CREATE_ACLS, ACL_VERSION,
+                                              {"Creations": [creation_fields(b) for b in bindings]})
+        return [(error_for_code(r["ErrorCode"]), r["ErrorMessage"] or "") for r in answer["Results"]]
+
+    def delete_acls(self, filters: Sequence[AclFilter]) -> list[tuple[ErrorCode, str, list[AclBinding]]]:
+        """Delete what ``filters`` match with DeleteAcls: the error, Kafka's message and the deleted bindings of each
+        filter, in order."""
+        answer = self._connection.send_schema(DELETE_ACLS, ACL_VERSION,
+                                              {"Filters": [filter_fields(f) for f in filters]})
+        return [(error_for_code(r["ErrorCode"]), r["ErrorMessage"] or "",
+                 [binding_of(acl) for acl in r["MatchingAcls"]]) for r in answer["FilterResults"]]

@@ -18,7 +18,8 @@ from groupcoord.config.console import log_to_stderr, one_line
 # Heavy imports (Spark, deltalake) happen inside handlers, so ``groupcoord --help`` stays fast.
 COMMAND_MODULES: tuple[str, ...] = ("groupcoord.cli.topics", "groupcoord.cli.serve", "groupcoord.cli.demo",
                                      "groupcoord.cli.groups", "groupcoord.cli.coordinator", "groupcoord.cli.dev_broker",
-                                     "groupcoord.cli.cluster", "groupcoord.cli.users")
+                                     "groupcoord.cli.cluster", "groupcoord.cli.users",
+                                     "groupcoord.cli.acls")
 
 log = logging.getLogger("groupcoord")
 

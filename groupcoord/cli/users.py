@@ -69,15 +69,15 @@ def _password(args: argparse.Namespace) -> str:
     return lines[0]
 
 
-def _admin_call(func: Any, *call_args: Any) -> None:
-    from groupcoord.admin.holder import CoordinatorUnreachableError
-    from groupcoord.admin.users import UserChangeError
+def admin_call(func: Any, *call_args: Any) -> Any:
+    """``func(*call_args)``, an admin write through the lease holder, with its refusals as one-line CLI errors."""
+    from groupcoord.admin.holder import AdminChangeError, CoordinatorUnreachableError
     from groupcoord.member.errors import CoordinatorUnavailableError
     from groupcoord.security.config import SecretMissingError
 
     try:
-        func(*call_args)
-    except (UserChangeError, CoordinatorUnreachableError, CoordinatorUnavailableError, SecretMissingError) as exc:
+        return func(*call_args)
+    except (AdminChangeError, CoordinatorUnreachableError, CoordinatorUnavailableError, SecretMissingError) as exc:
         raise CliError(str(exc)) from None
 
 
@@ -90,7 +90,7 @@ def _add(args: argparse.Namespace) -> int:
     if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
         raise UsageError(f"users add: --iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
     password = _password(args)
-    _admin_call(add_user, _open_or_create_root(args), config_from_args(args), args.name, args.mechanism, password,
+    admin_call(add_user, _open_or_create_root(args), config_from_args(args), args.name, args.mechanism, password,
                 args.iterations)
     print(f"User '{args.name}' now has a {args.mechanism} credential.")
     return 0
@@ -128,6 +128,6 @@ def _remove(args: argparse.Namespace) -> int:
     mechanisms = [args.mechanism] if args.mechanism else held
     if not held or (args.mechanism and args.mechanism not in held):
         raise CliError(f"user '{args.name}' has no {args.mechanism or 'credential'}")
-    _admin_call(remove_user, root, config_from_args(args), args.name, mechanisms)
+    admin_call(remove_user, root, config_from_args(args), args.name, mechanisms)
     print(f"Removed the {', '.join(mechanisms)} credential(s) of user '{args.name}'.")
     return 0

@@ -129,6 +129,15 @@ REGISTRY.define("ssl.endpoint.identification.algorithm", str, "https",
                 "Host name verification of groupcoord's clients: https (the coordinator's certificate must match "
                 "the address it advertises, as Kafka's clients check) or empty to turn it off.",
                 choices=("https", ""))
+REGISTRY.define("authorizer.enabled", bool, False,
+                "Check every request against the ACLs in the state root (`groupcoord acls`, Kafka's CreateAcls), "
+                "as a Kafka broker with StandardAuthorizer does; off, every client may do everything.")
+REGISTRY.define("super.users", str, "",
+                "Semicolon-separated principals (User:NAME) the authorizer allows everything, as Kafka's "
+                "super.users.")
+REGISTRY.define("allow.everyone.if.no.acl.found", bool, False,
+                "Whether a resource no ACL names is open to everyone (Kafka's setting of that name; by default "
+                "such a resource is closed to all but super users).")
 
 # --- Object storage (a state root on s3://; README "State root on S3") -----------------------------------------------
 STORAGE_SECRETS = ("storage.secret.access.key", "storage.session.token")

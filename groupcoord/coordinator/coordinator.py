@@ -31,6 +31,7 @@ from typing import Any
 from uuid import UUID
 
 from groupcoord.coordinator import admin, credentials, offsets
+from groupcoord.coordinator.acls import handle_alter_acls
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.consumer_classic import (
     handle_classic_heartbeat,
@@ -74,6 +75,7 @@ from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
 from groupcoord.protocol.requests import (
+    AlterAclsRequest,
     AlterCredentialsRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -90,6 +92,8 @@ from groupcoord.protocol.requests import (
     SyncGroupRequest,
 )
 from groupcoord.protocol.responses import (
+    AclResult,
+    AlterAclsResponse,
     AlterCredentialsResponse,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
@@ -108,6 +112,7 @@ from groupcoord.protocol.responses import (
     SyncGroupResponse,
     UserResult,
 )
+from groupcoord.security.acl_store import AclStore
 from groupcoord.security.credentials import Credentials
 
 log = logging.getLogger("groupcoord.coordinator")
@@ -126,6 +131,7 @@ _HANDLERS: Mapping[type, Handler] = {
     ListGroupsRequest: admin.handle_list,
     DeleteGroupsRequest: admin.handle_delete,
     AlterCredentialsRequest: credentials.handle_alter,
+    AlterAclsRequest: handle_alter_acls,
     ConsumerGroupHeartbeatRequest: handle_consumer_heartbeat,
     ConsumerGroupDescribeRequest: handle_consumer_describe,
 }
@@ -173,6 +179,9 @@ def error_response(request: GroupRequest, error: ErrorCode) -> GroupResponse:
     if isinstance(request, ConsumerGroupDescribeRequest):
         return ConsumerGroupDescribeResponse(groups=tuple(
             DescribedConsumerGroup(error=error, group_id=g) for g in request.groups))
+    if isinstance(request, AlterAclsRequest):
+        return AlterAclsResponse(created=tuple(AclResult(error) for _ in request.creations),
+                                 deleted=tuple(AclResult(error) for _ in request.deletions))
     if isinstance(request, AlterCredentialsRequest):
         users = dict.fromkeys(change.user for change in request.changes)
         return AlterCredentialsResponse(tuple(UserResult(user, error) for user in users))
@@ -331,6 +340,11 @@ class GroupCoordinator:
     def snapshot_records(self) -> list[Record]:
         """Records that rebuild the current hard state from nothing."""
         return self._ctx.hard.snapshot_records()
+
+    @property
+    def acls(self) -> AclStore:
+        """The ACL bindings (read-only: only replay changes them); the authorizer checks requests with them."""
+        return self._ctx.hard.acls
 
     @property
     def credentials(self) -> Credentials:

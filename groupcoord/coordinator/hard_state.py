@@ -2,9 +2,9 @@
 
 For each classic group, the persisted form of its last completed generation; for each group and partition, the
 committed offset; each consumer group (KIP-848) whole, since all of it is hard state
-(:mod:`groupcoord.coordinator.consumer_replay`); each user's credential per SASL mechanism. Replay forgives stale
-input (a tombstone for something unknown is ignored) and raises :class:`RecordInvariantError` on a record that could
-not have been written by a correct coordinator.
+(:mod:`groupcoord.coordinator.consumer_replay`); each user's credential per SASL mechanism; the ACL bindings.
+Replay forgives stale input (a tombstone for something unknown is ignored) and raises :class:`RecordInvariantError`
+on a record that could not have been written by a correct coordinator.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from groupcoord.coordinator.acl_records import AclRecord, new_acl_record
 from groupcoord.coordinator.consumer_records import ConsumerGroupRecord
 from groupcoord.coordinator.consumer_replay import (
     ConsumerReplayError,
@@ -30,6 +31,8 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.group.consumer_group import ConsumerGroup
 from groupcoord.group.metadata import GroupInvariantError, GroupMetadataValue
+from groupcoord.security.acl_store import AclStore
+from groupcoord.security.acls import AclBinding, AclError
 from groupcoord.security.credentials import Credential, Credentials
 
 TopicPartition = tuple[str, int]
@@ -47,6 +50,7 @@ class HardState:
     offsets: tuple[tuple[str, str, int, OffsetValue], ...]
     consumer_groups: tuple[ConsumerGroupRecord, ...] = ()
     credentials: tuple[tuple[str, str, Credential], ...] = ()
+    acls: tuple[AclBinding, ...] = ()
 
 
 class HardStateStore:
@@ -57,6 +61,7 @@ class HardStateStore:
         self._offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
         self._consumer_groups: dict[str, ConsumerGroup] = {}
         self._credentials = Credentials()
+        self._acls = AclStore()
 
     def replay(self, record: Record) -> None:
         """Apply one record; the only code that changes hard state."""
@@ -66,6 +71,8 @@ class HardStateStore:
             self._replay_group(record)
         elif isinstance(record, UserCredentialRecord):
             self._replay_credential(record)
+        elif isinstance(record, AclRecord):
+            self._replay_acl(record)
         else:
             try:
                 replay_consumer_record(self._consumer_groups, record)
@@ -94,6 +101,15 @@ class HardStateStore:
             self._credentials.put(record.user, record.mechanism, record.value)
         except ValueError as exc:
             raise RecordInvariantError(f"credential of {record.user!r}: {exc}") from None
+
+    def _replay_acl(self, record: AclRecord) -> None:
+        if not record.present:
+            self._acls.remove(record.binding)
+            return
+        try:
+            self._acls.add(record.binding.check())
+        except AclError as exc:
+            raise RecordInvariantError(f"ACL {record.binding.describe()}: {exc}") from None
 
     def _replay_offset(self, record: OffsetCommitRecord) -> None:
         if not record.group_id or not record.topic or record.partition < 0:
@@ -136,6 +152,11 @@ class HardStateStore:
         """The users' credentials. Only replay may change them; the endpoint and handlers read them."""
         return self._credentials
 
+    @property
+    def acls(self) -> AclStore:
+        """The ACL bindings. Only replay may change them; the authorizer and the ACL APIs read them."""
+        return self._acls
+
     def snapshot(self) -> HardState:
         """A comparable copy of everything."""
         return HardState(
@@ -144,7 +165,8 @@ class HardStateStore:
                           for (t, p), v in sorted(self._offsets[g].items())),
             consumer_groups=tuple(r for g in sorted(self._consumer_groups)
                                   for r in consumer_group_records(self._consumer_groups[g])),
-            credentials=tuple(self._credentials.items()))
+            credentials=tuple(self._credentials.items()),
+            acls=tuple(sorted(self._acls)))
 
     def snapshot_records(self) -> list[Record]:
         """Records that rebuild this state from nothing (for log snapshots)."""
@@ -153,4 +175,5 @@ class HardStateStore:
         records.extend(state.consumer_groups)
         records.extend(new_offset_commit_record(g, t, p, v) for g, t, p, v in state.offsets)
         records.extend(new_user_credential_record(u, m, c) for u, m, c in state.credentials)
+        records.extend(new_acl_record(binding) for binding in state.acls)
         return records

@@ -2,6 +2,7 @@
 
 Classic groups and offsets have their records here; consumer groups (KIP-848) have theirs in
 :mod:`groupcoord.coordinator.consumer_records`, users' credentials in :mod:`groupcoord.coordinator.credential_records`,
+ACLs in :mod:`groupcoord.coordinator.acl_records`,
 and :data:`Record` and the codec cover all of them.
 
 A record is a key and a value; the key is the identity compaction keeps (a group; a group's topic-partition) and a
@@ -18,6 +19,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from groupcoord.coordinator.acl_records import (
+    ACL_KIND,
+    AclRecord,
+    acl_record_key,
+    acl_record_payload,
+    decode_acl_record,
+)
 from groupcoord.coordinator.consumer_records import (
     CONSUMER_GROUP_KINDS,
     ConsumerGroupRecord,
@@ -79,7 +87,7 @@ class OffsetCommitRecord:
 ClassicRecord = GroupMetadataRecord | OffsetCommitRecord
 """A record of a classic group or of a committed offset."""
 
-Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord | UserCredentialRecord
+Record = GroupMetadataRecord | OffsetCommitRecord | ConsumerGroupRecord | UserCredentialRecord | AclRecord
 """Any record the coordinator writes."""
 
 
@@ -193,6 +201,10 @@ def encode_record(record: Record) -> EncodedRecord:
         payload = credential_record_payload(record)
         return EncodedRecord(USER_CREDENTIAL_KIND, credential_record_key(record),
                              None if payload is None else _dumps(payload), FORMAT_VERSION)
+    if isinstance(record, AclRecord):
+        payload = acl_record_payload(record)
+        return EncodedRecord(ACL_KIND, acl_record_key(record), None if payload is None else _dumps(payload),
+                             FORMAT_VERSION)
     kind, key = consumer_record_key(record)
     payload = consumer_record_payload(record)
     return EncodedRecord(kind, key, None if payload is None else _dumps(payload), FORMAT_VERSION)
@@ -216,6 +228,8 @@ def decode_record(encoded: EncodedRecord) -> Record:
             return decode_consumer_record(encoded.kind, encoded.key, payload)
         if encoded.kind == USER_CREDENTIAL_KIND:
             return decode_credential_record(encoded.key, payload)
+        if encoded.kind == ACL_KIND:
+            return decode_acl_record(encoded.key, payload)
     except (ValueError, KeyError, TypeError) as exc:
         raise RecordFormatError(f"malformed {encoded.kind} record {encoded.key!r}: {exc}") from None
     raise RecordFormatError(f"unknown record kind {encoded.kind!r}")

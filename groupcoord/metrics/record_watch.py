@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from groupcoord.coordinator import GroupCoordinator
+from groupcoord.coordinator.acl_records import AclRecord
 from groupcoord.coordinator.consumer_records import ConsumerGroupMetadataRecord
 from groupcoord.coordinator.credential_records import UserCredentialRecord
 from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
@@ -69,7 +70,7 @@ class RecordWatch:
             elif isinstance(record, ConsumerGroupMetadataRecord):
                 self._consumer_epoch(record)
                 consumer_groups.add(record.group_id)
-            elif isinstance(record, UserCredentialRecord):  # a user's credential: no group to account for
+            elif isinstance(record, UserCredentialRecord | AclRecord):  # a credential or an ACL: no group
                 continue
             else:  # the other records of a consumer group: members, target and current assignments
                 consumer_groups.add(record.group_id)

@@ -122,6 +122,13 @@ class Errors:
     INVALID_REPLICA_ASSIGNMENT = ErrorCode(
         39, "INVALID_REPLICA_ASSIGNMENT", False, "A replica assignment names a broker other than this one (0).")
     INVALID_CONFIG = ErrorCode(40, "INVALID_CONFIG", False, "A topic config groupcoord does not keep at that value.")
+    TOPIC_AUTHORIZATION_FAILED = ErrorCode(
+        29, "TOPIC_AUTHORIZATION_FAILED", False, "The principal may not perform this operation on the topic (ACLs).")
+    GROUP_AUTHORIZATION_FAILED = ErrorCode(
+        30, "GROUP_AUTHORIZATION_FAILED", False, "The principal may not perform this operation on the group (ACLs).")
+    CLUSTER_AUTHORIZATION_FAILED = ErrorCode(
+        31, "CLUSTER_AUTHORIZATION_FAILED", False,
+        "The principal may not perform this operation on the cluster (ACLs).")
     INVALID_REQUEST = ErrorCode(
         42, "INVALID_REQUEST", False,
         "The request is malformed or not valid for this endpoint.")

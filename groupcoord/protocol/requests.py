@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.security.acls import AclBinding, AclFilter
 from groupcoord.security.credentials import Credential
 
 UNKNOWN_MEMBER_ID = ""
@@ -273,9 +274,18 @@ class AlterCredentialsRequest:
     changes: tuple[CredentialChange, ...]
 
 
+@dataclass(frozen=True)
+class AlterAclsRequest:
+    """CreateAcls (API key 30) or DeleteAcls (31), and ``groupcoord acls add|remove``: bindings to create, filters
+    whose matches to delete."""
+
+    creations: tuple[AclBinding, ...] = ()
+    deletions: tuple[AclFilter, ...] = ()
+
+
 GroupRequest = (
     JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
     | OffsetFetchRequest | OffsetDeleteRequest | DescribeGroupsRequest | ListGroupsRequest | DeleteGroupsRequest
-    | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest | AlterCredentialsRequest
+    | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest | AlterCredentialsRequest | AlterAclsRequest
 )
 """Any request the coordinator handles."""

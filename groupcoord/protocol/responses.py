@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from groupcoord.protocol.errors import ErrorCode, Errors
+from groupcoord.security.acls import AclBinding
 
 
 @dataclass(frozen=True)
@@ -264,9 +265,27 @@ class AlterCredentialsResponse:
     results: tuple[UserResult, ...]
 
 
+@dataclass(frozen=True)
+class AclResult:
+    """The outcome of one ACL creation or deletion filter: an error with Kafka's message, and for a filter the
+    bindings it deleted."""
+
+    error: ErrorCode
+    message: str | None = None
+    deleted: tuple[AclBinding, ...] = ()
+
+
+@dataclass(frozen=True)
+class AlterAclsResponse:
+    """CreateAcls or DeleteAcls: one result per creation, then one per deletion filter, in request order."""
+
+    created: tuple[AclResult, ...] = ()
+    deleted: tuple[AclResult, ...] = ()
+
+
 GroupResponse = (
     JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
     | OffsetFetchResponse | OffsetDeleteResponse | DescribeGroupsResponse | ListGroupsResponse | DeleteGroupsResponse
-    | ConsumerGroupHeartbeatResponse | ConsumerGroupDescribeResponse | AlterCredentialsResponse
+    | ConsumerGroupHeartbeatResponse | ConsumerGroupDescribeResponse | AlterCredentialsResponse | AlterAclsResponse
 )
 """Any response the coordinator produces."""

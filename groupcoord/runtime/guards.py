@@ -10,6 +10,7 @@ from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.log.base import LoadedLog, RecordLog
 from groupcoord.protocol.errors import Errors, ProtocolError
 from groupcoord.protocol.requests import (
+    AlterAclsRequest,
     AlterCredentialsRequest,
     DeleteGroupsRequest,
     GroupRequest,
@@ -20,10 +21,11 @@ from groupcoord.protocol.requests import (
     SyncGroupRequest,
 )
 from groupcoord.runtime.crash_points import crash_point
+from groupcoord.security.acl_store import AclStore
 
 WRITE_REQUESTS = (
     JoinGroupRequest, SyncGroupRequest, LeaveGroupRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    DeleteGroupsRequest, AlterCredentialsRequest,
+    DeleteGroupsRequest, AlterCredentialsRequest, AlterAclsRequest,
 )
 """Requests that may produce records: refused while storage is unavailable, so nothing is half-acknowledged."""
 
@@ -87,3 +89,8 @@ class WriteGuard:
     def advance(self, now_ms: int) -> CoordinatorResult:
         """Fire due timers."""
         return self.core.advance(now_ms)
+
+    @property
+    def acls(self) -> AclStore:
+        """The core's ACLs (read-only), for the authorization layer and the ACL APIs."""
+        return self.core.acls

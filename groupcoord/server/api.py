@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.security.authorizer import AuthorizerConfig
 from groupcoord.security.principal import ANONYMOUS
 from groupcoord.server.codec import DecodedRequest, response_class
 from groupcoord.server.versions import ApiKey
 
 _INT32_MAX = 2**31 - 1
+DISABLED = AuthorizerConfig()
+"""The authorizer settings of a listener that checks nothing (``authorizer.enabled`` false)."""
 
 
 def node_id_of(host: str, port: int) -> int:
@@ -45,13 +48,15 @@ class RequestContext:
     """One decoded request plus what an adapter may need to know about the endpoint and the connection.
 
     ``principal`` is who sent it (``User:NAME`` once SASL or a client certificate authenticated the connection,
-    ``User:ANONYMOUS`` otherwise), for an authorizer to check.
+    ``User:ANONYMOUS`` otherwise), and ``authorizer`` the listener's authorizer settings, for the authorization
+    layer (:mod:`groupcoord.server.authorization`) to check it against the ACLs.
     """
 
     request: DecodedRequest
     broker: BrokerAddress
     client_host: str = ""
     principal: str = ANONYMOUS
+    authorizer: AuthorizerConfig = DISABLED
 
     @property
     def body(self) -> Any:

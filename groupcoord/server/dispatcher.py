@@ -6,7 +6,9 @@ from collections.abc import Callable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode, Errors
 from groupcoord.runtime.service import CoordinatorService
+from groupcoord.security.acl_store import AclStore
 from groupcoord.security.credentials import Credentials
+from groupcoord.server.adapters.acls import CreateAclsMapping, DeleteAclsMapping, DescribeAclsAdapter
 from groupcoord.server.adapters.admin import DeleteGroupsMapping, DescribeGroupsMapping, ListGroupsMapping
 from groupcoord.server.adapters.api_versions import ApiVersionsAdapter
 from groupcoord.server.adapters.consumer_groups import ConsumerGroupDescribeMapping, ConsumerGroupHeartbeatMapping
@@ -35,6 +37,7 @@ from groupcoord.server.adapters.user_credentials import (
 )
 from groupcoord.server.api import ApiHandler, Dispatcher
 from groupcoord.server.authentication import IllegalSaslStateAdapter
+from groupcoord.server.authorization import authorized
 from groupcoord.server.topic_data import TopicReader, TopicWriter
 from groupcoord.server.topics import StaticTopics, TopicSource
 from groupcoord.server.versions import SUPPORTED_VERSIONS, ApiKey, VersionRange
@@ -69,6 +72,7 @@ def build_dispatcher(
     consumer_groups: bool = False,
     topic_admin: TopicCatalogWriter | None = None,
     credentials: Credentials | None = None,
+    acls: AclStore | None = None,
 ) -> Dispatcher:
     """A dispatcher for ApiVersions, Metadata, DescribeTopicPartitions, FindCoordinator, SaslHandshake and
     SaslAuthenticate (after authentication: :mod:`groupcoord.server.authentication`); every group and offset API
@@ -78,7 +82,11 @@ def build_dispatcher(
     ConsumerGroupHeartbeat (KIP-848) with a ``service`` whose shell computes target assignments
     (``consumer_groups``); CreateTopics, CreatePartitions, DescribeConfigs and DeleteTopics on a ``topic_admin``
     catalog; DescribeUserScramCredentials and AlterUserScramCredentials with a ``service`` and the core's
-    ``credentials``; plus the adapters in ``extra``.
+    ``credentials``; DescribeAcls, CreateAcls and DeleteAcls with a ``service`` and the ACLs (``acls``, by default
+    those of the service's core); plus the adapters in ``extra``.
+
+    With ACLs, every handler sits behind the authorization layer (:mod:`groupcoord.server.authorization`), which
+    checks requests on listeners with ``authorizer.enabled`` and passes them through on others.
 
     With ``topics``, OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist
     there, as a Kafka broker checks its metadata; without, every topic named by name is taken as it comes. Topics
@@ -114,6 +122,11 @@ def build_dispatcher(
         if credentials is not None:
             handlers[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS] = DescribeUserScramCredentialsAdapter(credentials)
             handlers[ApiKey.ALTER_USER_SCRAM_CREDENTIALS] = CoreAdapter(service, AlterUserScramCredentialsMapping())
+        acls = acls if acls is not None else _acls_of(service)
+        if acls is not None:
+            handlers[ApiKey.DESCRIBE_ACLS] = DescribeAclsAdapter(acls)
+            handlers[ApiKey.CREATE_ACLS] = CoreAdapter(service, CreateAclsMapping())
+            handlers[ApiKey.DELETE_ACLS] = CoreAdapter(service, DeleteAclsMapping())
     if topic_reader is not None:
         handlers[ApiKey.LIST_OFFSETS] = ListOffsetsAdapter(topic_reader)
         handlers[ApiKey.FETCH] = FetchAdapter(topic_reader)
@@ -128,7 +141,13 @@ def build_dispatcher(
     handlers.update(extra or {})
     served = {key: ranges[key] for key in (*handlers, ApiKey.API_VERSIONS)}
     handlers[ApiKey.API_VERSIONS] = ApiVersionsAdapter(served)
-    return handlers
+    return authorized(handlers, acls, source) if acls is not None else handlers
+
+
+def _acls_of(service: CoordinatorService) -> AclStore | None:
+    """The ACLs of the core behind ``service`` (through the runtime's write guard), if it keeps any."""
+    acls = getattr(service.coordinator, "acls", None)
+    return acls if isinstance(acls, AclStore) else None
 
 
 def served_ranges(dispatcher: Dispatcher, ranges: Mapping[ApiKey, VersionRange] = SUPPORTED_VERSIONS) -> dict[

@@ -36,6 +36,7 @@ from typing import Any
 from groupcoord.config.binding import KeyedConfig, from_key
 from groupcoord.config.resolve import Config, resolve_config
 from groupcoord.protocol.errors import Errors
+from groupcoord.security.authorizer import AuthorizerConfig
 from groupcoord.security.config import ListenerSecurity
 from groupcoord.security.credentials import Credentials, CredentialStore
 from groupcoord.security.principal import ANONYMOUS, map_distinguished_name, user_principal
@@ -90,12 +91,14 @@ class EndpointConfig(KeyedConfig):
     max_request_bytes: int = field(default=104857600, metadata=from_key("socket.request.max.bytes"))
     stop_grace_seconds: float = 5.0
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    authorizer: AuthorizerConfig = field(default_factory=AuthorizerConfig)
 
     @classmethod
     def from_config(cls, config: Config | None = None) -> EndpointConfig:
-        """Every bound field, and the listener's security settings, from ``config``."""
+        """Every bound field, the listener's security settings and the authorizer's, from ``config``."""
         resolved = config if config is not None else resolve_config()
-        return replace(super().from_config(resolved), security=ListenerSecurity.from_config(resolved))
+        return replace(super().from_config(resolved), security=ListenerSecurity.from_config(resolved),
+                       authorizer=AuthorizerConfig.from_config(resolved))
 
 
 class Endpoint:
@@ -259,7 +262,7 @@ class Endpoint:
             response = unsupported_version_response(self._ranges)
             return encode_response(response, correlation_id=exc.header.correlation_id)
         handler = self._dispatcher[request.api_key]
-        ctx = RequestContext(request, self.advertised_address, client_host, principal)
+        ctx = RequestContext(request, self.advertised_address, client_host, principal, self._config.authorizer)
         response = await self._run(handler, ctx)
         if response is None:
             return None

@@ -18,10 +18,11 @@ from groupcoord.protocol.schemas import CodecError, decode_prefix, decode_reques
 from groupcoord.protocol.schemas import decode_request as decode_schema_request
 from groupcoord.protocol.schemas import encode_response as encode_schema_response
 
-SCHEMA_API_KEYS: frozenset[int] = frozenset({1, 8, 9, 17, 19, 20, 32, 36, 37, 42, 50, 51, 68, 69, 75})
+SCHEMA_API_KEYS: frozenset[int] = frozenset({1, 8, 9, 17, 19, 20, 29, 30, 31, 32, 36, 37, 42, 50, 51, 68, 69, 75})
 """The API keys served through Kafka's schemas: Fetch (1: its responses carry megabytes of records, which
 kafka-python's encoder copies as its buffer grows), OffsetCommit (8) and OffsetFetch (9) (v10 names topics by id, past
 kafka-python's schemas), SaslHandshake (17), SaslAuthenticate (36), CreateTopics (19), DeleteTopics (20),
+DescribeAcls (29), CreateAcls (30), DeleteAcls (31),
 DescribeConfigs (32), CreatePartitions (37), DeleteGroups (42: v3 is past kafka-python's schemas),
 DescribeUserScramCredentials (50), AlterUserScramCredentials (51), ConsumerGroupHeartbeat (68),
 ConsumerGroupDescribe (69) and DescribeTopicPartitions (75)."""

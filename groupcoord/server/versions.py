@@ -22,6 +22,7 @@ what kafka-python 3.x and librdkafka negotiate:
   AlterUserScramCredentials v0 (their only version), through Kafka's schemas.
 - CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions and DescribeTopicPartitions (what ``kafka-topics``
   uses) at Kafka 4.4's full ranges, through Kafka's schemas too.
+- DescribeAcls, CreateAcls and DeleteAcls v1-3 (Kafka 4.4's ranges: 4.0 removed v0), through Kafka's schemas.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
@@ -93,6 +97,9 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, VersionRange] = {
     ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
     ApiKey.API_VERSIONS: VersionRange(0, 4),
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
+    ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),
+    ApiKey.CREATE_ACLS: VersionRange(1, 3),
+    ApiKey.DELETE_ACLS: VersionRange(1, 3),
     ApiKey.CREATE_TOPICS: VersionRange(2, 7),
     ApiKey.DELETE_TOPICS: VersionRange(1, 6),
     ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),

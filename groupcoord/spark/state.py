@@ -36,6 +36,7 @@ from pyspark.sql.window import Window
 
 from groupcoord.state.history import AsOf, StateHistoryError, open_table
 from groupcoord.state.schema import (
+    ACLS,
     ASSIGNMENTS,
     GROUPS,
     MEMBERS,
@@ -84,6 +85,11 @@ def assignments(spark: SparkSession, root: Root, as_of: AsOf | None = None) -> D
     return _view(spark, root, ASSIGNMENTS, as_of)
 
 
+def acls(spark: SparkSession, root: Root, as_of: AsOf | None = None) -> DataFrame:
+    """The ACL bindings, one row each, by Kafka's names (``TOPIC``, ``LITERAL``, ``READ``, ``ALLOW``)."""
+    return _view(spark, root, ACLS, as_of)
+
+
 def session_storage(spark: SparkSession) -> dict[str, str]:
     """The session's ``spark.groupcoord.storage.*`` settings, by short name (a root given as a URI is opened with
     them)."""
@@ -95,7 +101,8 @@ def session_storage(spark: SparkSession) -> dict[str, str]:
 
 
 def view_schema(table: TableName) -> StructType:
-    """The Spark schema of the view of ``table`` (``offsets``, ``groups``, ``members`` or ``assignments``)."""
+    """The Spark schema of the view of ``table`` (``offsets``, ``groups``, ``members``, ``assignments`` or
+    ``acls``)."""
     return from_arrow_schema(STATE_TABLES[table].view_schema)
 
 
@@ -128,4 +135,4 @@ def _view(spark: SparkSession, root: Root, table: StateTable, as_of: AsOf | None
                .where((order == F.col(_LATEST)) & ~F.col("deleted")))
     # Casts keep the view's types; nullability is the Delta schema's, which is the view's (docs/state-tables.md).
     view = current.select(*(current[f.name].cast(f.dataType).alias(f.name) for f in schema.fields))
-    return view.orderBy(*(name for name in _SORT_COLUMNS if name in schema.names))
+    return view.orderBy(*([name for name in _SORT_COLUMNS if name in schema.names] or list(table.keys)))

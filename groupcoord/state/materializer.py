@@ -57,9 +57,10 @@ from groupcoord.coordinator.records import (
     new_offset_tombstone,
 )
 from groupcoord.log.base import EPOCH_KIND
+from groupcoord.state.acl_rows import vanished_acls
 from groupcoord.state.consumer_rows import ConsumerGroupReplica
 from groupcoord.state.rows import RowBuilder, commit_generations
-from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
+from groupcoord.state.schema import ACLS, ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TableName
 from groupcoord.state.views import read_view
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import background_executor
@@ -286,6 +287,7 @@ class Materializer:
         tombstones: list[Record] = [new_group_tombstone(g) for g in sorted(shown_groups - groups)]
         tombstones.extend(new_offset_tombstone(*key) for key in sorted(
             {(r["group_id"], r["topic"], r["partition"]) for r in shown} - offsets))
+        tombstones.extend(vanished_acls(read_view(self.root, ACLS), current))
         return tombstones
 
     # --- maintenance --------------------------------------------------------------------------------------------

@@ -17,10 +17,12 @@ from uuid import UUID
 
 import pyarrow as pa
 
+from groupcoord.coordinator.acl_records import AclRecord
 from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
 from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER
 from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment, subscribed_topics
+from groupcoord.state.acl_rows import acl_columns
 from groupcoord.state.consumer_rows import CONSUMER_RECORD_TYPES, StagedConsumerGroups, add_consumer_group_rows
 from groupcoord.state.schema import STATE_TABLES, TIMESTAMP, StateTable, TableName
 
@@ -92,6 +94,8 @@ class RowBuilder:
             self._add_group(record, tags, now_ms)
         elif isinstance(record, CONSUMER_RECORD_TYPES) and self._consumer is not None:
             self._consumer.replay(record, tags, now_ms)
+        elif isinstance(record, AclRecord):
+            self._row("acls", **acl_columns(record), **tags)
 
     def tables(self) -> dict[TableName, pa.Table]:
         """The accumulated rows as Arrow tables, only for the tables that have rows."""

@@ -17,7 +17,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-TableName = Literal["offsets", "groups", "members", "assignments"]
+TableName = Literal["offsets", "groups", "members", "assignments", "acls"]
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 """Every timestamp column: microseconds, timezone-aware UTC (Delta's ``timestamp``; protocol (1,2))."""
@@ -125,5 +125,22 @@ ASSIGNMENTS = StateTable(
 """Assigned partitions per generation (a ``deleted`` row without a partition: from this generation on the group
 has no known assignment)."""
 
-STATE_TABLES: dict[TableName, StateTable] = {t.name: t for t in (OFFSETS, GROUPS, MEMBERS, ASSIGNMENTS)}
+ACLS = StateTable(
+    "acls",
+    pa.schema([
+        pa.field("resource_type", pa.string(), nullable=False),
+        pa.field("resource_name", pa.string(), nullable=False),
+        pa.field("pattern_type", pa.string(), nullable=False),
+        pa.field("principal", pa.string(), nullable=False),
+        pa.field("host", pa.string(), nullable=False),
+        pa.field("operation", pa.string(), nullable=False),
+        pa.field("permission", pa.string(), nullable=False),
+        *_BOOKKEEPING,
+    ]),
+    keys=("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission"),
+)
+"""ACL bindings (Kafka's names: ``TOPIC``, ``PREFIXED``, ``READ``, ``ALLOW``), one row per creation or deletion
+(``deleted``); format 6."""
+
+STATE_TABLES: dict[TableName, StateTable] = {t.name: t for t in (OFFSETS, GROUPS, MEMBERS, ASSIGNMENTS, ACLS)}
 """Every materialized table by name."""

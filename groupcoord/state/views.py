@@ -50,7 +50,8 @@ def current_view(table: StateTable, rows: pa.Table) -> pa.Table:
         current = ordered.take(_rows_of_records(ordered, current, table.keys))
     current = current.filter(pc.invert(current.column("deleted")))
     view = current.select(table.view_schema.names).cast(table.view_schema)
-    return view.sort_by([(c, "ascending") for c in _SORT_COLUMNS if c in table.view_schema.names])
+    sort = [c for c in _SORT_COLUMNS if c in table.view_schema.names] or list(table.keys)  # acls: by its keys
+    return view.sort_by([(c, "ascending") for c in sort])
 
 
 def _rows_of_records(ordered: pa.Table, latest: pa.Table, keys: tuple[str, ...]) -> pa.ChunkedArray:

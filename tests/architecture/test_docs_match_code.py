@@ -20,6 +20,8 @@ CITED = re.compile(r"`([A-Za-z0-9_.\-/]+)`")
 FILE_LIKE = re.compile(r"(/|\.(py|md|json|txt|toml|xml|java|conf|properties|sh|js|go))$|/")
 NOT_IN_THE_REPOSITORY = {
     "kafka-consumer-groups.sh": "Kafka's own tool, whose conventions the CLI follows",
+    "kafka-acls.sh": "Kafka's own tool, whose options `groupcoord acls` follows and which manages serve's ACLs",
+    "state/acls": "a table inside a state root",
     "./var/demo/": "what make run creates (gitignored)",
     "_groupcoord/format.json": "a file inside a state root",
     "var/kafka/broker.log": "the log the development broker writes under ./var",

@@ -36,7 +36,7 @@ from groupcoord.protocol import (
     SyncGroupAssignment,
     SyncGroupRequest,
 )
-from groupcoord.protocol.responses import AlterCredentialsResponse
+from groupcoord.protocol.responses import AlterAclsResponse, AlterCredentialsResponse
 
 from .context import SESSION_MS, CoordinatorTestContext, protocols
 
@@ -58,6 +58,8 @@ def _error(response: GroupResponse) -> ErrorCode:
         return response.groups[0].error
     if isinstance(response, DeleteGroupsResponse | AlterCredentialsResponse):
         return response.results[0].error
+    if isinstance(response, AlterAclsResponse):
+        return (response.created or response.deleted)[0].error
     if isinstance(response, OffsetCommitResponse) or (
             isinstance(response, OffsetFetchResponse | OffsetDeleteResponse) and not response.error.is_error):
         (error,) = {p.error for t in response.topics for p in t.partitions}

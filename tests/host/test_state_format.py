@@ -79,14 +79,14 @@ def test_committed_format1_root_loads_with_its_offsets(format1_root: Path) -> No
 def test_a_newer_format_is_refused_with_a_clear_message(format1_root: Path) -> None:
     marker = format1_root / "_groupcoord" / "format.json"
     marker.write_text(json.dumps({"format": STATE_FORMAT_VERSION + 1}))
-    with pytest.raises(StateRootError, match=r"has format 6, newer than this groupcoord supports \(5\)"):
+    with pytest.raises(StateRootError, match=r"has format 7, newer than this groupcoord supports \(6\)"):
         StateRoot.open(format1_root)
 
 
 def test_release_0_1_0_root_migrates_and_keeps_every_record(full_format1_root: Path) -> None:
     assert _marker_format(full_format1_root) == 1
     root = StateRoot.open(full_format1_root)
-    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 5
+    assert _marker_format(full_format1_root) == STATE_FORMAT_VERSION == root.format_version == 6
     for topic in ("orders", "clicks"):
         table = open_if_exists(root.topic_path(topic))
         assert table is not None
@@ -142,7 +142,7 @@ def test_a_format2_3_or_4_root_loads_unchanged(full_format1_root: Path, found: i
     (full_format1_root / "_groupcoord" / "format.json").write_text(json.dumps({"format": found}))
     before = _files(full_format1_root)
     root = StateRoot.open(full_format1_root)
-    assert _marker_format(full_format1_root) == root.format_version == 5
+    assert _marker_format(full_format1_root) == root.format_version == 6
     assert _files(full_format1_root) == before
     core = GroupCoordinator(CoordinatorConfig())
     for record in DeltaRecordLog(root.log_path).load().records:

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.integration
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "state_format4"
 
 
-def _files(root: Path) -> dict[str, bytes]:
+def table_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` but the format marker, with its bytes."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file() and p.name != "format.json"}
 
@@ -34,10 +35,10 @@ def test_a_format4_root_migrates_and_authenticates_its_first_user(
     copy = tmp_path / "root"
     shutil.copytree(FIXTURE, copy)
     assert json.loads((copy / "_groupcoord" / "format.json").read_text()) == {"format": 4}
-    before = _files(copy)
+    before = table_bytes(copy)
     root = StateRoot.open(copy)
-    assert root.format_version == STATE_FORMAT_VERSION == 5
-    assert _files(copy) == before
+    assert root.format_version == STATE_FORMAT_VERSION == 6
+    assert table_bytes(copy) == before
 
     monkeypatch.setattr("sys.stdin", io.StringIO("first-user-pw\n"))
     assert main(["users", "add", "admin", "--mechanism", "SCRAM-SHA-512", "--password-stdin",

@@ -41,10 +41,14 @@ def test_policy_caps_from_the_issue() -> None:
 
 
 def test_kafka_python_infers_a_broker_of_4_2_so_static_membership_stays_on() -> None:
-    """ListOffsets v11 is what makes it 4.2; without it (JoinGroup v9) 3.2: static membership needs 2.3."""
+    """ListOffsets v11 is what makes it 4.2; without it 3.3 (DescribeAcls v3, the USER resource type of 3.3; JoinGroup
+    v9 alone gives 3.2): static membership needs 2.3."""
     ranges = {int(key): (r.min_version, r.max_version) for key, r in SUPPORTED_VERSIONS.items()}
     assert infer_broker_version_from_api_versions(ranges) == (4, 2)
     ranges[int(ApiKey.LIST_OFFSETS)] = (1, 7)
+    assert infer_broker_version_from_api_versions(ranges) == (3, 3)
+    for acl_api in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+        del ranges[int(acl_api)]
     assert infer_broker_version_from_api_versions(ranges) == (3, 2)
 
 

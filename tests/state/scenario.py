@@ -14,6 +14,8 @@ from groupcoord.log.base import RecordLog
 from groupcoord.log.delta import DeltaRecordLog
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import DeleteGroupsRequest, Errors, MemberIdentity
+from groupcoord.protocol.requests import AlterAclsRequest
+from groupcoord.security.acls import AclBinding, AclFilter
 from groupcoord.state.materializer import CommittedBatch, Materializer
 from groupcoord.state_root import StateRoot
 from tests.coordinator.context import CoordinatorTestContext, round_robin
@@ -71,6 +73,11 @@ class LoggedCoordinator:
         sync = self.ctx.sync(group_id, joined.generation_id, staying, round_robin([staying], {"t": partitions}))
         assert self.ctx.sync_response(sync).error == Errors.NONE
         return joined.generation_id
+
+    def alter_acls(self, creations: tuple[AclBinding, ...] = (), deletions: tuple[AclFilter, ...] = ()) -> None:
+        """CreateAcls or DeleteAcls; every creation must be accepted."""
+        response = self.ctx.call(AlterAclsRequest(creations=creations, deletions=deletions))
+        assert all(not r.error.is_error for r in (*response.created, *response.deleted)), response
 
     def delete_group(self, group_id: str) -> None:
         """DeleteGroups for one (empty) group."""

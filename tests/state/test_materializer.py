@@ -17,6 +17,7 @@ from deltalake import DeltaTable
 from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import ConsumerGroupHeartbeatRequest, MemberIdentity
+from groupcoord.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 from groupcoord.state.materializer import CommittedBatch, Materializer, MaterializerConfig, run_materializer
 from groupcoord.state.schema import ASSIGNMENTS, GROUPS, MEMBERS, OFFSETS, STATE_TABLES, TIMESTAMP
 from groupcoord.state.views import read_rows, read_view
@@ -268,6 +269,8 @@ def test_tables_stay_on_delta_protocol_1_2_with_utc_timestamps(
         coordinator: LoggedCoordinator, root: StateRoot) -> None:
     coordinator.stable_group("g", 2)
     coordinator.commit("solo", {("x", 0): 1})
+    coordinator.alter_acls(creations=(AclBinding(ResourceType.TOPIC, "x", PatternType.LITERAL, "User:a", "*",
+                                                 Operation.READ, Permission.ALLOW),))
     coordinator.materialize()
 
     for name, table in STATE_TABLES.items():
