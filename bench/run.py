@@ -27,7 +27,8 @@ BENCHMARKS: tuple[str, ...] = ("commit_throughput", "assign", "assign_java", "lo
                                  "member_capacity", "failover", "rebalance_latency", "assign_heterogeneous",
                                  "assign_engines", "assign_first_rebalance", "assign_demo",
                                  "rebalance_soak", "peer_rebalance", "peer_commits", "peer_ingest", "streaming_ingest",
-                                 "produce", "commit_sync", "fetch", "partition_growth", "s3_disk", "cluster_faults")
+                                 "produce", "commit_sync", "fetch", "security_cost", "authorizer_cost",
+                                 "partition_growth", "s3_disk", "cluster_faults")
 
 
 FULL_ONLY: frozenset[str] = frozenset({"cluster_faults"})

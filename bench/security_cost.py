@@ -5,13 +5,15 @@ protocol, then one Kafka 4.4 broker with both listeners. Every client is librdka
 both sides. Figures per target:
 
 - ``connect_ms``: a new client's first metadata (TCP, TLS handshake and SASL exchange included), median of 20;
-- ``offsets_per_s`` and ``commit_p50_ms``: :data:`COMMITTERS` clients, each committing :data:`PARTITIONS` offsets
-  per synchronous OffsetCommit outside any generation, closed loop, :data:`SECONDS` s;
+- ``offsets_per_s``, ``commit_p50_ms`` and ``commit_p99_ms``: :data:`COMMITTERS` clients, each committing
+  :data:`PARTITIONS` offsets per synchronous OffsetCommit outside any generation, closed loop, :data:`SECONDS` s
+  (thousands of commits: the p99 has its 100 samples);
 - ``rebalance_ms``: a second consumer subscribes to a group whose first consumer is stable: from its subscribe
   until both hold their new assignment (median of :data:`REBALANCES`; heartbeats every :data:`HEARTBEAT_MS`).
 
-Command: ``python -m bench.security_cost`` (not part of ``make bench``: issue 31's one-off measurement; the figures
-are in its report and docs/security.md).
+Both sides :data:`~bench.peer_targets.REPETITIONS` times, the order swapped every time; each figure is the median
+over the runs, its spread beside it, and the summary gives what SASL_SSL costs on each side (its figure over
+PLAINTEXT's). Command: ``python -m bench.run security_cost`` (part of ``make bench``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,17 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bench.peer_targets import (
+    GROUPCOORD,
+    KAFKA,
+    RATIO_MEANING,
+    REPETITIONS,
+    alternated,
+    load_average,
+    medians,
+    side_by_side,
+)
+from bench.results_io import write_result
 from bench.secured_broker import start_secured_broker
 from bench.secured_certificates import Certificates, make_certificates
 from groupcoord.admin.users import add_user
@@ -40,6 +53,8 @@ USER, PASSWORD, MECHANISM = "bench", "bench-password-1", "SCRAM-SHA-512"
 TOPIC, TOPIC_PARTITIONS = "commits", 8
 COMMITTERS, PARTITIONS, SECONDS = 8, 8, 10.0
 REBALANCES = 5
+PROTOCOLS = ("PLAINTEXT", "SASL_SSL")
+FIGURES = ("connect_ms", "offsets_per_s", "commit_p50_ms", "commit_p99_ms", "rebalance_ms")
 HEARTBEAT_MS = 100
 """The consumers' heartbeat interval: the first member learns of the rebalance at its next heartbeat, so a long one
 (librdkafka's 3 s) would be most of what is measured."""
@@ -64,8 +79,8 @@ def connect_ms(conf: Conf) -> float:
     return statistics.median(times)
 
 
-def commits(conf: Conf, label: str) -> tuple[float, float]:
-    """Offsets per second and the median commit latency (ms) of the closed loop."""
+def commits(conf: Conf, label: str) -> tuple[float, float, float]:
+    """Offsets per second, the median and the p99 commit latency (ms) of the closed loop."""
     latencies: list[float] = []
     counts = [0] * COMMITTERS
     deadline = time.monotonic() + SECONDS
@@ -90,7 +105,9 @@ def commits(conf: Conf, label: str) -> tuple[float, float]:
         thread.start()
     for thread in threads:
         thread.join()
-    return sum(counts) / (time.monotonic() - started), statistics.median(latencies)
+    ordered = sorted(latencies)
+    return (sum(counts) / (time.monotonic() - started), statistics.median(ordered),
+            ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))])
 
 
 def _wait_assigned(consumers: list[Consumer], assigned: dict[int, int], wanted: int, timeout_s: float = 60) -> None:
@@ -152,9 +169,10 @@ def measure(bootstrap: str, protocol: str, certificates: Certificates, label: st
     """Every figure of one target."""
     conf = _client_conf(bootstrap, protocol, certificates)
     _warm_up(conf, label)
-    offsets, p50 = commits(conf, label)
-    return {"connect_ms": connect_ms(conf), "offsets_per_s": offsets, "commit_p50_ms": p50,
-            "rebalance_ms": rebalance_ms(conf, label)}
+    offsets, p50, p99 = commits(conf, label)
+    return {"connect_ms": round(connect_ms(conf), 2), "offsets_per_s": round(offsets),
+            "commit_p50_ms": round(p50, 2), "commit_p99_ms": round(p99, 2),
+            "rebalance_ms": round(rebalance_ms(conf, label), 1)}
 
 
 @contextmanager
@@ -172,27 +190,70 @@ def serve(folder: Path, protocol: str, certificates: Certificates) -> Iterator[s
         yield coordinator.address
 
 
-def main() -> None:
-    """Measure every target one after the other and print the table."""
-    results: dict[str, dict[str, float]] = {}
+def _measure_serve(folder: Path, certificates: Certificates, run: int) -> list[dict[str, Any]]:
+    rows = []
+    for protocol in PROTOCOLS:
+        with serve(folder / f"serve-{run}", protocol, certificates) as address:
+            rows.append({"side": GROUPCOORD, "protocol": protocol,
+                         **measure(address, protocol, certificates, f"serve-{protocol}-{run}")})
+    return rows
+
+
+def _measure_kafka(folder: Path, certificates: Certificates, run: int) -> list[dict[str, Any]]:
+    secured = start_secured_broker(folder / f"broker-{run}", certificates, {USER: PASSWORD},
+                                   properties={"group.initial.rebalance.delay.ms": "0"})
+    try:
+        secured.broker.create_topic(TOPIC, TOPIC_PARTITIONS)
+        bootstraps = {"PLAINTEXT": secured.broker.bootstrap, "SASL_SSL": secured.sasl_ssl}
+        return [{"side": KAFKA, "protocol": protocol,
+                 **measure(bootstraps[protocol], protocol, certificates, f"k-{protocol}-{run}")}
+                for protocol in PROTOCOLS]
+    finally:
+        secured.broker.stop()
+
+
+def _costs(table: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each side's SASL_SSL figure over its PLAINTEXT figure (above 1: more time, or more offsets per second)."""
+    by = {(row["side"], row["protocol"]): row for row in table}
+    costs = {}
+    for side in (KAFKA, GROUPCOORD):
+        plain, secured = by.get((side, "PLAINTEXT"), {}), by.get((side, "SASL_SSL"), {})
+        for figure in FIGURES:
+            if plain.get(figure) and secured.get(figure) is not None:
+                costs[f"{side} SASL_SSL/PLAINTEXT {figure}"] = round(secured[figure] / plain[figure], 3)
+    return costs
+
+
+def main(full: bool = False, repetitions: int = REPETITIONS) -> None:
+    """Both sides, both protocols, alternated ``repetitions`` times; writes ``bench/results/security_cost.json``."""
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="security-cost-") as tmp:
         folder = Path(tmp)
         certificates = make_certificates(folder / "certs")
-        for protocol in ("PLAINTEXT", "SASL_SSL"):
-            with serve(folder, protocol, certificates) as address:
-                results[f"serve {protocol}"] = measure(address, protocol, certificates, f"serve-{protocol}")
-        secured = start_secured_broker(folder / "broker", certificates, {USER: PASSWORD},
-                                       properties={"group.initial.rebalance.delay.ms": "0"})
-        try:
-            secured.broker.create_topic(TOPIC, TOPIC_PARTITIONS)
-            results["kafka PLAINTEXT"] = measure(secured.broker.bootstrap, "PLAINTEXT", certificates, "k-plain")
-            results["kafka SASL_SSL"] = measure(secured.sasl_ssl, "SASL_SSL", certificates, "k-sasl-ssl")
-        finally:
-            secured.broker.stop()
-    names = ("connect_ms", "offsets_per_s", "commit_p50_ms", "rebalance_ms")
-    print(f"{'target':18} " + " ".join(f"{name:>14}" for name in names))
-    for target, figures in results.items():
-        print(f"{target:18} " + " ".join(f"{figures[name]:14.1f}" for name in names))
+        for run, side in alternated(repetitions):
+            measured = _measure_serve(folder, certificates, run) if side == GROUPCOORD else \
+                _measure_kafka(folder, certificates, run)
+            for row in measured:
+                row["load_avg_1m"] = load_average()
+                print(row, flush=True)
+            rows += measured
+    table = side_by_side(medians(rows, ("protocol",), FIGURES), ("protocol",), FIGURES,
+                         extras=("repetitions", *(f"{f}_spread" for f in FIGURES), "load_avg_1m"))
+    write_result(
+        "security_cost",
+        title="What authentication costs: PLAINTEXT and SASL_SSL (SCRAM-SHA-512) on serve and on Kafka 4.4.0",
+        rows=table,
+        summary={"ratio": RATIO_MEANING, "sasl_ssl_over_plaintext": _costs(medians(rows, ("protocol",), FIGURES)),
+                 "committers": COMMITTERS, "partitions_per_commit": PARTITIONS, "seconds": SECONDS},
+        notes=(f"librdkafka clients on both sides. connect_ms: a new client's first metadata, median of 20. "
+               f"offsets_per_s, commit_p50_ms, commit_p99_ms: {COMMITTERS} committers of {PARTITIONS} offsets per "
+               f"synchronous OffsetCommit, closed loop, {SECONDS:.0f} s. rebalance_ms: a second consumer's "
+               f"subscribe until both hold their assignment, median of {REBALANCES} (heartbeats every "
+               f"{HEARTBEAT_MS} ms). serve: the background coordinator in the benchmark's process, fsync off (as "
+               "Kafka's default), one per protocol; Kafka: one broker with both listeners. Sides alternated "
+               f"{repetitions} times; medians over the runs with their spread. The summary's "
+               "sasl_ssl_over_plaintext is each side's SASL_SSL figure over its PLAINTEXT one."),
+    )
 
 
 if __name__ == "__main__":
