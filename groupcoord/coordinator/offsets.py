@@ -25,6 +25,7 @@ from groupcoord.group.member import Token
 from groupcoord.group.state import GroupState
 from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
 from groupcoord.protocol.errors import ErrorCode, Errors, ProtocolError
+from groupcoord.protocol.named_tuples import from_rows
 from groupcoord.protocol.requests import (
     UNKNOWN_MEMBER_ID,
     OffsetCommitPartition,
@@ -43,6 +44,8 @@ from groupcoord.protocol.responses import (
 )
 
 log = logging.getLogger("groupcoord.coordinator.offsets")
+
+_partition_error_of_row = from_rows(PartitionError)
 
 _S = GroupState
 
@@ -88,7 +91,7 @@ def handle_offset_commit(ctx: CoordinatorContext, request: OffsetCommitRequest, 
 def partition_errors(partitions: Sequence[OffsetCommitPartition],
                      errors: Sequence[ErrorCode]) -> tuple[PartitionError, ...]:
     """Each of ``partitions`` with its error, built without a Python call per partition."""
-    return tuple(map(PartitionError._make, zip([p.partition for p in partitions], errors, strict=True)))
+    return tuple(map(_partition_error_of_row, zip([p.partition for p in partitions], errors, strict=True)))
 
 
 def _accepted(partitions: Sequence[OffsetCommitPartition],

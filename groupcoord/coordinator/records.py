@@ -36,6 +36,7 @@ from groupcoord.coordinator.credential_records import (
 )
 from groupcoord.coordinator.encoded import EncodedRecord
 from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
+from groupcoord.protocol.named_tuples import from_rows
 from groupcoord.protocol.requests import JoinGroupProtocol, OffsetCommitPartition
 
 FORMAT_VERSION = 1
@@ -81,6 +82,9 @@ class OffsetCommitRecord(NamedTuple):
     value: OffsetValue | None
 
 
+_offset_value_of_row = from_rows(OffsetValue)
+_offset_record_of_row = from_rows(OffsetCommitRecord)
+
 ClassicRecord = GroupMetadataRecord | OffsetCommitRecord
 """A record of a classic group or of a committed offset."""
 
@@ -110,10 +114,10 @@ def offset_commit_records(group_id: str, committed: Iterable[tuple[str, OffsetCo
     Python call per offset (the commit path's hot loop)."""
     pairs = list(committed)
     partitions = [partition for _, partition in pairs]
-    values = map(OffsetValue._make, zip([p.offset for p in partitions], [p.leader_epoch for p in partitions],
+    values = map(_offset_value_of_row, zip([p.offset for p in partitions], [p.leader_epoch for p in partitions],
                                         [p.metadata for p in partitions], repeat(now_ms),
                                         repeat(expire_timestamp_ms)))
-    return map(OffsetCommitRecord._make, zip(repeat(group_id), [topic for topic, _ in pairs],
+    return map(_offset_record_of_row, zip(repeat(group_id), [topic for topic, _ in pairs],
                                              [p.partition for p in partitions], values))
 
 

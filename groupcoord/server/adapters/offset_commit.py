@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.named_tuples import from_rows
 from groupcoord.protocol.requests import GroupRequest, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from groupcoord.protocol.responses import PartitionError
 from groupcoord.server.adapters.core import Outcome
@@ -39,12 +40,13 @@ def wire_topic(ctx: RequestContext, topic: TopicRef) -> dict[str, Any]:
 
 _PARTITION_FIELDS = operator.itemgetter("PartitionIndex", "CommittedOffset", "CommittedLeaderEpoch",
                                         "CommittedMetadata")
+_partition_of_row = from_rows(OffsetCommitPartition)
 
 
 def _partitions(wire: list[dict[str, Any]]) -> tuple[OffsetCommitPartition, ...]:
     """The core's partitions of a request topic's wire partitions (a null metadata as empty), built without a
     Python call per partition."""
-    partitions = tuple(map(OffsetCommitPartition._make, map(_PARTITION_FIELDS, wire)))
+    partitions = tuple(map(_partition_of_row, map(_PARTITION_FIELDS, wire)))
     if any(p.metadata is None for p in partitions):
         return tuple(p._replace(metadata="") if p.metadata is None else p for p in partitions)
     return partitions
