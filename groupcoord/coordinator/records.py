@@ -84,6 +84,7 @@ class OffsetCommitRecord(NamedTuple):
 
 _offset_value_of_row = from_rows(OffsetValue)
 _offset_record_of_row = from_rows(OffsetCommitRecord)
+_encoded_of_row = from_rows(EncodedRecord)
 
 ClassicRecord = GroupMetadataRecord | OffsetCommitRecord
 """A record of a classic group or of a committed offset."""
@@ -225,8 +226,8 @@ def encode_records(records: Iterable[Record]) -> list[EncodedRecord]:
     encoded = []
     for record in records:
         if type(record) is OffsetCommitRecord and record.value is not None:
-            key = offset_key(record.group_id, record.topic, record.partition)
-            encoded.append(EncodedRecord(OFFSET_COMMIT_KIND, key, _offset_value_bytes(record.value), FORMAT_VERSION))
+            key, value = offset_key(record.group_id, record.topic, record.partition), _offset_value_bytes(record.value)
+            encoded.append(_encoded_of_row((OFFSET_COMMIT_KIND, key, value, FORMAT_VERSION)))
         else:
             encoded.append(encode_record(record))
     return encoded
