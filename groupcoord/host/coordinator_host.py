@@ -238,6 +238,13 @@ class CoordinatorHost:
 
 LOOP_LAG_WARN_S = 0.5
 """A wake-up of the loop-lag watch this much late is logged: members' requests wait about as long."""
+TERM_GC_THRESHOLD = (50_000, 50, 10)
+"""The cyclic collector's thresholds while serving (Python's defaults: 700, 10, 10). A commit of 50 partitions
+allocates hundreds of tuples, records and responses, and its records live on until the materializer's next flush:
+at the defaults the collector ran every few requests, and its older generations, walking those survivors, often;
+it took 18 % of serve's CPU under a commit load, 6 % with these (and the CPU per committed offset fell from 45 to
+37 us; 200 committers x 50 partitions). The oldest generation keeps its default, and Python collects it only once
+the objects that survived since the last full collection are a quarter of those it holds."""
 
 
 class LeaseKeeper:
@@ -325,6 +332,8 @@ class _Term:
         self.keeper: LeaseKeeper | None = None
         self.appender: TopicAppender | None = None
         self.loop = asyncio.get_running_loop()
+        self.gc_threshold = gc.get_threshold()
+        """The collector's thresholds before this term set :data:`TERM_GC_THRESHOLD` (restored at step-down)."""
 
     async def serve(self) -> None:
         started = time.perf_counter()
@@ -340,6 +349,8 @@ class _Term:
         # collector's reach, a full collection walks only what serving allocates (measured at the commit target
         # with the materializer: full collections went from ~30 ms to a few, stalling every thread less).
         gc.freeze()
+        self.gc_threshold = gc.get_threshold()
+        gc.set_threshold(*TERM_GC_THRESHOLD)
         self.materializer = Materializer(self.host.root, config=self.config.materializer)
         try:  # the new holder restates the queryable tables; failing that must not stop it serving
             await asyncio.to_thread(self.materializer.rebuild, loaded.records, log_version=version,
@@ -442,6 +453,7 @@ class _Term:
         self.host.serving.clear()
         self.host.metrics.leave(Phase.STARTING)
         gc.unfreeze()  # this term's state may be collected again once it is gone
+        gc.set_threshold(*self.gc_threshold)
         await self.service.stop(Errors.NOT_COORDINATOR)
         for queue in self.assignments:
             queue.cancel()

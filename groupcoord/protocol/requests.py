@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from uuid import UUID
 
 from groupcoord.protocol.errors import ErrorCode
@@ -123,9 +124,12 @@ class LeaveGroupRequest:
     members: tuple[MemberIdentity, ...]
 
 
-@dataclass(frozen=True)
-class OffsetCommitPartition:
-    """One offset to commit. ``leader_epoch=-1`` means unknown; ``metadata`` is the client's free-form string."""
+class OffsetCommitPartition(NamedTuple):
+    """One offset to commit. ``leader_epoch=-1`` means unknown; ``metadata`` is the client's free-form string.
+
+    A named tuple rather than a frozen dataclass: commits carry one per partition, and a tuple is built several
+    times faster (the commit path's cost is mostly per partition).
+    """
 
     partition: int
     offset: int

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from uuid import UUID
 
 from groupcoord.protocol.errors import ErrorCode, Errors
@@ -68,9 +69,9 @@ class LeaveGroupResponse:
     members: tuple[LeaveGroupMemberResponse, ...] = ()
 
 
-@dataclass(frozen=True)
-class PartitionError:
-    """The outcome for one partition."""
+class PartitionError(NamedTuple):
+    """The outcome for one partition (a named tuple, built once per partition of a commit: see
+    :class:`~groupcoord.protocol.requests.OffsetCommitPartition`)."""
 
     partition: int
     error: ErrorCode

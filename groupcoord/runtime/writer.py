@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 
-from groupcoord.coordinator.records import Record, encode_record
+from groupcoord.coordinator.records import Record, encode_record, encode_records
 from groupcoord.log.base import RecordLog
 from groupcoord.log.batcher import CommitBatcher
 from groupcoord.log.lease import utc_now
@@ -56,7 +56,7 @@ class DurableWriter:
 
     async def persist(self, records: Sequence[Record]) -> None:
         """Durable through the batcher, then materialized; maybe starts a snapshot."""
-        encoded = [encode_record(record) for record in records]
+        encoded = encode_records(records)
         if self.batcher.pending:
             crash_point("batch-assembly")
         version = await self.batcher.append(encoded)
@@ -67,7 +67,7 @@ class DurableWriter:
             self._snapshot = asyncio.create_task(self._write_snapshot(), name="log-snapshot")
 
     async def _write_snapshot(self) -> None:
-        records = [encode_record(record) for record in self._snapshot_records()]
+        records = encode_records(self._snapshot_records())
         try:
             version = await self.batcher.snapshot(records)
             self.materializer.submit(CommittedBatch(records=tuple(records), log_version=version, epoch=self.epoch,

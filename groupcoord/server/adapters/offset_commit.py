@@ -9,10 +9,12 @@ with nothing is not submitted at all (Kafka's broker does both).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.named_tuples import from_rows
 from groupcoord.protocol.requests import GroupRequest, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from groupcoord.protocol.responses import PartitionError
 from groupcoord.server.adapters.core import Outcome
@@ -36,6 +38,20 @@ def wire_topic(ctx: RequestContext, topic: TopicRef) -> dict[str, Any]:
     return {"Name": "", "TopicId": topic}
 
 
+_PARTITION_FIELDS = operator.itemgetter("PartitionIndex", "CommittedOffset", "CommittedLeaderEpoch",
+                                        "CommittedMetadata")
+_partition_of_row = from_rows(OffsetCommitPartition)
+
+
+def _partitions(wire: list[dict[str, Any]]) -> tuple[OffsetCommitPartition, ...]:
+    """The core's partitions of a request topic's wire partitions (a null metadata as empty), built without a
+    Python call per partition."""
+    partitions = tuple(map(_partition_of_row, map(_PARTITION_FIELDS, wire)))
+    if any(p.metadata is None for p in partitions):
+        return tuple(p._replace(metadata="") if p.metadata is None else p for p in partitions)
+    return partitions
+
+
 class OffsetCommitMapping:
     """OffsetCommit v2-v10 (see the module)."""
 
@@ -49,8 +65,16 @@ class OffsetCommitMapping:
                 for p in topic["Partitions"]]
 
     def checked_partitions(self, ctx: RequestContext) -> list[TopicPartitionKey]:
-        """The partitions whose existence decides where they go (topics named by id always)."""
-        return [(topic, partition) for topic, partition in self.named_partitions(ctx) if self._screens(topic)]
+        """The partitions whose existence decides where they go (topics named by id always): of each such request
+        topic its lowest and its highest partition, since a topic's partitions are 0 to its count less one, so
+        all between exist when those two do."""
+        checked: list[TopicPartitionKey] = []
+        for topic in ctx.body["Topics"]:
+            ref = topic_ref(ctx, topic)
+            if self._screens(ref) and topic["Partitions"]:
+                indexes = [p["PartitionIndex"] for p in topic["Partitions"]]
+                checked += [(ref, min(indexes)), (ref, max(indexes))]
+        return checked
 
     def unscreened(self, ctx: RequestContext) -> Sequence[GroupRequest]:
         """One core OffsetCommitRequest of every partition of a topic that has a name."""
@@ -65,15 +89,17 @@ class OffsetCommitMapping:
     def _screens(self, topic: TopicRef) -> bool:
         return self._screen_names or not isinstance(topic, str)
 
-    def _requested(self, ctx: RequestContext, keep: Any) -> OffsetCommitRequest:
+    def _requested(self, ctx: RequestContext, keep: Callable[[TopicRef, int], bool]) -> OffsetCommitRequest:
+        """The core request of the partitions ``keep`` keeps: of a topic, those of one interval of indexes."""
         body = ctx.body
         topics: list[OffsetCommitTopic] = []
         for topic in body["Topics"]:
             ref = topic_ref(ctx, topic)
-            partitions = tuple(
-                OffsetCommitPartition(partition=p["PartitionIndex"], offset=p["CommittedOffset"],
-                                      leader_epoch=p["CommittedLeaderEpoch"], metadata=p["CommittedMetadata"] or "")
-                for p in topic["Partitions"] if keep(ref, p["PartitionIndex"]))
+            partitions = _partitions(topic["Partitions"])
+            if partitions and not (keep(ref, min(p.partition for p in partitions))
+                                   and keep(ref, max(p.partition for p in partitions))):
+                partitions = tuple(p for p in partitions if keep(ref, p.partition))
+            # else the usual case, decided once per topic: its lowest and highest partitions are kept, so all are
             name = self._known.name(ref)
             if partitions and name is not None:
                 topics.append(OffsetCommitTopic(name, partitions))
@@ -89,8 +115,8 @@ class OffsetCommitMapping:
 
     def to_wire(self, ctx: RequestContext, requests: Sequence[GroupRequest], outcomes: Sequence[Outcome]) -> Any:
         """An error per partition (a failed request gives every submitted partition its error)."""
-        named = self.named_partitions(ctx)
-        refs = {self._known.name(topic): topic for topic, _ in named}
+        wire_topics = [topic_ref(ctx, topic) for topic in ctx.body["Topics"]]
+        refs = {self._known.name(topic): topic for topic in wire_topics}
         sent: list[TopicPartitionKey] = []
         answered: list[tuple[TopicRef, Sequence[PartitionError]]] = []
         for request, outcome in zip(requests, outcomes, strict=True):
@@ -101,12 +127,15 @@ class OffsetCommitMapping:
                              for t in request.topics]
             else:
                 answered += [(refs[t.name], t.partitions) for t in outcome.topics]
-        missing = {topic: self._known.missing_error(topic) for topic, _ in named}
+        # Every named partition sent (the usual case): nothing to screen out, so no need to match them one by one.
+        all_sent = len(sent) == sum(len(topic["Partitions"]) for topic in ctx.body["Topics"])
+        missing = {topic: self._known.missing_error(topic) for topic in wire_topics}
         return ctx.response(
             ThrottleTimeMs=0,
             Topics=[{**wire_topic(ctx, topic),
-                     "Partitions": [{"PartitionIndex": p.partition, "ErrorCode": p.error.code} for p in partitions]}
-                    for topic, partitions in with_unknown(named, sent, answered, missing)],
+                     "Partitions": [{"PartitionIndex": index, "ErrorCode": error.code} for index, error in partitions]}
+                    for topic, partitions in with_unknown([] if all_sent else self.named_partitions(ctx),
+                                                          [] if all_sent else sent, answered, missing)],
         )
 
 
