@@ -42,7 +42,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.peer_ingest import PARTITIONS, RECORD_BYTES, REPO, SPARK_SUBMIT, records
+from bench.peer_ingest import (
+    OURS_EMBEDDED,
+    OURS_KAFKA,
+    PARTITIONS,
+    PEER,
+    RECORD_BYTES,
+    REPO,
+    SPARK_SUBMIT,
+    produce_embedded,
+    records,
+)
 from bench.peer_targets import RATIO_MEANING, load_average, side_by_side
 from bench.results_io import write_result
 from bench.streaming_ingest_app import RESULT_KEY
@@ -51,12 +61,10 @@ from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog
 
 APP = REPO / "bench" / "streaming_ingest_app.py"
-PEER, OURS_KAFKA, OURS_EMBEDDED = "spark_kafka_source", "groupcoord_kafka", "groupcoord_embedded"
 RATE = 10_000
 """Records per second of the steady stream."""
 PROCESS_TIMEOUT_S = 3600
 READY_TIMEOUT_S = 300
-EMBEDDED_CHUNK = 50_000
 
 
 @dataclass(frozen=True)
@@ -129,20 +137,6 @@ def slug(master: str) -> str:
 
 
 # --- data ------------------------------------------------------------------------------------------------------------
-
-def produce_embedded(root: StateRoot, topic: str, count: int) -> None:
-    """The same records as the broker's, into the state root's embedded topic log."""
-    TopicCatalog(root).create(topic, PARTITIONS)
-    log = TopicLog(root, topic)
-    chunk: list[ProducerRecord] = []
-    for record in records(count):
-        chunk.append(ProducerRecord(record.value, partition=record.partition))
-        if len(chunk) == EMBEDDED_CHUNK:
-            log.produce(chunk)
-            chunk = []
-    if chunk:
-        log.produce(chunk)
-
 
 def steady_stream(bootstrap: str, topic: str, count: int, rate: int = RATE) -> threading.Thread:
     """Produce ``count`` 1 KB records at ``rate`` records/s (batches every 10 ms), in a started thread."""

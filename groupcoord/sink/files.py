@@ -56,12 +56,31 @@ def write_partition_files(batches: Iterable[pa.RecordBatch], table_dir: Where,
     if not received:
         return []
     table = pa.Table.from_batches(received).select(schema.names).cast(schema)
+    single = _single_partition(table)
+    if single is not None:  # a task's usual input, one offset range read in order: written as it came
+        return [write_file(table, table_dir, *single)]
     keys = table.group_by(["topic", "partition"]).aggregate([]).to_pylist()
     written = []
     for key in sorted(keys, key=lambda k: (k["topic"], k["partition"])):
         rows = table.filter((pc.field("topic") == key["topic"]) & (pc.field("partition") == key["partition"]))
         written.append(write_file(rows.sort_by("offset"), table_dir, key["topic"], key["partition"]))
     return written
+
+
+def _single_partition(table: pa.Table) -> tuple[str, int] | None:
+    """``(topic, partition)`` when every row of ``table`` is of that one topic-partition and the offsets ascend;
+    else ``None``."""
+    topics, partitions = pc.min_max(table.column("topic")).as_py(), pc.min_max(table.column("partition")).as_py()
+    if topics["min"] != topics["max"] or partitions["min"] != partitions["max"] or topics["min"] is None \
+            or partitions["min"] is None or table.column("topic").null_count or table.column("partition").null_count:
+        return None
+    offsets = table.column("offset")
+    if offsets.null_count:
+        return None
+    values = offsets.combine_chunks().to_numpy()
+    if len(values) > 1 and not (values[1:] > values[:-1]).all():
+        return None
+    return str(topics["min"]), int(partitions["min"])
 
 
 def write_file(rows: pa.Table, table_dir: Where, topic: str, partition: int) -> PartitionFile:

@@ -133,7 +133,7 @@ def _decode(filesystem: pa_fs.FileSystem, path: str, partition: int) -> pa.Table
     columns = []
     for field in TOPIC_LOG_SCHEMA:
         if field.name == "partition":
-            columns.append(pa.array([partition] * raw.num_rows, field.type))
+            columns.append(pa.repeat(pa.scalar(partition, field.type), raw.num_rows))
         elif field.name in raw.column_names:
             columns.append(raw.column(field.name).cast(field.type))
         else:

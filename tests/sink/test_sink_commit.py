@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -223,3 +224,12 @@ def test_append_batch_removes_its_files_when_the_commit_is_refused(table: Path) 
     done = append_batch(str(table), GROUP, {("t", 0): BatchRange(8, 10)}, [rows(0, 8, 10)],
                         resets=lambda: {("t", 0): 8})  # the jump its writer chose (a reset)
     assert done.versions == {("t", 0): 10}
+
+
+def test_a_task_reading_one_partition_writes_it_as_one_file_in_offset_order(tmp_path: Path) -> None:
+    in_order = write(tmp_path, rows(2, 0, 4), rows(2, 4, 6))
+    shuffled = write(tmp_path, rows(3, 4, 6), rows(3, 0, 4))
+
+    assert [(f.partition, f.first, f.last, f.rows) for f in [*in_order, *shuffled]] == [(2, 0, 5, 6), (3, 0, 5, 6)]
+    for file in [*in_order, *shuffled]:
+        assert pq.read_table(tmp_path / file.path).column("offset").to_pylist() == list(range(6))
