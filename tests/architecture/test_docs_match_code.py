@@ -25,6 +25,7 @@ NOT_IN_THE_REPOSITORY = {
     "./var/demo/": "what make run creates (gitignored)",
     "_groupcoord/format.json": "a file inside a state root",
     "var/kafka/broker.log": "the log the development broker writes under ./var",
+    "server.properties": "the broker configuration shipped in Kafka's own config folder",
 }
 """Cited names that are not files of this repository, each with the reason."""
 GENERATED = (".venv/", "var/", "./var/")
