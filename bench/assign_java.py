@@ -43,7 +43,7 @@ from bench.assign_java_cases import (
 )
 from bench.assign_java_engine import run_engine
 from bench.assign_java_peer import Measured, java_converged, ours_converged, run_java, run_ours
-from bench.results_io import write_result
+from bench.results_io import Check, write_result
 
 ASSIGNORS: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform")
 EXACT: frozenset[str] = frozenset({"range", "roundrobin"})
@@ -130,7 +130,7 @@ def _speed(sizes: tuple[Size, ...], folder: Path) -> tuple[list[dict[str, Any]],
                 "engine cold s": _seconds(engine.cold_s), "engine warm s": _seconds(engine.warm_median_s),
                 "engine warm/Java": _ratio(engine.warm_median_s, java.warm_median_s),
                 "ours peak MiB": round(ours.peak_rss_mib), "Java peak MiB": round(java.peak_rss_mib),
-                "check": check, "engine check": engine_check,
+                "check": check, "engine check": engine_check, "engine ok": engine_ok,
             })
             print(rows[-1], flush=True)
             for output in (ours.output, java.output, engine.output):
@@ -190,8 +190,11 @@ def main(full: bool) -> None:
     load_after = os.getloadavg()[0]
     warm = [float(r["warm ours/Java"].replace(",", "")) for r in speed if r["warm ours/Java"]]
     engine = [float(r["engine warm/Java"].replace(",", "")) for r in speed if r["engine warm/Java"]]
+    engine_checks = [Check("assign_java", f"engine_as_java[{r['assignor']}, {r['case']}]", "correctness",
+                           r["engine ok"], "==", True) for r in speed]
     write_result(
         "assign_java",
+        checks=engine_checks,
         title=f"Assignors: groupcoord vs Apache Kafka {KAFKA_VERSION}'s Java assignors, same inputs",
         rows=speed,
         summary={

@@ -214,15 +214,18 @@ def _measure_kafka(folder: Path, certificates: Certificates, run: int) -> list[d
         secured.broker.stop()
 
 
-def _costs(table: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each side's SASL_SSL figure over its PLAINTEXT figure (above 1: more time, or more offsets per second)."""
-    by = {(row["side"], row["protocol"]): row for row in table}
+def _costs(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each side's SASL_SSL figure over its PLAINTEXT figure, paired within each run (both protocols measured back to
+    back in the same minutes), the median over the runs (above 1: more time, or more offsets per second)."""
+    by = {(row["side"], row["run"], row["protocol"]): row for row in rows}
     costs = {}
     for side in (KAFKA, GROUPCOORD):
-        plain, secured = by.get((side, "PLAINTEXT"), {}), by.get((side, "SASL_SSL"), {})
+        runs = sorted({run for s, run, _ in by if s == side})
         for figure in FIGURES:
-            if plain.get(figure) and secured.get(figure) is not None:
-                costs[f"{side} SASL_SSL/PLAINTEXT {figure}"] = round(secured[figure] / plain[figure], 3)
+            ratios = [by[(side, run, "SASL_SSL")][figure] / by[(side, run, "PLAINTEXT")][figure] for run in runs
+                      if (side, run, "SASL_SSL") in by and by.get((side, run, "PLAINTEXT"), {}).get(figure)]
+            if ratios:
+                costs[f"{side} SASL_SSL/PLAINTEXT {figure}"] = round(statistics.median(ratios), 3)
     return costs
 
 
@@ -236,7 +239,7 @@ def main(full: bool = False, repetitions: int = REPETITIONS) -> None:
             measured = _measure_serve(folder, certificates, run) if side == GROUPCOORD else \
                 _measure_kafka(folder, certificates, run)
             for row in measured:
-                row["load_avg_1m"] = load_average()
+                row["run"], row["load_avg_1m"] = run, load_average()
                 print(row, flush=True)
             rows += measured
     merged = medians(rows, ("protocol",), FIGURES)
