@@ -12,7 +12,10 @@ topic with ``--available-now`` and small batches, so that it runs for a while; p
 - ``executor``: kill -9 an executor JVM that runs a task (the driver's REST API says which);
 - ``driver``: kill -9 the driver's whole process group (spark-submit's JVM, the Python driver with the coordinator,
   its Python workers): the supervisor starts it again, its coordinator takes the lease over once the dead one's
-  expired, the queries go on from their checkpoints, the group re-forms;
+  expired, the queries go on from their checkpoints, the group re-forms. With a driver pair (``drivers=2``:
+  ``supervise --replicas 2``, ``spark.cores.max=1`` each) the killed driver is the lease holder, once both drivers'
+  queries are members of the group: the other driver's coordinator takes the lease over, the dead queries' members
+  expire, their partitions move to the other driver's queries, and the killed driver is started again and rejoins;
 - ``worker``: kill -9 a worker JVM (its executors exit with it), then start it again :data:`WORKER_DOWN_S` later;
 - ``storage``: the S3 server stopped, kept down :data:`STORAGE_DOWN_S` (every request refused) and started again on
   the same port and data (:class:`RestartableStorage`): the driver's and the executors' requests are retried with
@@ -36,6 +39,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -44,18 +48,20 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from bench.results_io import Check, write_result
+from bench.results_io import RESULTS_DIR, Check, write_result
 from bench.s3_server import RestartableVersitygw, S3Server
 from groupcoord.cluster import ClusterSpec, StandaloneCluster
-from groupcoord.cluster.processes import die_with_parent, kill_group
+from groupcoord.cluster.processes import descendants, die_with_parent, kill_group, listening_pids
+from groupcoord.cluster.supervisor import instance_pid_file
 from groupcoord.devbroker.broker import free_port
 from groupcoord.ingest.check import SinkCheck, check_exactly_once, embedded_rows
 from groupcoord.ingest.demo_data import create_demo_topic
+from groupcoord.log.lease import current_holder
 from groupcoord.sink.table import SinkTable
 from groupcoord.state.schema import GROUPS, OFFSETS
 from groupcoord.state.views import read_view
@@ -81,6 +87,8 @@ once and say nothing about the recovery)."""
 STALL_S = 360.0
 """The longest a run may go without a new row in the sink: a driver's restart and the group's re-forming included,
 which took up to 3 minutes on this machine's 2 cores under other work (load average 12-20)."""
+PAIR_FORMED_S = 300.0
+"""How long a driver pair's drill waits for both drivers' queries to be members of the group before its kill."""
 FAULTS = ("executor", "driver", "worker", "storage")
 ENGINES = ("structured", "members")
 _T = TypeVar("_T")
@@ -116,8 +124,22 @@ class PipelineSpec:
     """``--max-records-per-batch``: each query's records per micro-batch, or each member's per partition."""
     session_timeout_ms: int = 10000
     executor_memory: str = "512m"
+    drivers: int = 1
+    """Supervised drivers of the job: 2 is a driver pair (``supervise --replicas 2``), each with ``cores_max``."""
+    cores_max: int = 1
+    """``spark.cores.max`` of each driver of a pair, so that both get executors on the cluster's cores."""
     conf: tuple[tuple[str, str], ...] = ()
     """More ``--conf`` settings for spark-submit (the storage's, e.g. ``spark.groupcoord.storage.endpoint`` for S3)."""
+
+    @property
+    def setup(self) -> str:
+        """The row's label of the run: the engine, and ``pair`` for a driver pair."""
+        return self.engine if self.drivers == 1 else f"{self.engine}, pair"
+
+    @property
+    def group_members(self) -> int:
+        """The group's members once every driver's queries (or tasks) joined."""
+        return self.members * self.drivers
 
     def job_arguments(self) -> list[str]:
         """``jobs/streaming_ingest.py``'s flags."""
@@ -131,10 +153,13 @@ def supervised_command(master_url: str, spec: PipelineSpec, pid_file: Path, ui_p
     ``master_url``: the README's standalone recipe (``tests/cluster/test_recipe.py`` compares them) with the drill's
     values, its driver's UI on ``ui_port`` and this process's ``PYTHONPATH`` for the executors."""
     python_path = os.environ.get("PYTHONPATH")
+    pair = spec.drivers > 1
     return [
-        sys.executable, "-m", "groupcoord", "cluster", "supervise", "--pid-file", str(pid_file), "--",
+        sys.executable, "-m", "groupcoord", "cluster", "supervise",
+        *(["--replicas", str(spec.drivers)] if pair else []), "--pid-file", str(pid_file), "--",
         str(REPO / "bin" / "spark-submit"), "--master", master_url,
         "--conf", f"spark.executor.memory={spec.executor_memory}",
+        *(["--conf", f"spark.cores.max={spec.cores_max}"] if pair else []),
         "--conf", f"spark.ui.port={ui_port}",
         *(["--conf", f"spark.executorEnv.PYTHONPATH={python_path}"] if python_path else []),
         "--conf", f"spark.groupcoord.state.root={spec.state_root}",
@@ -204,18 +229,42 @@ class ClusterPipeline:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        driver = self.driver_pid()
-        if driver is not None:
+        for driver in self.driver_pids():
             kill_group(driver)
 
     # --- what runs ------------------------------------------------------------------------------------------------
 
-    def driver_pid(self) -> int | None:
-        """The running driver's pid (spark-submit's JVM, the leader of the driver's process group)."""
+    def driver_pid(self, instance: int | None = None) -> int | None:
+        """The running driver's pid (spark-submit's JVM, the leader of the driver's process group): of driver
+        ``instance`` of a pair."""
+        path = self.pid_file if instance is None else instance_pid_file(self.pid_file, instance)
         try:
-            return int(self.pid_file.read_text().strip())
+            return int(path.read_text().strip())
         except (OSError, ValueError):
             return None
+
+    def driver_pids(self) -> list[int]:
+        """Every running driver's pid (one, or each of a pair's)."""
+        instances: Iterable[int | None] = [None] if self.spec.drivers == 1 else range(self.spec.drivers)
+        return [pid for i in instances if (pid := self.driver_pid(i)) is not None]
+
+    def lease_holder_driver(self) -> int:
+        """The pid of the driver (its process group) whose coordinator holds the lease now: the one listening on
+        the lease's advertised port."""
+        holder = current_holder(self.root)
+        if holder is None or not holder.live:
+            raise RuntimeError("no live coordinator lease")
+        port = int(holder.address.rsplit(":", 1)[1])
+        for pid in self.driver_pids():
+            if listening_pids(port, [pid, *descendants(pid)]):
+                return pid
+        raise RuntimeError(f"no driver listens on the lease holder's address {holder.address}")
+
+    def wait_for_pair(self, timeout_s: float = PAIR_FORMED_S) -> None:
+        """Wait until the group is Stable with every driver's queries as members."""
+        self._wait(lambda: bool(self.samples) and self.samples[-1].group is not None
+                   and self.samples[-1].group[0] == "Stable" and self.samples[-1].group[2] == self.spec.group_members,
+                   timeout_s, f"the group did not reach {self.spec.group_members} members")
 
     def output(self) -> str:
         """What the supervisor and the job printed so far."""
@@ -354,7 +403,7 @@ class ClusterPipeline:
         for sample in self.samples:
             if sample.at > kill_at and sample.group is not None:
                 state, newer, members = sample.group
-                if newer > generation and state == "Stable" and members == self.spec.members:
+                if newer > generation and state == "Stable" and members == self.spec.group_members:
                     return sample.at - kill_at
         return None
 
@@ -401,6 +450,7 @@ class FaultResult:
 
     engine: str
     fault: str
+    drivers: int
     killed: str
     kill_after_rows: int
     flowing_again_s: float | None
@@ -414,7 +464,7 @@ class FaultResult:
 
     def row(self) -> dict[str, Any]:
         """A results row."""
-        return {"engine": self.engine, "fault": self.fault, "killed": self.killed,
+        return {"engine": self.engine, "fault": self.fault, "drivers": self.drivers, "killed": self.killed,
                 "kill_after_rows": self.kill_after_rows,
                 "flowing_again_s": _rounded(self.flowing_again_s),
                 "all_flowing_again_s": _rounded(self.all_flowing_again_s),
@@ -451,6 +501,8 @@ def run_fault(cluster: StandaloneCluster, spec: PipelineSpec, fault: str, work_d
     try:
         kill_after = max(1, int(spec.records * kill_at_fraction))
         pipeline.wait_for_rows(kill_after)
+        if spec.drivers > 1:
+            pipeline.wait_for_pair()
         killed, kill_at = _strike(pipeline, fault, storage)
         baseline = pipeline.mark_kill()
         load = os.getloadavg()[0]
@@ -463,10 +515,11 @@ def run_fault(cluster: StandaloneCluster, spec: PipelineSpec, fault: str, work_d
         code = pipeline.wait_finished()
     finally:
         pipeline.stop()
-    runs = pipeline.output().count("supervise: started pid")
-    result = FaultResult(spec.engine, fault, killed, baseline.rows, pipeline.flowing_again_s(kill_at, baseline),
-                         pipeline.all_flowing_again_s(kill_at, baseline), pipeline.stable_again_s(kill_at), runs, code,
-                         pipeline.check(), time.monotonic() - started, load)
+    runs = len(re.findall(r"supervise(?: \[[^]]*\])?: started pid", pipeline.output()))
+    result = FaultResult(spec.engine, fault, spec.drivers, killed, baseline.rows,
+                         pipeline.flowing_again_s(kill_at, baseline), pipeline.all_flowing_again_s(kill_at, baseline),
+                         pipeline.stable_again_s(kill_at), runs, code, pipeline.check(), time.monotonic() - started,
+                         load)
     record_row(result)
     log.info("%s/%s: %s", spec.engine, fault, result.row())
     return result
@@ -482,12 +535,13 @@ def _strike(pipeline: ClusterPipeline, fault: str, storage: RestartableStorage |
         os.kill(pid, signal.SIGKILL)
         return f"executor pid {pid} on worker {worker}", kill_at
     if fault == "driver":
-        driver = pipeline.driver_pid()
+        pair = pipeline.spec.drivers > 1
+        driver = pipeline.lease_holder_driver() if pair else pipeline.driver_pid()
         if driver is None:
             raise RuntimeError("no driver pid in the supervisor's pid file")
         kill_at = time.time()
         kill_group(driver)
-        return f"driver process group {driver}", kill_at
+        return f"{'the lease holder, ' if pair else ''}driver process group {driver}", kill_at
     if fault == "worker":
         busy = pipeline.busy_executor()
         index = next(e.worker for e in cluster.executors() if e.pid == busy)
@@ -513,12 +567,28 @@ def record_row(result: FaultResult) -> None:
             rows.write(json.dumps(result.row()) + "\n")
 
 
+def setup_label(row: dict[str, Any]) -> str:
+    """A row's engine, with ``pair`` for a driver pair's row (rows recorded before pairs existed had one driver)."""
+    return row["engine"] if row.get("drivers", 1) == 1 else f"{row['engine']}, pair"
+
+
+def merge_rows(previous: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``previous`` rows with each one of the same engine, fault and drivers as a ``new`` row replaced by it (in
+    place), then the ``new`` rows of other drills; every row gets ``drivers`` (1 when it has none)."""
+    def key(row: dict[str, Any]) -> tuple[str, str, int]:
+        return row["engine"], row["fault"], int(row.get("drivers", 1))
+
+    latest = {key(row): {**row, "drivers": key(row)[2]} for row in new}
+    merged = [latest.pop(key(row), {**row, "drivers": key(row)[2]}) for row in previous]
+    return merged + [row for row in latest.values()]
+
+
 def write_results(rows: list[dict[str, Any]], *, records: str, command: str | None = None) -> Path:
     """Write ``bench/results/cluster_faults.json`` from drill rows, with a correctness check per row and the driver
-    kill's 60 s target."""
-    checks = [Check("cluster_faults", f"exactly_once_and_commits_kept[{r['engine']}, {r['fault']}]", "correctness",
-                    r["commits_kept"], "==", True) for r in rows]
-    checks += [Check("cluster_faults", f"driver_kill_all_flowing_again_s[{r['engine']}]", "speed",
+    kill's 60 s target (for one driver and for a driver pair)."""
+    checks = [Check("cluster_faults", f"exactly_once_and_commits_kept[{setup_label(r)}, {r['fault']}]",
+                    "correctness", r["commits_kept"], "==", True) for r in rows]
+    checks += [Check("cluster_faults", f"driver_kill_all_flowing_again_s[{setup_label(r)}]", "speed",
                      r["all_flowing_again_s"] if r["all_flowing_again_s"] is not None else float("inf"), "<=",
                      FLOW_TARGET_S)
                for r in rows if r["fault"] == "driver"]
@@ -553,12 +623,19 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=4000)
     parser.add_argument("--from-rows", metavar="FILE",
                         help=f"write the rows the cluster tests recorded ({ROWS_ENV}=FILE) instead of running")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --from-rows: replace only the recorded results' rows of the same drills (engine, "
+                             "fault, drivers) and keep the others")
     args = parser.parse_args([] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.from_rows:
         rows = [json.loads(line) for line in Path(args.from_rows).read_text().splitlines() if line.strip()]
         command = (f"{ROWS_ENV}={args.from_rows} pytest tests/cluster/test_standalone.py tests/cluster/test_faults.py; "
-                   f"python -m bench.cluster_faults --from-rows {args.from_rows}")
+                   f"python -m bench.cluster_faults --from-rows {args.from_rows}{' --merge' if args.merge else ''}")
+        if args.merge:
+            previous = json.loads((RESULTS_DIR / "cluster_faults.json").read_text(encoding="utf-8"))
+            rows = merge_rows(previous["rows"], rows)
+            command += f" (the other rows from the previous results: {previous.get('command') or previous['date']})"
         print(write_results(rows, records="1,200 (make test's executor kill), 4,000 (the others)", command=command))
         return
     results: list[FaultResult] = []
@@ -578,6 +655,12 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
                                         records=args.records, members=2, batch=10 if engine == "members" else 100)
                     print(f"== {engine} / {fault}", flush=True)
                     results.append(run_fault(cluster, spec, fault, run, storage=storage))
+                    if engine == "structured" and fault == "driver":
+                        pair = PipelineSpec(engine=engine, state_root=f"{state_root}-pair", sink=f"{sink}-pair",
+                                            conf=conf, records=args.records, members=2, batch=100, drivers=2)
+                        print(f"== {engine} / {fault} (driver pair)", flush=True)
+                        results.append(run_fault(cluster, pair, fault, work / "structured-driver-pair",
+                                                 storage=storage))
     write_results([r.row() for r in results], records=f"{args.records:,}")
     for result in results:
         print(f"{result.engine}/{result.fault}: {result.row()} {result.check.summary()}", flush=True)

@@ -4,7 +4,9 @@ supervisor that restarts a client-mode driver (see :mod:`groupcoord.cluster`).
 ``start`` prints one line on stdout once every worker is registered, ``spark standalone master spark://HOST:PORT
 (N workers x C cores, web UI http://HOST:PORT)``, and runs until SIGTERM or SIGINT, which stop the workers and then the
 master (exit 0); a daemon that dies on its own ends it with exit code 1. ``supervise -- COMMAND...`` exits with the
-command's last exit code (128 + N for a signal).
+command's last exit code (128 + N for a signal); ``supervise --replicas 2 -- COMMAND...`` runs a driver pair (two
+instances, each supervised on its own: :class:`~groupcoord.cluster.supervisor.Replicas`) and exits once both ended,
+with 0 or the first failing instance's code; ``--instance I`` runs instance ``I`` of a pair alone.
 """
 
 from __future__ import annotations
@@ -60,7 +62,16 @@ def register(subparsers: Any, parent: argparse.ArgumentParser) -> None:
     supervise.add_argument("--stop-timeout-s", type=_positive_float, default=60.0, metavar="S",
                            help="after passing a stop on, how long the command may take before its process group "
                                 "is killed (default 60)")
-    supervise.add_argument("--pid-file", metavar="FILE", help="write the running command's pid here at each start")
+    supervise.add_argument("--pid-file", metavar="FILE",
+                           help="write the running command's pid here at each start (with --replicas, instance I's "
+                                "to FILE's name with -I before its suffix: driver-0.pid, driver-1.pid)")
+    pair = supervise.add_mutually_exclusive_group()
+    pair.add_argument("--replicas", type=_positive, default=1, metavar="N",
+                      help="run N instances of COMMAND (a driver pair: 2), each restarted on its own, each told its "
+                           "index (0..N-1) in GROUPCOORD_DRIVER_INSTANCE, its output prefixed [driver I] (default 1)")
+    pair.add_argument("--instance", type=_non_negative, metavar="I",
+                      help="run instance I of a driver pair whose other instances run elsewhere (another host): "
+                           "COMMAND gets GROUPCOORD_DRIVER_INSTANCE=I")
     supervise.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     supervise.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     supervise.set_defaults(func=_supervise)
@@ -96,14 +107,22 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _supervise(args: argparse.Namespace) -> int:
-    from groupcoord.cluster import RestartPolicy, Supervisor
+    from groupcoord.cluster import Replicas, RestartPolicy, Supervisor
+    from groupcoord.cluster.supervisor import instance_environment
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("cluster supervise: no command given (put it after --)")
     policy = RestartPolicy(max_restarts=args.max_restarts, window_s=args.window_s, backoff_s=args.backoff_s,
                            backoff_max_s=max(30.0, args.backoff_s))
-    supervisor = Supervisor(command, policy=policy, pid_file=args.pid_file, stop_timeout_s=args.stop_timeout_s)
+    supervisor: Supervisor | Replicas
+    if args.replicas > 1:
+        supervisor = Replicas(command, args.replicas, policy=policy, pid_file=args.pid_file,
+                              stop_timeout_s=args.stop_timeout_s)
+    else:
+        env = instance_environment(args.instance) if args.instance is not None else None
+        supervisor = Supervisor(command, policy=policy, env=env, pid_file=args.pid_file,
+                                stop_timeout_s=args.stop_timeout_s)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda received, _: supervisor.request_stop(received))
     try:

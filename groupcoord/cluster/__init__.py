@@ -10,6 +10,7 @@ cluster").
 """
 
 from groupcoord.cluster.standalone import ClusterError, ClusterSpec, Executor, StandaloneCluster
-from groupcoord.cluster.supervisor import RestartPolicy, Run, Supervisor
+from groupcoord.cluster.supervisor import DRIVER_INSTANCE_ENV, Replicas, RestartPolicy, Run, Supervisor
 
-__all__ = ["ClusterError", "ClusterSpec", "Executor", "RestartPolicy", "Run", "StandaloneCluster", "Supervisor"]
+__all__ = ["DRIVER_INSTANCE_ENV", "ClusterError", "ClusterSpec", "Executor", "Replicas", "RestartPolicy", "Run",
+           "StandaloneCluster", "Supervisor"]

@@ -3,11 +3,12 @@ child that dies with its parent, and whole process groups killed."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -77,3 +78,42 @@ def kill_group(pgid: int, signum: int = signal.SIGKILL) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def listening_pids(port: int, candidates: Iterable[int]) -> list[int]:
+    """The processes among ``candidates`` that hold a TCP socket listening on ``port`` (from ``/proc/net/tcp*``
+    and each candidate's open files)."""
+    sockets = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    found = []
+    for pid in candidates:
+        if sockets & _open_files(pid):
+            found.append(pid)
+    return found
+
+
+def _open_files(pid: int) -> set[str]:
+    """What ``pid``'s file descriptors point at (``socket:[INODE]`` for a socket); empty when it is gone."""
+    links = set()
+    try:
+        descriptors = list((PROC / str(pid) / "fd").iterdir())
+    except OSError:
+        return set()
+    for descriptor in descriptors:
+        with contextlib.suppress(OSError):  # closed meanwhile
+            links.add(os.readlink(descriptor))
+    return links
+
+
+def _listening_inodes(port: int) -> set[str]:
+    listen = "0A"  # TCP_LISTEN in /proc/net/tcp's "st" column
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (PROC / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == listen and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes

@@ -20,6 +20,12 @@ Python applications on a standalone master).
 - ``pid_file`` holds the running command's pid (its process group); each start rewrites it.
 - On Linux the command gets SIGKILL when the supervisor dies.
 
+**A driver pair** (:class:`Replicas`, ``supervise --replicas 2``): two instances of the same command, each under a
+supervisor of its own (restarted on its own), each told its index in :data:`DRIVER_INSTANCE_ENV` (``0``, ``1``), which
+the ingestion job turns into a checkpoint prefix of its own (two running queries must never share a checkpoint);
+each instance's pid file is ``<stem>-<index><suffix>`` and each line it prints is prefixed ``[driver <index>]``.
+``--instance I`` runs one instance of a pair whose other instance runs elsewhere (another host).
+
 A restarted driver of the ingestion job takes the coordinator's lease over once the dead one's lease expires
 (``lease.timeout.ms`` + ``lease.safety.ms`` after its last renewal), its queries go on from their checkpoints, and the
 group re-forms. Across hosts the lease assumes clocks that differ by less than ``lease.safety.ms`` (2 s by default):
@@ -33,18 +39,22 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from groupcoord.cluster.processes import descendants, die_with_parent, kill_group
 
 log = logging.getLogger("groupcoord.cluster.supervisor")
 
 EXIT_USAGE = 2
+DRIVER_INSTANCE_ENV = "GROUPCOORD_DRIVER_INSTANCE"
+"""The environment variable that tells an instance of a driver pair its index (``0``, ``1``, ...)."""
 STABLE_RUN_S = 60.0
 """A run at least this long resets the backoff to its first step."""
 
@@ -102,10 +112,16 @@ class Supervisor:
 
     def __init__(self, command: Sequence[str], *, policy: RestartPolicy | None = None,
                  env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
-                 pid_file: str | Path | None = None, stop_timeout_s: float = 60.0) -> None:
+                 pid_file: str | Path | None = None, stop_timeout_s: float = 60.0, name: str | None = None,
+                 output: IO[bytes] | None = None) -> None:
+        """``name`` (``driver 1``) labels the supervisor's log lines and, with ``output``, prefixes each line the
+        command prints, copied there (else the command prints to this process's stdout and stderr directly)."""
         if not command:
             raise ValueError("supervise: no command given")
         self.command = list(command)
+        self.name = name
+        self.output = output
+        self._label = f"supervise [{name}]" if name else "supervise"
         self.policy = policy or RestartPolicy()
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
@@ -133,21 +149,21 @@ class Supervisor:
             self.runs.append(run)
             lasted = run.ended - run.started
             if self._stop.is_set():
-                log.info("supervise: pid %d %s after a stop request", run.pid, describe_exit(run.code))
+                log.info("%s: pid %d %s after a stop request", self._label, run.pid, describe_exit(run.code))
                 return shell_code(run.code)
             if run.code in self.policy.final_codes:
-                log.info("supervise: pid %d %s after %.1f s: done", run.pid, describe_exit(run.code), lasted)
+                log.info("%s: pid %d %s after %.1f s: done", self._label, run.pid, describe_exit(run.code), lasted)
                 return shell_code(run.code)
             now = time.monotonic()
             while restarts and now - restarts[0] > self.policy.window_s:
                 restarts.popleft()
             if len(restarts) >= self.policy.max_restarts:
-                log.error("supervise: pid %d %s; giving up after %d restarts within %.0f s", run.pid,
+                log.error("%s: pid %d %s; giving up after %d restarts within %.0f s", self._label, run.pid,
                           describe_exit(run.code), len(restarts), self.policy.window_s)
                 return shell_code(run.code)
             if lasted >= STABLE_RUN_S:
                 backoff = self.policy.backoff_s
-            log.warning("supervise: pid %d %s after %.1f s; starting it again in %.1f s (restart %d)", run.pid,
+            log.warning("%s: pid %d %s after %.1f s; starting it again in %.1f s (restart %d)", self._label, run.pid,
                         describe_exit(run.code), lasted, backoff, len(self.runs))
             if self._stop.wait(backoff):
                 return shell_code(run.code)
@@ -156,16 +172,37 @@ class Supervisor:
 
     def _run_once(self) -> Run:
         started = time.time()
-        child = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, preexec_fn=die_with_parent())
+        piped = subprocess.PIPE if self.output is not None else None
+        child = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=piped,
+                                 stderr=subprocess.STDOUT if piped else None, start_new_session=True,
+                                 preexec_fn=die_with_parent())
+        pump = self._pump(child) if child.stdout is not None else None
         if self.pid_file is not None:
             self.pid_file.parent.mkdir(parents=True, exist_ok=True)
             self.pid_file.write_text(f"{child.pid}\n")
-        log.info("supervise: started pid %d (run %d): %s", child.pid, len(self.runs) + 1, " ".join(self.command))
+        log.info("%s: started pid %d (run %d): %s", self._label, child.pid, len(self.runs) + 1, " ".join(self.command))
         code = self._wait(child)
         if kill_group(child.pid):
-            log.info("supervise: killed what pid %d left in its process group", child.pid)
+            log.info("%s: killed what pid %d left in its process group", self._label, child.pid)
+        if pump is not None:
+            pump.join(5)  # the group is dead: its pipe's end comes at once
         return Run(child.pid, started, time.time(), code)
+
+    def _pump(self, child: subprocess.Popen[bytes]) -> threading.Thread:
+        """Copy what ``child`` (and whatever it starts) prints to :attr:`output`, each line prefixed with the name."""
+        assert child.stdout is not None and self.output is not None
+        source, target, prefix = child.stdout, self.output, f"[{self.name}] ".encode()
+
+        def copy() -> None:
+            with source:
+                for line in source:
+                    with _OUTPUT_LOCK:
+                        target.write(prefix + line)
+                        target.flush()
+
+        thread = threading.Thread(target=copy, name=f"supervise-output-{child.pid}", daemon=True)
+        thread.start()
+        return thread
 
     def _pass_on(self, child: subprocess.Popen[bytes]) -> None:
         """Send the stop signal to the processes the command started in its group, or to the command itself when it
@@ -175,10 +212,10 @@ class Supervisor:
         below = [pid for pid in descendants(child.pid) if _group_of(pid) == child.pid]
         name = self._stop_signal.name
         if not below:
-            log.info("supervise: passing %s on to pid %d", name, child.pid)
+            log.info("%s: passing %s on to pid %d", self._label, name, child.pid)
             child.send_signal(self._stop_signal)
             return
-        log.info("supervise: passing %s on to pid(s) %s, started by pid %d", name, ", ".join(map(str, below)),
+        log.info("%s: passing %s on to pid(s) %s, started by pid %d", self._label, name, ", ".join(map(str, below)),
                  child.pid)
         for pid in below:
             with contextlib.suppress(ProcessLookupError):
@@ -196,7 +233,72 @@ class Supervisor:
         try:
             return child.wait(self.stop_timeout_s)
         except subprocess.TimeoutExpired:
-            log.warning("supervise: pid %d did not end within %.0f s of %s: killing its process group", child.pid,
+            log.warning("%s: pid %d did not end within %.0f s of %s: killing its process group", self._label, child.pid,
                         self.stop_timeout_s, self._stop_signal.name)
             kill_group(child.pid)
             return child.wait()
+
+
+_OUTPUT_LOCK = threading.Lock()
+"""One line at a time on the shared output, whichever instance printed it."""
+
+
+def instance_pid_file(pid_file: str | Path, instance: int) -> Path:
+    """Instance ``instance``'s pid file: ``var/driver.pid`` -> ``var/driver-1.pid``."""
+    path = Path(pid_file)
+    return path.with_name(f"{path.stem}-{instance}{path.suffix}")
+
+
+def instance_environment(instance: int, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (this process's environment by default) with :data:`DRIVER_INSTANCE_ENV` set to ``instance``."""
+    if instance < 0:
+        raise ValueError(f"a driver instance is a number from 0 (got {instance})")
+    return {**(os.environ if env is None else env), DRIVER_INSTANCE_ENV: str(instance)}
+
+
+class Replicas:
+    """``count`` instances of one command (a driver pair: ``count=2``), each under a :class:`Supervisor` of its own,
+    restarted on its own, told its index in :data:`DRIVER_INSTANCE_ENV`, with its own pid file
+    (:func:`instance_pid_file`) and its output prefixed ``[driver <index>]`` (see the module)."""
+
+    def __init__(self, command: Sequence[str], count: int, *, policy: RestartPolicy | None = None,
+                 env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+                 pid_file: str | Path | None = None, stop_timeout_s: float = 60.0,
+                 output: IO[bytes] | None = None) -> None:
+        if count < 1:
+            raise ValueError(f"supervise: at least one instance (got {count})")
+        out = output if output is not None else sys.stdout.buffer
+        self.supervisors = [
+            Supervisor(command, policy=policy, env=instance_environment(index, env), cwd=cwd,
+                       pid_file=instance_pid_file(pid_file, index) if pid_file is not None else None,
+                       stop_timeout_s=stop_timeout_s, name=f"driver {index}", output=out)
+            for index in range(count)]
+
+    def request_stop(self, signum: int = signal.SIGTERM) -> None:
+        """Pass ``signum`` on to every instance and end their supervision (safe from a signal handler)."""
+        for supervisor in self.supervisors:
+            supervisor.request_stop(signum)
+
+    def run(self) -> int:
+        """Supervise every instance until each has ended (see :meth:`Supervisor.run`); 0 when all ended with 0,
+        else the first failing instance's code."""
+        codes: dict[int, int] = {}
+
+        def supervise(index: int, supervisor: Supervisor) -> None:
+            try:
+                codes[index] = supervisor.run()
+            except OSError as exc:
+                log.error("supervise [driver %d]: cannot run %s: %s", index, supervisor.command[0],
+                          exc.strerror or exc)
+                codes[index] = 127
+
+        # Each instance's command is started from its own thread, which lives as long as the command: the parent
+        # death signal (die_with_parent) follows the thread that started the child.
+        threads = [threading.Thread(target=supervise, args=(index, supervisor), name=f"supervise-driver-{index}")
+                   for index, supervisor in enumerate(self.supervisors)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)  # wake up for the signal handlers, which run in this (the main) thread
+        return next((codes[i] for i in sorted(codes) if codes[i] != 0), 0)

@@ -84,8 +84,10 @@ def _run(args: argparse.Namespace) -> int:
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
+    from groupcoord.cluster.supervisor import DRIVER_INSTANCE_ENV
     from groupcoord.ingest.config import IngestConfig
     from groupcoord.ingest.job import run_ingest
+    from groupcoord.ingest.pair import check_pair, driver_instance
     from groupcoord.ingest.warm_up import daemon_settings
     from groupcoord.state_root import StateRoot, StateRootError
 
@@ -104,6 +106,10 @@ def _run(args: argparse.Namespace) -> int:
                "state.root": args.state_root or os.environ.get("GROUPCOORD_STATE_ROOT")},
     )
     ingest = IngestConfig.from_config(config)
+    instance = driver_instance()
+    check_pair(instance, config["engine"], dict(spark.sparkContext.getConf().getAll()))
+    if instance is not None:
+        log.info("driver %d of a driver pair (%s)", instance, DRIVER_INSTANCE_ENV)
     if not config["state.root"]:
         raise ConfigError("no state root: pass --state-root or set spark.groupcoord.state.root")
     try:
@@ -120,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         run_structured(spark, ingest, root, checkpoint=config["streaming.checkpoint"],
                        trigger_ms=config["streaming.trigger.ms"],
                        session_timeout_ms=config["streaming.session.timeout.ms"],
-                       demo_leave_after=args.demo_leave_after, tty=tty)
+                       demo_leave_after=args.demo_leave_after, tty=tty, instance=instance)
         return 0
     run_ingest(spark, ingest, root, demo_leave_after=args.demo_leave_after, config_keys=config, tty=tty)
     return 0

@@ -13,6 +13,9 @@ query is one member of the group; they share the partitions and rebalance as the
 - ``streaming.session.timeout.ms``: each query's member session timeout; when the driver dies, its queries'
   members hold their partitions this long after the next coordinator loaded, so a restarted driver's queries wait
   for it (10 s on a supervised cluster driver, README's "Running on a cluster").
+- ``instance``: this driver's index in a driver pair (:mod:`groupcoord.ingest.pair`): its checkpoints are
+  ``<streaming.checkpoint>/driver-<instance>/query-<i>``, its queries ``<group>-driver<instance>-<i>``, and they
+  start once the application has an executor.
 
 ``max.records.per.batch`` is each query's ``maxOffsetsPerTrigger`` (records per micro-batch in all, shared among
 its partitions by backlog, as Spark's Kafka source does). Both engines write the same table
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING
 from groupcoord.ingest.catalog_sync import topic_filter
 from groupcoord.ingest.config import SINK_SCHEMA, IngestConfig
 from groupcoord.ingest.job import create_sink
+from groupcoord.ingest.pair import wait_for_executor
 from groupcoord.ingest.progress import ProgressMonitor, ProgressSample
 from groupcoord.ingest.sources import SourceSpec
 from groupcoord.ingest.stop import StopMarker, stop_on_signal
@@ -59,16 +63,22 @@ class StructuredResult:
 
 
 def query_checkpoint(config: IngestConfig, index: int, checkpoint: str | None,
-                     storage: Mapping[str, str] | None = None) -> TableLocation:
-    """Where query ``index`` keeps its checkpoint (a local directory or an S3 prefix: Spark names it
-    :attr:`~groupcoord.storage.location.TableLocation.spark_uri`)."""
+                     storage: Mapping[str, str] | None = None, *, instance: int | None = None) -> TableLocation:
+    """Where query ``index`` (of driver ``instance`` of a pair) keeps its checkpoint (a local directory or an S3
+    prefix: Spark names it :attr:`~groupcoord.storage.location.TableLocation.spark_uri`)."""
     base = parse_location(location_text(checkpoint or config.sink, "checkpoint"), settings=storage)
-    return (base if checkpoint else base / "_checkpoints") / f"query-{index}"
+    base = base if checkpoint else base / "_checkpoints"
+    return (base if instance is None else base / f"driver-{instance}") / f"query-{index}"
+
+
+def query_name(config: IngestConfig, index: int, instance: int | None = None) -> str:
+    """Query ``index``'s name: ``<group>-<index>``, ``<group>-driver<instance>-<index>`` in a driver pair."""
+    return f"{config.group_id}-{index}" if instance is None else f"{config.group_id}-driver{instance}-{index}"
 
 
 def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, index: int, *,
                 checkpoint: str | None, trigger_ms: int,
-                session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> StreamingQuery:
+                session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS, instance: int | None = None) -> StreamingQuery:
     """Start query ``index`` of the run (see the module docstring)."""
     source = SourceSpec.parse(config.source, state_root=root, kafka_config_file=config.kafka_config_file)
     storage = dict(root.location.settings)
@@ -85,9 +95,10 @@ def start_query(spark: SparkSession, config: IngestConfig, root: StateRoot, inde
         reader = reader.options(**{f"kafka.{name}": value for name, value in source.kafka_settings.items()})
     reader = reader.options(**storage)
     writer = (reader.load().select(*SINK_SCHEMA.names).writeStream.format("groupcoord-delta")
-              .queryName(f"{config.group_id}-{index}").option("path", config.sink)
+              .queryName(query_name(config, index, instance)).option("path", config.sink)
               .option("group.id", config.group_id).option("state.root", root.location.uri).options(**storage)
-              .option("checkpointLocation", query_checkpoint(config, index, checkpoint, storage).spark_uri))
+              .option("checkpointLocation",
+                      query_checkpoint(config, index, checkpoint, storage, instance=instance).spark_uri))
     writer = writer.trigger(availableNow=True) if config.available_now else \
         writer.trigger(processingTime=f"{trigger_ms} milliseconds")
     return writer.start()
@@ -101,8 +112,9 @@ def records_read(query: StreamingQuery) -> int:
 def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *, checkpoint: str | None = None,
                    trigger_ms: int = 1000, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
                    demo_leave_after: int | None = None, progress_interval_s: float = 2.0,
-                   tty: bool | None = None) -> StructuredResult:
-    """Run ``config.members`` queries in the job's group until they finish or are stopped (see the module)."""
+                   tty: bool | None = None, instance: int | None = None) -> StructuredResult:
+    """Run ``config.members`` queries in the job's group until they finish or are stopped (see the module); as
+    driver ``instance`` of a pair when given."""
     from groupcoord.spark import register
     from groupcoord.spark.registration import stop_coordinator
     from groupcoord.spark.s3a import use_s3a
@@ -112,7 +124,7 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
     sink = create_sink(config, root.location.settings)
     log.info("group %s: sink %s open; registering the source and the coordinator", config.group_id, sink.location)
     register(spark, state_root=root.location.uri)
-    checkpoints = query_checkpoint(config, 0, checkpoint, root.location.settings)
+    checkpoints = query_checkpoint(config, 0, checkpoint, root.location.settings, instance=instance)
     use_s3a(spark, *(where for where in (root.location, sink.location, checkpoints) if not where.is_local),
             checkpoints=not checkpoints.is_local)
     monitor = ProgressMonitor(root, source, sink, config.group_id, topic_filter(config.topics, config.pattern),
@@ -121,10 +133,14 @@ def run_structured(spark: SparkSession, config: IngestConfig, root: StateRoot, *
     queries: list[StreamingQuery] = []
     with stop_on_signal(marker), monitor:
         try:
+            if instance is not None:
+                wait_for_executor(spark)  # queries without an executor would hold partitions the other driver reads
             for index in range(config.members):
-                queries.append(start_query(spark, config, root, index, checkpoint=checkpoint,
-                                           trigger_ms=trigger_ms, session_timeout_ms=session_timeout_ms))
-            log.info("group %s: %d structured streaming queries started", config.group_id, len(queries))
+                queries.append(start_query(spark, config, root, index, checkpoint=checkpoint, trigger_ms=trigger_ms,
+                                           session_timeout_ms=session_timeout_ms, instance=instance))
+            pair = "" if instance is None else f" (driver {instance} of a pair, checkpoints under " \
+                f"{checkpoints.uri.rsplit('/', 1)[0]})"
+            log.info("group %s: %d structured streaming queries started%s", config.group_id, len(queries), pair)
             _watch(queries, marker, demo_leave_after)
         finally:
             for query in queries:

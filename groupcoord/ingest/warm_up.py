@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DAEMON_MODULE", "WARM_MODULES", "daemon_settings", "import_modules", "start_warm_up"]
+__all__ = ["DAEMON_MODULE", "WARM_MODULES", "daemon_settings", "executor_count", "import_modules", "start_warm_up"]
 
 log = logging.getLogger("groupcoord.ingest.warm_up")
 
@@ -71,7 +71,7 @@ def _warm_up(spark: SparkSession) -> None:
     context = spark.sparkContext
     started = time.monotonic()
     try:
-        while _executor_count(spark) == 0:
+        while executor_count(spark) == 0:
             if time.monotonic() - started > EXECUTOR_WAIT_S:
                 log.info("no executor registered within %.0f s: no Python worker warm-up", EXECUTOR_WAIT_S)
                 return
@@ -85,7 +85,7 @@ def _warm_up(spark: SparkSession) -> None:
         log.info("Python worker warm-up failed: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
 
-def _executor_count(spark: SparkSession) -> int:
+def executor_count(spark: SparkSession) -> int:
     """The executors registered with the driver (the driver itself not counted)."""
     status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()  # includes the driver's block manager
     return max(0, int(status.size()) - 1)

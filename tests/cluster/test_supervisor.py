@@ -1,9 +1,11 @@
 """``groupcoord cluster supervise``: a command that fails is started again, one that ends cleanly (0) or with bad
-configuration (2) is not, what a run leaves in its process group dies with it, and a stop is passed on. Real processes
-(small Python scripts), no Spark."""
+configuration (2) is not, what a run leaves in its process group dies with it, and a stop is passed on; a driver pair
+(``--replicas 2``) runs two instances, each told its index and restarted on its own. Real processes (small Python
+scripts), no Spark."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.cluster import RestartPolicy, Supervisor
+from groupcoord.cluster import Replicas, RestartPolicy, Supervisor
 from groupcoord.cluster.processes import alive
 
 pytestmark = pytest.mark.integration
@@ -119,3 +121,78 @@ def test_a_stop_goes_to_what_the_command_started_so_that_it_ends_cleanly(tmp_pat
     runner.join(30)
     assert codes == [0]
     assert marker.exists()
+
+
+# Prints its instance, then exits with the next code of argv[2:] at each run (counted per instance in argv[1]-<i>).
+INSTANCE_SCRIPT = """
+import os, sys
+instance = os.environ["GROUPCOORD_DRIVER_INSTANCE"]
+counter = f"{sys.argv[1]}-{instance}"
+runs = int(open(counter).read()) if os.path.exists(counter) else 0
+open(counter, "w").write(str(runs + 1))
+print(f"instance {instance} run {runs + 1}", flush=True)
+codes = sys.argv[2:][int(instance)].split(",")
+sys.exit(int(codes[min(runs, len(codes) - 1)]))
+"""
+
+
+def test_a_driver_pair_runs_each_instance_with_its_index_pid_file_and_output_on_its_own(tmp_path: Path) -> None:
+    """Instance 1 fails once and is started again alone; instance 0 runs once; each knows its index."""
+    script = tmp_path / "instance.py"
+    script.write_text(INSTANCE_SCRIPT)
+    output = io.BytesIO()
+    replicas = Replicas([sys.executable, str(script), str(tmp_path / "runs"), "0", "1,0"], 2, policy=FAST,
+                        pid_file=tmp_path / "driver.pid", output=output)
+    assert replicas.run() == 0
+    assert [[run.code for run in s.runs] for s in replicas.supervisors] == [[0], [1, 0]]
+    lines = sorted(output.getvalue().decode().splitlines())
+    assert lines == ["[driver 0] instance 0 run 1", "[driver 1] instance 1 run 1", "[driver 1] instance 1 run 2"]
+    pids = [int((tmp_path / f"driver-{i}.pid").read_text()) for i in range(2)]
+    assert pids == [replicas.supervisors[0].runs[-1].pid, replicas.supervisors[1].runs[-1].pid]
+    assert not (tmp_path / "driver.pid").exists()
+
+
+def test_a_driver_pair_exits_with_the_first_failing_instances_code(tmp_path: Path) -> None:
+    script = tmp_path / "instance.py"
+    script.write_text(INSTANCE_SCRIPT)
+    replicas = Replicas([sys.executable, str(script), str(tmp_path / "runs"), "0", "2"], 2, policy=FAST,
+                        output=io.BytesIO())
+    assert replicas.run() == 2  # bad configuration: final for instance 1, whose partner still ran to its end
+    assert [len(s.runs) for s in replicas.supervisors] == [1, 1]
+
+
+def test_the_cli_runs_a_pair_and_passes_sigterm_on_to_both(tmp_path: Path) -> None:
+    child = ("import os, signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
+             "print('instance', os.environ['GROUPCOORD_DRIVER_INSTANCE'], flush=True); time.sleep(60)")
+    supervise = subprocess.Popen([sys.executable, "-m", "groupcoord", "cluster", "supervise", "--replicas", "2",
+                                  "--pid-file", str(tmp_path / "driver.pid"), "--", sys.executable, "-c", child],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        pid_files = [tmp_path / f"driver-{i}.pid" for i in range(2)]
+        deadline = time.monotonic() + 30
+        while not all(f.exists() for f in pid_files) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        supervised = [int(f.read_text()) for f in pid_files]
+        time.sleep(1)  # the children's handlers are set
+        supervise.send_signal(signal.SIGTERM)
+        output, _ = supervise.communicate(timeout=30)
+    finally:
+        if supervise.poll() is None:
+            supervise.kill()
+    assert supervise.returncode == 0, output
+    assert "[driver 0] instance 0" in output and "[driver 1] instance 1" in output
+    for index, pid in enumerate(supervised):
+        assert f"supervise [driver {index}]: passing SIGTERM on to pid {pid}" in output
+        assert not alive(pid)
+
+
+def test_the_cli_tells_one_instance_its_index_and_refuses_instance_with_replicas(tmp_path: Path) -> None:
+    show = "import os; print(os.environ.get('GROUPCOORD_DRIVER_INSTANCE'))"
+    one = subprocess.run([sys.executable, "-m", "groupcoord", "cluster", "supervise", "--instance", "1", "--",
+                          sys.executable, "-c", show], capture_output=True, text=True, timeout=60)
+    assert one.returncode == 0 and one.stdout.strip() == "1", one.stderr
+    both = subprocess.run([sys.executable, "-m", "groupcoord", "cluster", "supervise", "--instance", "1",
+                           "--replicas", "2", "--", sys.executable, "-c", show], capture_output=True, text=True,
+                          timeout=60)
+    assert both.returncode == 2
+    assert "not allowed with argument" in both.stderr
