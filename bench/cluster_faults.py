@@ -578,9 +578,12 @@ def merge_rows(previous: list[dict[str, Any]], new: list[dict[str, Any]]) -> lis
     def key(row: dict[str, Any]) -> tuple[str, str, int]:
         return row["engine"], row["fault"], int(row.get("drivers", 1))
 
-    latest = {key(row): {**row, "drivers": key(row)[2]} for row in new}
-    merged = [latest.pop(key(row), {**row, "drivers": key(row)[2]}) for row in previous]
-    return merged + [row for row in latest.values()]
+    def normal(row: dict[str, Any]) -> dict[str, Any]:  # the keys in FaultResult.row()'s order
+        return {"engine": row["engine"], "fault": row["fault"], "drivers": key(row)[2], **row}
+
+    latest = {key(row): normal(row) for row in new}
+    merged = [latest.pop(key(row), normal(row)) for row in previous]
+    return merged + list(latest.values())
 
 
 def write_results(rows: list[dict[str, Any]], *, records: str, command: str | None = None) -> Path:

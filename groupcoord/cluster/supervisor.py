@@ -196,7 +196,8 @@ class Supervisor:
         def copy() -> None:
             with source:
                 for line in source:
-                    with _OUTPUT_LOCK:
+                    # Read on when the output is gone (a closed pipe): a full pipe would block the command.
+                    with _OUTPUT_LOCK, contextlib.suppress(OSError, ValueError):
                         target.write(prefix + line)
                         target.flush()
 
