@@ -75,6 +75,8 @@ def test_a_driver_pair_keeps_every_record_once_through_the_lease_holders_kill(
     assert result.check.ok, result.check.summary()
     assert result.kill_after_rows < PAIR_RECORDS * 0.8, "the kill came too late to measure a recovery"
     assert result.all_flowing_again_s is not None
-    assert result.driver_runs == 3  # both drivers, and the killed one once more
+    # Both drivers, and the killed one once more; at a load average of 20-30 a driver's first start can fail too
+    # (Spark 4.2 gives a query's Python source worker a fixed 10 s to connect back) and is started again.
+    assert result.driver_runs >= 3
     assert result.killed.startswith("the lease holder")
     standalone_cluster.wait_for_workers(2)
