@@ -634,12 +634,16 @@ def main(full: bool = False, argv: Sequence[str] | None = None) -> None:
     if args.from_rows:
         rows = [json.loads(line) for line in Path(args.from_rows).read_text().splitlines() if line.strip()]
         command = (f"{ROWS_ENV}={args.from_rows} pytest tests/cluster/test_standalone.py tests/cluster/test_faults.py; "
-                   f"python -m bench.cluster_faults --from-rows {args.from_rows}{' --merge' if args.merge else ''}")
+                   f"python -m bench.cluster_faults --from-rows {args.from_rows}")
         if args.merge:
+            drills = "; ".join(f"{r['fault']} ({setup_label(r)})" for r in rows)
+            command = (f"{ROWS_ENV}={args.from_rows} pytest tests/cluster/test_faults.py (drills: {drills}); "
+                       f"python -m bench.cluster_faults --from-rows {args.from_rows} --merge")
             previous = json.loads((RESULTS_DIR / "cluster_faults.json").read_text(encoding="utf-8"))
             rows = merge_rows(previous["rows"], rows)
-            command += f" (the other rows from the previous results: {previous.get('command') or previous['date']})"
-        print(write_results(rows, records="1,200 (make test's executor kill), 4,000 (the others)", command=command))
+            command += f" (the other rows from {previous['date']}: {previous.get('command')})"
+        print(write_results(rows, records="1,200 (make test's executor kill), 6,000 (a driver pair's kill), 4,000 "
+                                          "(the others)", command=command))
         return
     results: list[FaultResult] = []
     with tempfile.TemporaryDirectory(prefix="cluster-faults-") as tmp, \
