@@ -78,24 +78,31 @@ def test_what_a_run_leaves_in_its_process_group_is_killed_before_the_next_start(
 def test_the_cli_passes_sigterm_on_writes_the_pid_file_and_exits_with_the_commands_code(tmp_path: Path) -> None:
     pid_file = tmp_path / "driver.pid"
     child = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); time.sleep(60)"
-    supervise = subprocess.Popen([sys.executable, "-m", "groupcoord", "cluster", "supervise", "--pid-file",
-                                  str(pid_file), "--", sys.executable, "-c", child],
+    code, output, [supervised] = supervise_then_sigterm(["--pid-file", str(pid_file)], child, [pid_file])
+    assert code == 0, output
+    assert f"passing SIGTERM on to pid {supervised}" in output
+    assert not alive(supervised)
+
+
+def supervise_then_sigterm(options: list[str], child: str, pid_files: list[Path]) -> tuple[int, str, list[int]]:
+    """Run ``groupcoord cluster supervise OPTIONS -- python -c CHILD``, wait for its pid files, send it SIGTERM once
+    the children set their handlers; its exit code, its output and the pids the files named."""
+    supervise = subprocess.Popen([sys.executable, "-m", "groupcoord", "cluster", "supervise", *options, "--",
+                                  sys.executable, "-c", child],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 30
-        while not pid_file.exists() and time.monotonic() < deadline:
+        while not all(f.exists() for f in pid_files) and time.monotonic() < deadline:
             time.sleep(0.05)
-        supervised = int(pid_file.read_text())
-        assert alive(supervised)
-        time.sleep(0.5)  # the child's handler is set
+        supervised = [int(f.read_text()) for f in pid_files]
+        assert all(alive(pid) for pid in supervised)
+        time.sleep(1)  # the children's handlers are set
         supervise.send_signal(signal.SIGTERM)
         output, _ = supervise.communicate(timeout=30)
     finally:
         if supervise.poll() is None:
             supervise.kill()
-    assert supervise.returncode == 0, output
-    assert f"passing SIGTERM on to pid {supervised}" in output
-    assert not alive(supervised)
+    return supervise.returncode, output, supervised
 
 
 def test_the_cli_refuses_a_missing_command_in_one_line() -> None:
@@ -164,22 +171,10 @@ def test_a_driver_pair_exits_with_the_first_failing_instances_code(tmp_path: Pat
 def test_the_cli_runs_a_pair_and_passes_sigterm_on_to_both(tmp_path: Path) -> None:
     child = ("import os, signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
              "print('instance', os.environ['GROUPCOORD_DRIVER_INSTANCE'], flush=True); time.sleep(60)")
-    supervise = subprocess.Popen([sys.executable, "-m", "groupcoord", "cluster", "supervise", "--replicas", "2",
-                                  "--pid-file", str(tmp_path / "driver.pid"), "--", sys.executable, "-c", child],
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        pid_files = [tmp_path / f"driver-{i}.pid" for i in range(2)]
-        deadline = time.monotonic() + 30
-        while not all(f.exists() for f in pid_files) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        supervised = [int(f.read_text()) for f in pid_files]
-        time.sleep(1)  # the children's handlers are set
-        supervise.send_signal(signal.SIGTERM)
-        output, _ = supervise.communicate(timeout=30)
-    finally:
-        if supervise.poll() is None:
-            supervise.kill()
-    assert supervise.returncode == 0, output
+    code, output, supervised = supervise_then_sigterm(
+        ["--replicas", "2", "--pid-file", str(tmp_path / "driver.pid")], child,
+        [tmp_path / f"driver-{i}.pid" for i in range(2)])
+    assert code == 0, output
     assert "[driver 0] instance 0" in output and "[driver 1] instance 1" in output
     for index, pid in enumerate(supervised):
         assert f"supervise [driver {index}]: passing SIGTERM on to pid {pid}" in output
