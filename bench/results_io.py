@@ -219,10 +219,13 @@ def _assign_heterogeneous(name: str, result: dict[str, Any]) -> list[Check]:
 
 
 def _assign_java(name: str, result: dict[str, Any]) -> list[Check]:
-    """Range and roundrobin give Java's rows exactly; the others' spread is no wider than Java's."""
+    """Range and roundrobin give Java's rows exactly; the others' spread is no wider than Java's (rows whose whole
+    Spark job was not timed, ``make bench``'s larger sizes, have no ``check``: their engine's checks are stored)."""
     checks = []
     for row in result.get("rows", []):
-        label, check = f"{row['assignor']}, {row['case']}", str(row.get("check", ""))
+        label, check = f"{row['assignor']}, {row['case']}", str(row.get("check") or "")
+        if not check:
+            continue
         if check.startswith("spread "):
             ours, java = check.removeprefix("spread ").rstrip(")").split(" (Java ")
             checks.append(Check(name, f"spread_vs_java[{label}]", "correctness", int(ours), "<=", int(java)))

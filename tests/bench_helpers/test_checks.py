@@ -59,7 +59,8 @@ def test_assign_javas_checks_read_its_check_column() -> None:
     result = _result("assign_java", rows=[
         {"case": "10,000 x 100", "assignor": "range", "check": "same rows as Java"},
         {"case": "10,000 x 100", "assignor": "roundrobin", "check": "DIFFERENT rows (9 vs 10)"},
-        {"case": "10,000 x 100", "assignor": "sticky", "check": "spread 2 (Java 1)"}])
+        {"case": "10,000 x 100", "assignor": "sticky", "check": "spread 2 (Java 1)"},
+        {"case": "100,000 x 1,000", "assignor": "range", "check": ""}])
 
     assert [(c.name, c.kind, c.met) for c in derive_checks(result)] == [
         ("rows_as_java[range, 10,000 x 100]", "correctness", True),
