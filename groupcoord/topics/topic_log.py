@@ -218,8 +218,7 @@ class TopicLog:
         commit; returns each batch's base offset. Retried as :meth:`produce` is."""
         if not batches:
             raise ValueError("nothing to append")
-        for partition, _ in batches:
-            self._check_partition(partition)
+        self._check_partitions(partition for partition, _ in batches)
         columns = RecordColumns.concatenated([records for _, records in batches])
         with self._lock:
             table = self._open()
@@ -322,11 +321,15 @@ class TopicLog:
             return self._offsets_at(self._refreshed()).get(partition, EMPTY)
 
     def _check_partition(self, partition: int) -> None:
+        self._check_partitions((partition,))
+
+    def _check_partitions(self, partitions: Iterable[int]) -> None:
         count = self.partitions()
-        if not 0 <= partition < count:
-            raise UnknownTopicOrPartitionError(
-                f"Partition {partition} of topic '{self._topic}' does not exist (it has {count} partitions)."
-            )
+        for partition in partitions:
+            if not 0 <= partition < count:
+                raise UnknownTopicOrPartitionError(
+                    f"Partition {partition} of topic '{self._topic}' does not exist (it has {count} partitions)."
+                )
 
     # --- table handle and offset index --------------------------------------------------------------------------------
 
