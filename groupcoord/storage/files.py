@@ -56,7 +56,7 @@ from groupcoord.storage.location import TableLocation, as_location
 
 __all__ = [
     "ENGINE_INFO", "CommitConflictError", "FileAppend", "Part", "append_file", "commit_actions", "commit_path",
-    "file_stats", "remove_action", "split_by_partition", "write_data_file",
+    "file_stats", "remove_action", "split_by_counts", "split_by_partition", "write_data_file",
 ]
 
 _SYNC_POOL = ThreadPoolExecutor(2, thread_name_prefix="groupcoord-fsync")
@@ -70,12 +70,17 @@ def commit_path(table_path: Path, version: int) -> Path:
 
 def split_by_partition(rows: pa.Table, column: str) -> tuple[Part, ...]:
     """``rows``, sorted by the partition column ``column``, as one :class:`Part` per partition value."""
-    values = rows.column(column)
+    return split_by_counts(rows, column, {entry["values"]: int(entry["counts"])
+                                          for entry in pc.value_counts(rows.column(column)).to_pylist()})
+
+
+def split_by_counts(rows: pa.Table, column: str, counts: Mapping[Any, int]) -> tuple[Part, ...]:
+    """``rows``, grouped by the partition column ``column``, as one :class:`Part` per partition value: the first
+    ``counts[first value]`` rows, then the next value's, in the order of ``counts`` (no sort, no counting)."""
     data = rows.drop_columns([column])
     parts, start = [], 0
-    for entry in pc.value_counts(values).to_pylist():
-        count = int(entry["counts"])
-        parts.append(Part(data.slice(start, count), {column: str(entry["values"])}))
+    for value, count in counts.items():
+        parts.append(Part(data.slice(start, count), {column: str(value)}))
         start += count
     return tuple(parts)
 
@@ -103,17 +108,15 @@ def append_file(table: str | Path | TableLocation, append: FileAppend, *, fsync:
     for part in append.parts:
         if part.rows.num_rows == 0 and (actions or len(append.parts) > 1):
             continue  # nothing new to write there
-        created = _missing_directories(table_path, part.partition)
-        add = write_data_file(table_path, part.rows, partition=part.partition, compression=append.compression,
-                              fsync=False)
+        add, new_entries = _write_local(table_path, part.rows, partition=part.partition,
+                                        compression=append.compression, data_change=True)
         actions.append({"add": add})
-        data_path = table_path / add["path"]
-        # A new partition directory's own entry must be durable too: sync the directories holding new entries.
-        sync_first.extend([data_path, data_path.parent, *(d.parent for d in created)])
+        sync_first.extend(new_entries)
     if phases is not None:
         phases["write"] = time.perf_counter() - started
-    commit_actions(table_path, append.version, actions, fsync=fsync, phases=phases,
-                   sync_first=tuple(dict.fromkeys(sync_first)), info=info)
+    _put_if_absent(table_path / "_delta_log", commit_path(table_path, append.version),
+                   commit_body(append.version, actions, info), fsync=fsync,
+                   sync_first=tuple(dict.fromkeys(sync_first)), phases=phases)
 
 
 def write_data_file(table: str | Path | TableLocation, rows: pa.Table, *, partition: Mapping[str, str],
@@ -126,15 +129,27 @@ def write_data_file(table: str | Path | TableLocation, rows: pa.Table, *, partit
     if not location.is_local:
         return object_files.write_data_object(location, rows, partition=partition, compression=compression,
                                                  data_change=data_change)
-    table_path = location.local_path
+    add, new_entries = _write_local(location.local_path, rows, partition=partition, compression=compression,
+                                    data_change=data_change)
+    if fsync:
+        _fsync_all(new_entries)
+    return add
+
+
+def _write_local(table_path: Path, rows: pa.Table, *, partition: Mapping[str, str], compression: str,
+                 data_change: bool) -> tuple[dict[str, Any], list[Path]]:
+    """Write ``rows`` as a new data file of ``partition`` in a local table: its add action, and what to fsync to
+    make it durable (the file, and each directory that got a new entry: a new partition directory's parent too)."""
     relative = data_file_name(partition, compression)
     data_path = table_path / relative
     created = _missing_directories(table_path, partition)
-    data_path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(rows, data_path, compression=compression, **parquet_options(rows.schema))
-    if fsync:
-        _fsync_all([data_path, data_path.parent, *(d.parent for d in created)])
-    return add_action(relative, rows, partition=partition, size=data_path.stat().st_size, data_change=data_change)
+    if created:
+        data_path.parent.mkdir(parents=True, exist_ok=True)
+    with pa.OSFile(str(data_path), "wb") as sink:  # a native file: no filesystem resolution, and its size from tell
+        pq.write_table(rows, sink, compression=compression, **parquet_options(rows.schema))
+        size = sink.tell()
+    add = add_action(relative, rows, partition=partition, size=size, data_change=data_change)
+    return add, [data_path, data_path.parent, *(d.parent for d in created)]
 
 
 def commit_actions(table: str | Path | TableLocation, version: int, actions: list[dict[str, Any]], *,

@@ -23,10 +23,11 @@ held, so the producer's retry is accepted.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -43,6 +44,39 @@ log = logging.getLogger("groupcoord.topics.appender")
 
 LOG_START_OFFSET = 0
 """Nothing is deleted from a topic log in this version, so every partition's log starts at offset 0."""
+
+
+_resolving = threading.local()
+"""The calls waiting for the end of the commit this committer thread is resolving (see :func:`after_results`)."""
+
+
+def after_results(call: Callable[[], None]) -> None:
+    """Run ``call`` once the committer thread calling this (from a future's callback) has resolved every future of
+    its commit; at once when called anywhere else.
+
+    For a waker called back by the futures of many requests: it wakes an event loop once per commit instead of
+    once per future, and waking a loop mid-commit hands it the GIL until the committer gets it back.
+    """
+    deferred: list[Callable[[], None]] | None = getattr(_resolving, "calls", None)
+    if deferred is None:
+        call()
+    else:
+        deferred.append(call)
+
+
+@contextlib.contextmanager
+def _deferring_calls() -> Iterator[None]:
+    deferred: list[Callable[[], None]] = []
+    _resolving.calls = deferred
+    try:
+        yield
+    finally:
+        _resolving.calls = None
+        for call in deferred:
+            try:
+                call()
+            except Exception:  # one waker's failure must not keep the others' requests waiting
+                log.exception("a call after a produce commit failed")
 
 
 class AppenderClosedError(TopicError):
@@ -169,10 +203,11 @@ class TopicAppender:
                      if written else ())
         except Exception as exc:  # every waiter learns the commit's failure, whatever it was
             log.warning("produce commit of %d batches to %s failed: %s", len(accepted), topic, exc)
-            for item in accepted:
-                if item.entry is not None and item.producer is not None and not item.duplicate:
-                    self._producers.forget(topic, item.partition, item.producer, item.entry)
-                item.future.set_exception(exc)
+            with _deferring_calls():
+                for item in accepted:
+                    if item.entry is not None and item.producer is not None and not item.duplicate:
+                        self._producers.forget(topic, item.partition, item.producer, item.entry)
+                    item.future.set_exception(exc)
             return
         base_of = {id(item): base for item, base in zip(written, bases, strict=True)}
         for item in written:
@@ -181,13 +216,14 @@ class TopicAppender:
         with self._lock:
             self._commits += 1 if written else 0
             self._batches += len(accepted)
-        for item in accepted:
-            if item.duplicate:  # the original is durable: an earlier commit, or this one (its entry is set above)
-                assert item.entry is not None and item.entry.base_offset is not None
-                base = item.entry.base_offset
-            else:
-                base = base_of[id(item)]
-            item.future.set_result(AppendResult(base, LOG_START_OFFSET, item.duplicate))
+        with _deferring_calls():
+            for item in accepted:
+                if item.duplicate:  # the original is durable: an earlier commit, or this one (its entry is set above)
+                    assert item.entry is not None and item.entry.base_offset is not None
+                    base = item.entry.base_offset
+                else:
+                    base = base_of[id(item)]
+                item.future.set_result(AppendResult(base, LOG_START_OFFSET, item.duplicate))
 
     def _check_producers(self, topic: str, batch: list[_Pending]) -> list[_Pending]:
         """The batches to commit (duplicates marked); sequence errors fail their batch's future at once."""

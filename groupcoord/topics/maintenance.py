@@ -13,7 +13,10 @@ loser tries the next one: a producer re-reads and renumbers, maintenance checks 
 file it planned to replace (:func:`~groupcoord.storage.maintenance.commit_plan_when_valid`). The topic log then gets
 a checkpoint if it has none at its latest version.
 
-Run it off the event loop, e.g. ``await asyncio.to_thread(maintain_topic_logs, root, retention_hours=168)``.
+Run it off the event loop, e.g. ``await asyncio.to_thread(maintain_topic_logs, root, retention_hours=168)``. The work
+itself runs on a background thread of its own at a lower scheduling priority
+(:func:`~groupcoord.storage.background.background_executor`): compacting a busy topic log reads and rewrites
+thousands of files, and on a machine short of cores it must not take them from Produce's commits.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from deltalake.exceptions import DeltaError
 
 from groupcoord.state_root import StateRoot
 from groupcoord.storage import maintenance
+from groupcoord.storage.background import background_executor
 from groupcoord.storage.maintenance import MaintenanceReport, Policy
 from groupcoord.storage.tables import Where, open_table, table_filesystem
 from groupcoord.topics.catalog import TopicCatalog
@@ -48,13 +52,23 @@ def policy(*, retention_hours: int, min_files: int = 2) -> Policy:
                   min_files=min_files, compression=COMPRESSION, fsync=False)
 
 
+_BACKGROUND = background_executor("groupcoord-topic-maintenance")
+"""The lower-priority thread topic-log maintenance runs on (started at its first use)."""
+
+
 def maintain_topic_logs(root: StateRoot, *, retention_hours: int, min_files: int = 2,
                         now: dt.datetime | None = None) -> list[MaintenanceReport]:
     """Compact, checkpoint and collect the garbage of the log of every topic in the catalog; a report per topic log.
 
     A topic whose maintenance fails (an I/O error, a table it cannot read) is logged and skipped; the next run
-    retries it.
+    retries it. Blocks until done; the work runs on the background thread (see the module docs).
     """
+    return _BACKGROUND.submit(_maintain_all, root, retention_hours=retention_hours, min_files=min_files,
+                              now=now).result()
+
+
+def _maintain_all(root: StateRoot, *, retention_hours: int, min_files: int,
+                  now: dt.datetime | None) -> list[MaintenanceReport]:
     reports: list[MaintenanceReport] = []
     rules = policy(retention_hours=retention_hours, min_files=min_files)
     for topic in TopicCatalog(root).list():

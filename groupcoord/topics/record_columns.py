@@ -66,8 +66,7 @@ def log_rows(columns: RecordColumns, partitions: list[int], offsets: list[int], 
     return pa.table({
         "partition": pa.array(partitions, pa.int32()),
         "offset": pa.array(offsets, pa.int64()),
-        "timestamp": pa.array(stamps, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(
-            TOPIC_LOG_SCHEMA.field("timestamp").type),
+        "timestamp": pa.array(stamps, pa.timestamp("ms", tz="UTC")).cast(TOPIC_LOG_SCHEMA.field("timestamp").type),
         "key": pa.array(columns.keys, pa.binary()),
         "value": pa.array(columns.values, pa.binary()),
         "headers": headers.cast(header_lists),

@@ -38,7 +38,7 @@ from deltalake import DeltaTable
 
 from groupcoord.state_root import StateRoot
 from groupcoord.storage.background import BackgroundCheckpointer
-from groupcoord.storage.files import FileAppend, append_file, split_by_partition
+from groupcoord.storage.files import FileAppend, append_file, split_by_counts
 from groupcoord.storage.freshness import TableFreshness
 from groupcoord.storage.tables import filesystem_of, table_dataset
 from groupcoord.topics.catalog import TopicCatalog
@@ -218,39 +218,41 @@ class TopicLog:
         commit; returns each batch's base offset. Retried as :meth:`produce` is."""
         if not batches:
             raise ValueError("nothing to append")
-        for partition, _ in batches:
-            self._check_partition(partition)
-        columns = RecordColumns.concatenated([records for _, records in batches])
+        self._check_partitions(partition for partition, _ in batches)
+        # The rows go in partition order, each partition's batches in the order given: sorted by partition and then
+        # offset (tight min/max offset statistics per file, which reads prune on) without sorting them.
+        order = sorted(range(len(batches)), key=lambda index: batches[index][0])
+        columns = RecordColumns.concatenated([batches[index][1] for index in order])
         with self._lock:
             table = self._open()
 
             def attempt(current: DeltaTable) -> tuple[int, ...]:
                 version, before = self._latest(current)
                 next_offset = {partition: bounds.end for partition, bounds in before.items()}
+                bases = [0] * len(batches)
+                for index, (partition, records) in enumerate(batches):
+                    bases[index] = next_offset.get(partition, 0)
+                    next_offset[partition] = bases[index] + len(records)
                 partitions: list[int] = []
                 offsets: list[int] = []
-                bases: list[int] = []
-                firsts: dict[int, int] = {}
-                for partition, records in batches:
-                    base = next_offset.get(partition, 0)
-                    bases.append(base)
-                    firsts.setdefault(partition, base)
+                counts: dict[int, int] = {}
+                for index in order:
+                    partition, records = batches[index]
                     partitions += [partition] * len(records)
-                    offsets += range(base, base + len(records))
-                    next_offset[partition] = base + len(records)
+                    offsets += range(bases[index], bases[index] + len(records))
+                    counts[partition] = counts.get(partition, 0) + len(records)
                 rows = log_rows(columns, partitions, offsets, datetime_to_millis(datetime.now(UTC)))
                 append_file(self._path, FileAppend(
                     version=version + 1,
-                    # Sorted files make tight min/max offset statistics, which is what reads prune on.
-                    parts=split_by_partition(rows.sort_by([("partition", "ascending"), ("offset", "ascending")]),
-                                             "partition"),
+                    parts=split_by_counts(rows, PARTITION_COLUMNS[0], counts),
                     partition_by=tuple(PARTITION_COLUMNS),
                     commit_info={"isBlindAppend": False, "groupcoord_operation": "produce"},
                     compression=COMPRESSION,
                     previous_known=True,  # the version this writer read or committed itself
                 ), fsync=False)
                 # The commit was conditional on the version read: the new bounds are known without a re-read.
-                ranges = {partition: (first, next_offset[partition]) for partition, first in firsts.items()}
+                ranges = {partition: (next_offset[partition] - count, next_offset[partition])
+                          for partition, count in counts.items()}
                 self._cached = (version + 1, widened(before, ranges))
                 self._checkpointer.committed(version + 1)
                 return tuple(bases)
@@ -322,11 +324,15 @@ class TopicLog:
             return self._offsets_at(self._refreshed()).get(partition, EMPTY)
 
     def _check_partition(self, partition: int) -> None:
+        self._check_partitions((partition,))
+
+    def _check_partitions(self, partitions: Iterable[int]) -> None:
         count = self.partitions()
-        if not 0 <= partition < count:
-            raise UnknownTopicOrPartitionError(
-                f"Partition {partition} of topic '{self._topic}' does not exist (it has {count} partitions)."
-            )
+        for partition in partitions:
+            if not 0 <= partition < count:
+                raise UnknownTopicOrPartitionError(
+                    f"Partition {partition} of topic '{self._topic}' does not exist (it has {count} partitions)."
+                )
 
     # --- table handle and offset index --------------------------------------------------------------------------------
 

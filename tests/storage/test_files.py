@@ -16,6 +16,7 @@ from groupcoord.storage.files import (
     Part,
     append_file,
     commit_path,
+    file_stats,
     split_by_partition,
     write_data_file,
 )
@@ -100,3 +101,25 @@ def test_a_commit_holds_the_files_written_ahead_of_it_first(tmp_path: Path) -> N
     adds = [json.loads(line)["add"]["path"] for line in commit_path(path, 1).read_text().splitlines()[1:]]
     assert adds[0] == ahead["path"] and len(adds) == 2
     assert sorted(DeltaTable(str(path)).to_pyarrow_table().column("n").to_pylist()) == [0, 1]
+
+
+@pytest.mark.parametrize("rows", [5, 5000], ids=["small, in Python", "large, by compute kernel"])
+def test_statistics_are_the_same_whichever_way_a_column_is_scanned(rows: int) -> None:
+    # Bounds sit in the first rows and the filler between them, so both paths must find the same min and max.
+    def column(low: int, high: int, filler: int, type_: pa.DataType) -> pa.Array:
+        return pa.array([low, high, *([filler] * (rows - 2))], type_)
+
+    table = pa.table({
+        "us": column(-1_500, 1_767_225_600_123_001, 0, pa.timestamp("us", tz="UTC")),  # before and after the epoch
+        "ns": column(1_000_000, 1_767_225_600_123_000_001, 5_000_000, pa.timestamp("ns", tz="UTC")),
+        "s": column(-1, 1_767_225_600, 0, pa.timestamp("s", tz="UTC")),
+        "i": column(-7, 9, 3, pa.int32()),
+        "b": pa.array([False, True, *([True] * (rows - 2))]),
+        "with_nulls": pa.array([None, 4, *([2] * (rows - 2))], pa.int64()),
+    })
+    stats = file_stats(table)
+    assert stats["minValues"] == {"us": "1969-12-31T23:59:59.998Z", "ns": "1970-01-01T00:00:00.001Z",
+                                  "s": "1969-12-31T23:59:59.000Z", "i": -7, "b": False, "with_nulls": 2}
+    assert stats["maxValues"] == {"us": "2026-01-01T00:00:00.124Z", "ns": "2026-01-01T00:00:00.124Z",
+                                  "s": "2026-01-01T00:00:00.000Z", "i": 9, "b": True, "with_nulls": 4}
+    assert stats["nullCount"]["with_nulls"] == 1 and stats["numRecords"] == rows

@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 
 from groupcoord.state_root import StateRoot
 from groupcoord.topics import ProducerRecord, TopicCatalog, TopicLog, TopicsConfig, UnknownTopicOrPartitionError
-from groupcoord.topics.appender import TopicAppender
+from groupcoord.topics.appender import TopicAppender, after_results
 from groupcoord.topics.log_table import CREATE_TIME
 from groupcoord.topics.producer_state import ProducerBatch
 
@@ -101,3 +101,27 @@ def test_every_field_is_kept(appender: TopicAppender, root: StateRoot) -> None:
     (read,) = TopicLog(root, "events").read_records(0, 0)
     assert (read.key, read.value, read.timestamp, read.headers, read.timestamp_type, read.compression) == (
         b"k", b"v", when, (("a", b"1"), ("a", None), ("b", b"")), CREATE_TIME, "zstd")
+
+
+def test_calls_after_results_run_once_every_future_of_the_commit_is_resolved(appender: TopicAppender) -> None:
+    futures = [appender.append("events", n % 2, _batch(f"b{n}", 1)) for n in range(4)]  # one commit (50 ms linger)
+    resolved_when_called: list[int] = []
+    called = threading.Event()
+
+    def count_resolved() -> None:
+        resolved_when_called.append(sum(future.done() for future in futures))
+        if len(resolved_when_called) == len(futures):
+            called.set()
+
+    for future in futures:
+        future.add_done_callback(lambda _: after_results(count_resolved))
+    assert [future.result(30).base_offset for future in futures] == [0, 0, 1, 1]
+    assert called.wait(30)
+    assert appender.stats.commits == 1
+    assert resolved_when_called == [4, 4, 4, 4]  # each call waited for the whole commit's results
+
+
+def test_a_call_after_results_outside_a_commit_runs_at_once() -> None:
+    calls: list[int] = []
+    after_results(lambda: calls.append(1))
+    assert calls == [1]
