@@ -307,19 +307,24 @@ _json_string = functools.lru_cache(maxsize=4096)(json.dumps)
 """A string as JSON (ASCII, as :func:`_dumps` writes it), cached: group ids, topics and metadata repeat."""
 
 
-_OFFSET_VALUE_FORMAT = ('{{"commit_timestamp_ms":{0},"expire_timestamp_ms":{1},"leader_epoch":{2},"metadata":{3},'
-                        '"offset":{4}}}').format
-""":func:`_offset_value_bytes`'s text from its fields (the JSON ones as JSON), for ``map`` over a block's columns."""
+_OFFSET_VALUE_TEMPLATE = (b'{"commit_timestamp_ms":%d,"expire_timestamp_ms":%s,"leader_epoch":%d,"metadata":%s,'
+                          b'"offset":%d}')
+"""An offset value's stored bytes (:func:`_dumps` of the dict of its fields, keys sorted) from its fields, the JSON ones
+(expiry, metadata) as JSON; ``%d`` writes an int subclass as its int."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_bytes(text: str) -> bytes:
+    """``text`` as JSON bytes (ASCII, as :func:`_dumps` writes it), cached: metadata strings repeat."""
+    return _json_string(text).encode("ascii")
 
 
 def _offset_value_bytes(value: OffsetValue) -> bytes:
-    # The hot path (one call per committed partition): the exact bytes _dumps gives for the dict of its
-    # fields (keys sorted), written directly: json.dumps of the dict costs several times more.
+    # The exact bytes _dumps gives for the dict of its fields, written directly: json.dumps of the dict costs several
+    # times more.
     expire = value.expire_timestamp_ms
-    return (f'{{"commit_timestamp_ms":{int(value.commit_timestamp_ms)},'
-            f'"expire_timestamp_ms":{"null" if expire is None else int(expire)},'
-            f'"leader_epoch":{int(value.leader_epoch)},"metadata":{_json_string(value.metadata)},'
-            f'"offset":{int(value.offset)}}}').encode("ascii")
+    return _OFFSET_VALUE_TEMPLATE % (value.commit_timestamp_ms, b"null" if expire is None else b"%d" % expire,
+                                     value.leader_epoch, _json_bytes(value.metadata), value.offset)
 
 
 def _offset_from_json(data: dict[str, Any]) -> OffsetValue:
@@ -361,13 +366,11 @@ def encode_offset_commits(commits: OffsetCommits) -> Iterator[EncodedRecord]:
     """The stored form of the records ``commits`` stands for (the same rows as :func:`encode_record` of each),
     built column by column without a Python call per offset."""
     expire = commits.expire_timestamp_ms
-    # int() as _offset_value_bytes does: the row must not depend on whether a caller passed an int subclass
-    texts = map(_OFFSET_VALUE_FORMAT, repeat(int(commits.commit_timestamp_ms)),
-                repeat("null" if expire is None else int(expire)), map(int, commits.leader_epochs),
-                map(_json_string, commits.metadata), map(int, commits.offsets))
+    values = map(_OFFSET_VALUE_TEMPLATE.__mod__, zip(
+        repeat(commits.commit_timestamp_ms), repeat(b"null" if expire is None else b"%d" % expire),
+        commits.leader_epochs, map(_json_bytes, commits.metadata), commits.offsets))
     keys = map(offset_key, repeat(commits.group_id), commits.topics, commits.partitions)
-    return map(_encoded_of_row, zip(repeat(OFFSET_COMMIT_KIND), keys, map(str.encode, texts, repeat("ascii")),
-                                    repeat(FORMAT_VERSION)))
+    return map(_encoded_of_row, zip(repeat(OFFSET_COMMIT_KIND), keys, values, repeat(FORMAT_VERSION)))
 
 
 def encode_records(records: Iterable[RecordChunk]) -> list[EncodedRecord]:

@@ -3,6 +3,7 @@ record per offset, and results that read as those records."""
 
 from __future__ import annotations
 
+import json
 import operator
 
 import pytest
@@ -48,6 +49,8 @@ def test_a_block_stands_for_its_records_stores_their_rows_and_replays_to_their_s
     records = _one_by_one("g", topics, now_ms, expire)
     assert list(block.records()) == records and len(block) == len(records)
     assert encode_records([block]) == [encode_record(r) for r in records]  # byte for byte: the stored rows
+    assert [e.value for e in encode_records([block])] == [json.dumps(  # as the generic codec writes a value
+        r.value._asdict(), sort_keys=True, separators=(",", ":")).encode() for r in records]
     columnar, one_by_one = HardStateStore(), HardStateStore()
     columnar.replay_offsets(block)  # a partition named twice: the later one wins, as in order
     for record in records:
