@@ -164,7 +164,7 @@ def chunk_size(chunk: RecordChunk) -> int:
 
 
 def _expanded(chunk: RecordChunk) -> Iterable[Record]:
-    return chunk.records() if type(chunk) is OffsetCommits else (chunk,)
+    return chunk.records() if isinstance(chunk, OffsetCommits) else (chunk,)
 
 
 class Records(Sequence[Record]):

@@ -71,7 +71,7 @@ class DurableWriter:
         records = encode_records(self._snapshot_records())
         try:
             version = await self.batcher.snapshot(records)
-            self.materializer.submit(CommittedBatch(records=chunks_of(records), log_version=version, epoch=self.epoch,
+            self.materializer.submit(CommittedBatch(records=tuple(records), log_version=version, epoch=self.epoch,
                                                     committed_at=utc_now(), snapshot=True))
             self.records_since_snapshot = 0
             log.info("wrote a snapshot of %d records at log version %d", len(records), version)

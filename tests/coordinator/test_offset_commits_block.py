@@ -26,7 +26,7 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.protocol import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
-from tests.narrowing import expect
+from tests.narrowing import expect, present
 
 _partition = st.builds(OffsetCommitPartition, partition=st.integers(0, 5), offset=st.integers(-(2**63), 2**63 - 1),
                        leader_epoch=st.integers(-1, 2**31 - 1), metadata=st.text(max_size=8))
@@ -50,7 +50,7 @@ def test_a_block_stands_for_its_records_stores_their_rows_and_replays_to_their_s
     assert list(block.records()) == records and len(block) == len(records)
     assert encode_records([block]) == [encode_record(r) for r in records]  # byte for byte: the stored rows
     assert [e.value for e in encode_records([block])] == [json.dumps(  # as the generic codec writes a value
-        r.value._asdict(), sort_keys=True, separators=(",", ":")).encode() for r in records]
+        present(r.value)._asdict(), sort_keys=True, separators=(",", ":")).encode() for r in records]
     columnar, one_by_one = HardStateStore(), HardStateStore()
     columnar.replay_offsets(block)  # a partition named twice: the later one wins, as in order
     for record in records:
