@@ -27,11 +27,21 @@ runs :data:`WARMUP_S` unmeasured, then 30 s measured (``--full``: 60 s), in stea
 :data:`~bench.peer_targets.REPETITIONS` times, alternated with the other, each time a fresh process, at each of the
 two :data:`DURABILITY` levels (acknowledged from the page cache, or once flushed). Command:
 ``python -m bench.run peer_commits`` (or ``--full``).
+
+For A/B comparisons of serve's own code there is a serve-only figure, its CPU per committed offset under the closed
+loop of the capacity case (fresh serve processes, alternated by the caller between code versions):
+``python -m bench.peer_commits --serve-cpu SECONDS [--rate N] [--serve-pythonpath DIR]`` prints one JSON line per
+run. With ``--rate`` the committers offer N offsets/s (the open loop of the ``offered`` case) instead: the same work
+per second on both sides of an A/B, so that serve's costs per second (timers, the materializer's flushes, the
+lease) weigh the same on both, whatever their capacity on a loaded machine.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import os
 import random
 import tempfile
 import time
@@ -303,3 +313,48 @@ def main(full: bool, runs: int = REPETITIONS) -> None:
                "are any (ack_latency_lower_bound) each counts in the percentiles as its due-to-drain-end time, so "
                "the percentiles are lower bounds."),
     )
+
+
+async def _serve_cpu(endpoint: Endpoint, load: Load) -> dict[str, Any]:
+    """Serve's CPU per committed offset under the closed-loop ``load`` (after :data:`WARMUP_S` of it unmeasured)."""
+    committers = [await Committer.open(endpoint, i, load.partitions_each) for i in range(load.committers)]
+    try:
+        await _drive(committers, replace(load, seconds=WARMUP_S))
+        await _reconnect(committers, endpoint)
+        for committer in committers:
+            committer.reset()
+        served = endpoint.cpu_seconds()
+        elapsed = await _drive(committers, load)
+        cpu = endpoint.cpu_seconds() - served
+    finally:
+        for committer in committers:
+            await committer.connection.close()
+    offsets = sum(c.offsets for c in committers)
+    return {"serve_us_per_offset": round(cpu / offsets * 1e6, 2) if offsets else None,
+            "offsets_per_s": round(offsets / elapsed), "coordinator_cpu_share": round(cpu / elapsed, 3),
+            "errors": sum(c.errors for c in committers),
+            "unacknowledged": sum(len(c.unacknowledged) for c in committers), "load_avg_1m": load_average()}
+
+
+def serve_cpu_per_offset(seconds: float, durability: str = "page cache", *, rate: float | None = None,
+                         serve_pythonpath: str | None = None) -> dict[str, Any]:
+    """One fresh ``serve`` with the capacity case's committers for ``seconds`` (offering ``rate`` offsets/s, or in a
+    closed loop): its CPU microseconds per committed offset, at ``durability``; ``serve_pythonpath`` runs serve from
+    another source tree (the A side of an A/B)."""
+    if serve_pythonpath is not None:
+        os.environ["PYTHONPATH"] = serve_pythonpath  # read by the serve subprocess only: this one has imported
+    with tempfile.TemporaryDirectory(prefix="serve-cpu-") as work, coordinator_with_topic(
+            GROUPCOORD, Path(work), DURABILITY[durability][GROUPCOORD], TOPIC, 50) as endpoint:
+        row = asyncio.run(_serve_cpu(endpoint, Load(200, 50, seconds, rate)))
+    return {"durability": durability, "offered_offsets_per_s": rate, "serve_pythonpath": serve_pythonpath, **row}
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="bench.peer_commits", description="serve's CPU per committed offset")
+    parser.add_argument("--serve-cpu", type=float, required=True, metavar="SECONDS", help="measured seconds")
+    parser.add_argument("--rate", type=float, help="offered offsets/s (default: a closed loop)")
+    parser.add_argument("--durability", choices=sorted(DURABILITY), default="page cache")
+    parser.add_argument("--serve-pythonpath", help="run serve from this source tree (default: this one)")
+    args = parser.parse_args()
+    print(json.dumps(serve_cpu_per_offset(args.serve_cpu, args.durability, rate=args.rate,
+                                          serve_pythonpath=args.serve_pythonpath)))

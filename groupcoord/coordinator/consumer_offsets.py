@@ -16,8 +16,14 @@ from groupcoord.coordinator.consumer_epochs import validate_offset_commit, valid
 from groupcoord.coordinator.consumer_membership import delete_consumer_group
 from groupcoord.coordinator.consumer_topics import group_topics
 from groupcoord.coordinator.context import CoordinatorContext
-from groupcoord.coordinator.offsets import delete_offsets, handle_offset_fetch, partition_error
-from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record, new_offset_tombstone
+from groupcoord.coordinator.offsets import (
+    accepted_commits,
+    delete_offsets,
+    handle_offset_fetch,
+    partition_error,
+    partition_errors,
+)
+from groupcoord.coordinator.records import new_offset_tombstone
 from groupcoord.coordinator.validation import throw_if_invalid_group_id
 from groupcoord.group.consumer_group import ConsumerGroup
 from groupcoord.group.member import Token
@@ -28,11 +34,7 @@ from groupcoord.protocol.requests import (
     OffsetDeleteRequest,
     OffsetFetchRequest,
 )
-from groupcoord.protocol.responses import (
-    OffsetCommitResponse,
-    PartitionError,
-    TopicPartitionErrors,
-)
+from groupcoord.protocol.responses import OffsetCommitResponse, TopicPartitionErrors
 
 UNKNOWN_TOPIC_ID = UUID(int=0)
 """The id a commit's topic gets when the coordinator does not know its name: no member can own it."""
@@ -55,17 +57,11 @@ def handle_consumer_offset_commit(ctx: CoordinatorContext, group: ConsumerGroup,
         return error
 
     errors = [[error_of(t.name, p) for p in t.partitions] for t in request.topics]
-    expire = now_ms + request.retention_time_ms if request.retention_time_ms > 0 else None
-    for topic, topic_errors in zip(request.topics, errors, strict=True):
-        for partition, error in zip(topic.partitions, topic_errors, strict=True):
-            if not error.is_error:
-                value = OffsetValue(offset=partition.offset, leader_epoch=partition.leader_epoch,
-                                    metadata=partition.metadata, commit_timestamp_ms=now_ms,
-                                    expire_timestamp_ms=expire)
-                ctx.append(new_offset_commit_record(group.group_id, topic.name, partition.partition, value))
+    commits = accepted_commits(request, errors, now_ms)
+    if commits.partitions:
+        ctx.append_offsets(commits)
     ctx.respond(token, OffsetCommitResponse(topics=tuple(
-        TopicPartitionErrors(t.name, tuple(PartitionError(p.partition, error)
-                                           for p, error in zip(t.partitions, topic_errors, strict=True)))
+        TopicPartitionErrors(t.name, partition_errors(t.partitions, topic_errors))
         for t, topic_errors in zip(request.topics, errors, strict=True))))
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.effects import Effect
 from groupcoord.coordinator.hard_state import HardStateStore
-from groupcoord.coordinator.records import Record
+from groupcoord.coordinator.records import OffsetCommits, Record, RecordChunk, records_of
 from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.coordinator.timers import Timers
 from groupcoord.group.consumer_member import ConsumerGroupMember
@@ -141,7 +141,7 @@ class CoordinatorContext:
         self.pending_targets: dict[str, int] = {}
         self.last_targets_ms: dict[str, int] = {}
         self.now_ms = 0
-        self._records: list[Record] = []
+        self._records: list[RecordChunk] = []
         self._responses: list[tuple[Token, GroupResponse]] = []
         self._effects: list[Effect] = []
 
@@ -149,6 +149,11 @@ class CoordinatorContext:
         """Replay ``record`` into hard state and add it to this call's records."""
         self.hard.replay(record)
         self._records.append(record)
+
+    def append_offsets(self, commits: OffsetCommits) -> None:
+        """Replay the block of offsets ``commits`` into hard state and add it to this call's records."""
+        self.hard.replay_offsets(commits)
+        self._records.append(commits)
 
     def respond(self, token: Token, response: GroupResponse) -> None:
         """Queue ``response`` for the request identified by ``token``."""
@@ -160,7 +165,7 @@ class CoordinatorContext:
 
     def drain(self) -> CoordinatorResult:
         """Everything queued since the last drain."""
-        result = CoordinatorResult(tuple(self._records), tuple(self._responses), tuple(self._effects))
+        result = CoordinatorResult(records_of(self._records), tuple(self._responses), tuple(self._effects))
         self._records.clear()
         self._responses.clear()
         self._effects.clear()

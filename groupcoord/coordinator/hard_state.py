@@ -24,6 +24,7 @@ from groupcoord.coordinator.credential_records import UserCredentialRecord, new_
 from groupcoord.coordinator.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
+    OffsetCommits,
     OffsetValue,
     Record,
     new_group_metadata_record,
@@ -124,6 +125,15 @@ class HardStateStore:
                     del self._offsets[record.group_id]
             return
         self._offsets.setdefault(record.group_id, {})[key] = record.value
+
+    def replay_offsets(self, commits: OffsetCommits) -> None:
+        """Apply a block of offsets: the same as replaying each record it stands for, in one dict update."""
+        if not commits.partitions:
+            return
+        if not commits.group_id or not all(commits.topics) or min(commits.partitions) < 0:
+            bad = next(r for r in commits.records() if not r.group_id or not r.topic or r.partition < 0)
+            self._replay_offset(bad)  # raises, naming the record
+        self._offsets.setdefault(commits.group_id, {}).update(zip(commits.keys(), commits.values(), strict=True))
 
     # --- reads -------------------------------------------------------------------------------------------------
     def group(self, group_id: str) -> GroupMetadataValue | None:

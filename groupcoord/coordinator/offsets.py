@@ -8,10 +8,11 @@ from collections.abc import Callable, Sequence
 from groupcoord.coordinator import rebalance
 from groupcoord.coordinator.context import CoordinatorContext
 from groupcoord.coordinator.records import (
+    OffsetCommits,
     OffsetValue,
     new_group_tombstone,
+    new_offset_commits,
     new_offset_tombstone,
-    offset_commit_records,
 )
 from groupcoord.coordinator.validation import (
     is_valid_topic_name,
@@ -73,19 +74,25 @@ def handle_offset_commit(ctx: CoordinatorContext, request: OffsetCommitRequest, 
     # One error per request entry, not per (topic, partition): a partition named twice must not let a valid entry
     # hide an invalid one (the invalid one would then reach a record).
     errors = [topic_errors_of(ctx, t.name, t.partitions) for t in request.topics]
-    accepted = [(t.name, p) for t, topic_errors in zip(request.topics, errors, strict=True)
-                for p in _accepted(t.partitions, topic_errors)]
-    if accepted:
+    commits = accepted_commits(request, errors, now_ms)
+    if commits.partitions:
         if request.group_id not in ctx.groups:
             ctx.register_group(group)
         if group.has(request.member_id):
             rebalance.heartbeat(ctx, group, group.get(request.member_id), now_ms)
-        expire = now_ms + request.retention_time_ms if request.retention_time_ms > 0 else None
-        for record in offset_commit_records(group.group_id, accepted, now_ms, expire):
-            ctx.append(record)
+        ctx.append_offsets(commits)
     ctx.respond(token, OffsetCommitResponse(topics=tuple(
         TopicPartitionErrors(t.name, partition_errors(t.partitions, topic_errors))
         for t, topic_errors in zip(request.topics, errors, strict=True))))
+
+
+def accepted_commits(request: OffsetCommitRequest, errors: Sequence[list[ErrorCode]], now_ms: int) -> OffsetCommits:
+    """The block of the offsets of ``request`` to commit at ``now_ms``: those of its partitions whose error (in
+    ``errors``, per topic of the request) is NONE, with the request's retention."""
+    expire = now_ms + request.retention_time_ms if request.retention_time_ms > 0 else None
+    return new_offset_commits(request.group_id, [
+        (t.name, _accepted(t.partitions, topic_errors)) for t, topic_errors in zip(request.topics, errors, strict=True)
+    ], now_ms, expire)
 
 
 def partition_errors(partitions: Sequence[OffsetCommitPartition],

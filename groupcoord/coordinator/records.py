@@ -16,10 +16,10 @@ from __future__ import annotations
 import base64
 import functools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from typing import Any, NamedTuple
+from itertools import chain, repeat
+from typing import Any, NamedTuple, overload
 
 from groupcoord.coordinator.acl_records import (
     ACL_KIND,
@@ -117,17 +117,136 @@ def new_offset_commit_record(group_id: str, topic: str, partition: int, value: O
     return OffsetCommitRecord(group_id, topic, partition, value)
 
 
-def offset_commit_records(group_id: str, committed: Iterable[tuple[str, OffsetCommitPartition]], now_ms: int,
-                          expire_timestamp_ms: int | None) -> Iterator[OffsetCommitRecord]:
-    """The records persisting ``committed`` ((topic, partition) pairs of one commit at ``now_ms``), built without a
-    Python call per offset (the commit path's hot loop)."""
-    pairs = list(committed)
-    partitions = [partition for _, partition in pairs]
-    values = map(_offset_value_of_row, zip([p.offset for p in partitions], [p.leader_epoch for p in partitions],
-                                        [p.metadata for p in partitions], repeat(now_ms),
-                                        repeat(expire_timestamp_ms)))
-    return map(_offset_record_of_row, zip(repeat(group_id), [topic for topic, _ in pairs],
-                                             [p.partition for p in partitions], values))
+@dataclass(frozen=True, slots=True)
+class OffsetCommits:
+    """The offsets one commit writes, as columns: one object per request where the commit path would otherwise build
+    a record and a value per partition.
+
+    It stands for :meth:`records` (in that order: offset ``i`` is ``topics[i]``, ``partitions[i]``...), and every
+    consumer of records has a columnar path for it: hard-state replay, the encoder (the same stored rows as those
+    records) and the materializer. It is not a :data:`Record`: it only travels in a
+    :class:`~groupcoord.coordinator.result.CoordinatorResult`'s records, which iterate as the records it stands for.
+    """
+
+    group_id: str
+    topics: tuple[str, ...]
+    partitions: tuple[int, ...]
+    offsets: tuple[int, ...]
+    leader_epochs: tuple[int, ...]
+    metadata: tuple[str, ...]
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.partitions)
+
+    def keys(self) -> Iterator[tuple[str, int]]:
+        """Each offset's (topic, partition), in order."""
+        return zip(self.topics, self.partitions, strict=True)
+
+    def values(self) -> Iterator[OffsetValue]:
+        """Each offset's value, in order, built without a Python call per offset."""
+        return map(_offset_value_of_row, zip(self.offsets, self.leader_epochs, self.metadata,
+                                             repeat(self.commit_timestamp_ms), repeat(self.expire_timestamp_ms)))
+
+    def records(self) -> Iterator[OffsetCommitRecord]:
+        """The records this block stands for, in order."""
+        return map(_offset_record_of_row, zip(repeat(self.group_id), self.topics, self.partitions, self.values()))
+
+
+RecordChunk = Record | OffsetCommits
+"""What the core's results are made of: single records, and blocks of offsets each standing for several records."""
+
+
+def chunk_size(chunk: RecordChunk) -> int:
+    """How many records ``chunk`` is (or stands for)."""
+    return len(chunk) if type(chunk) is OffsetCommits else 1
+
+
+def _expanded(chunk: RecordChunk) -> Iterable[Record]:
+    return chunk.records() if isinstance(chunk, OffsetCommits) else (chunk,)
+
+
+class Records(Sequence[Record]):
+    """Records of which some are held as blocks of offsets (:class:`OffsetCommits`): they iterate, index and compare
+    (with other records or a tuple) as the records those blocks stand for, while :attr:`chunks` keeps the blocks for
+    the columnar paths (replay, encoding, the materializer)."""
+
+    __slots__ = ("_flat", "_length", "chunks")
+
+    def __init__(self, chunks: Iterable[RecordChunk]) -> None:
+        self.chunks: tuple[RecordChunk, ...] = tuple(chunks)
+        """The records and blocks, in order."""
+        self._length = sum(map(chunk_size, self.chunks))
+        self._flat: tuple[Record, ...] | None = None
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[Record]:
+        return chain.from_iterable(map(_expanded, self.chunks))
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Record, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Record | tuple[Record, ...]:
+        return self.flat()[index]
+
+    def flat(self) -> tuple[Record, ...]:
+        """Every record, blocks expanded (built once)."""
+        if self._flat is None:
+            self._flat = tuple(self)
+        return self._flat
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Records):
+            return self.flat() == other.flat()
+        if isinstance(other, tuple):
+            return self.flat() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Sequence[Record]) -> Records:
+        return Records((*self.chunks, *chunks_of(other)))
+
+    def __radd__(self, other: Sequence[Record]) -> Records:
+        return Records((*chunks_of(other), *self.chunks))
+
+    def __repr__(self) -> str:
+        return f"Records({self.flat()!r})"
+
+
+def chunks_of(records: Iterable[RecordChunk]) -> tuple[RecordChunk, ...]:
+    """``records`` as chunks: a :class:`Records`'s own (blocks kept whole), else the records themselves."""
+    return records.chunks if isinstance(records, Records) else tuple(records)
+
+
+def records_of(chunks: Sequence[RecordChunk]) -> Sequence[Record]:
+    """``chunks`` as a sequence of records: a plain tuple when no chunk is a block, else :class:`Records`."""
+    if any(type(chunk) is OffsetCommits for chunk in chunks):
+        return Records(chunks)
+    return tuple(chunks)  # type: ignore[arg-type]  # no block among them
+
+
+def new_offset_commits(group_id: str, committed: Iterable[tuple[str, Sequence[OffsetCommitPartition]]],
+                       now_ms: int, expire_timestamp_ms: int | None) -> OffsetCommits:
+    """The block persisting ``committed`` ((topic, its committed partitions) pairs of one commit at ``now_ms``): its
+    columns are the partitions' fields transposed, per topic, in C."""
+    columns: list[tuple[tuple[str, ...], tuple[Any, ...], tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]] = []
+    for topic, partitions in committed:
+        if partitions:
+            indexes, offsets, epochs, metadata = zip(*partitions, strict=True)
+            columns.append(((topic,) * len(indexes), indexes, offsets, epochs, metadata))
+    if len(columns) == 1:  # the usual case: one topic, its columns as they are
+        topics, indexes, offsets, epochs, metadata = columns[0]
+    else:
+        topics, indexes, offsets, epochs, metadata = (tuple(chain.from_iterable(column)) for column in zip(
+            *columns, strict=True)) if columns else ((), (), (), (), ())
+    return OffsetCommits(group_id, topics, indexes, offsets, epochs, metadata, now_ms, expire_timestamp_ms)
 
 
 def new_offset_tombstone(group_id: str, topic: str, partition: int) -> OffsetCommitRecord:
@@ -188,14 +307,24 @@ _json_string = functools.lru_cache(maxsize=4096)(json.dumps)
 """A string as JSON (ASCII, as :func:`_dumps` writes it), cached: group ids, topics and metadata repeat."""
 
 
+_OFFSET_VALUE_TEMPLATE = (b'{"commit_timestamp_ms":%d,"expire_timestamp_ms":%s,"leader_epoch":%d,"metadata":%s,'
+                          b'"offset":%d}')
+"""An offset value's stored bytes (:func:`_dumps` of the dict of its fields, keys sorted) from its fields, the JSON ones
+(expiry, metadata) as JSON; ``%d`` writes an int subclass as its int."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_bytes(text: str) -> bytes:
+    """``text`` as JSON bytes (ASCII, as :func:`_dumps` writes it), cached: metadata strings repeat."""
+    return _json_string(text).encode("ascii")
+
+
 def _offset_value_bytes(value: OffsetValue) -> bytes:
-    # The hot path (one call per committed partition): the exact bytes _dumps gives for the dict of its
-    # fields (keys sorted), written directly: json.dumps of the dict costs several times more.
+    # The exact bytes _dumps gives for the dict of its fields, written directly: json.dumps of the dict costs several
+    # times more.
     expire = value.expire_timestamp_ms
-    return (f'{{"commit_timestamp_ms":{int(value.commit_timestamp_ms)},'
-            f'"expire_timestamp_ms":{"null" if expire is None else int(expire)},'
-            f'"leader_epoch":{int(value.leader_epoch)},"metadata":{_json_string(value.metadata)},'
-            f'"offset":{int(value.offset)}}}').encode("ascii")
+    return _OFFSET_VALUE_TEMPLATE % (value.commit_timestamp_ms, b"null" if expire is None else b"%d" % expire,
+                                     value.leader_epoch, _json_bytes(value.metadata), value.offset)
 
 
 def _offset_from_json(data: dict[str, Any]) -> OffsetValue:
@@ -233,14 +362,29 @@ def encode_record(record: Record) -> EncodedRecord:
     return EncodedRecord(kind, key, None if payload is None else _dumps(payload), FORMAT_VERSION)
 
 
-def encode_records(records: Iterable[Record]) -> list[EncodedRecord]:
-    """:func:`encode_record` of each of ``records``, offset commits (most records) without a call of it each."""
-    encoded = []
-    for record in records:
-        if type(record) is OffsetCommitRecord and record.value is not None:
+def encode_offset_commits(commits: OffsetCommits) -> Iterator[EncodedRecord]:
+    """The stored form of the records ``commits`` stands for (the same rows as :func:`encode_record` of each),
+    built column by column without a Python call per offset."""
+    expire = commits.expire_timestamp_ms
+    values = map(_OFFSET_VALUE_TEMPLATE.__mod__, zip(
+        repeat(commits.commit_timestamp_ms), repeat(b"null" if expire is None else b"%d" % expire),
+        commits.leader_epochs, map(_json_bytes, commits.metadata), commits.offsets))
+    keys = map(offset_key, repeat(commits.group_id), commits.topics, commits.partitions)
+    return map(_encoded_of_row, zip(repeat(OFFSET_COMMIT_KIND), keys, values, repeat(FORMAT_VERSION)))
+
+
+def encode_records(records: Iterable[RecordChunk]) -> list[EncodedRecord]:
+    """:func:`encode_record` of each of ``records`` (blocks of offsets as the records they stand for), offset
+    commits (most records) without a call of it each."""
+    encoded: list[EncodedRecord] = []
+    for record in chunks_of(records):
+        if type(record) is OffsetCommits:
+            encoded.extend(encode_offset_commits(record))
+        elif type(record) is OffsetCommitRecord and record.value is not None:
             key, value = offset_key(record.group_id, record.topic, record.partition), _offset_value_bytes(record.value)
             encoded.append(_encoded_of_row((OFFSET_COMMIT_KIND, key, value, FORMAT_VERSION)))
         else:
+            assert not isinstance(record, OffsetCommits)
             encoded.append(encode_record(record))
     return encoded
 

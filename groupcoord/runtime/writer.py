@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 
-from groupcoord.coordinator.records import Record, encode_record, encode_records
+from groupcoord.coordinator.records import Record, chunks_of, encode_records
 from groupcoord.log.base import RecordLog
 from groupcoord.log.batcher import CommitBatcher
 from groupcoord.log.lease import utc_now
@@ -27,7 +27,7 @@ def log_persister(record_log: RecordLog) -> Persist:
     """Append each result's records to ``record_log`` as one batch, on the event loop (meant for in-memory logs)."""
 
     async def persist(records: Sequence[Record]) -> None:
-        record_log.append([encode_record(record) for record in records], expected_version=record_log.version())
+        record_log.append(encode_records(records), expected_version=record_log.version())
 
     return persist
 
@@ -55,12 +55,13 @@ class DurableWriter:
         return self.batcher.healthy
 
     async def persist(self, records: Sequence[Record]) -> None:
-        """Durable through the batcher, then materialized; maybe starts a snapshot."""
+        """Durable through the batcher, then materialized (blocks of offsets handed over whole); maybe starts a
+        snapshot."""
         encoded = encode_records(records)
         if self.batcher.pending:
             crash_point("batch-assembly")
         version = await self.batcher.append(encoded)
-        self.materializer.submit(CommittedBatch(records=tuple(records), log_version=version, epoch=self.epoch,
+        self.materializer.submit(CommittedBatch(records=chunks_of(records), log_version=version, epoch=self.epoch,
                                                 committed_at=utc_now()))
         self.records_since_snapshot += len(encoded)
         if self.records_since_snapshot >= self.snapshot_interval and self._snapshot is None:

@@ -52,6 +52,9 @@ from groupcoord.coordinator.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
+    RecordChunk,
+    Records,
+    chunk_size,
     decode_record,
     new_group_tombstone,
     new_offset_tombstone,
@@ -76,8 +79,8 @@ from groupcoord.topics import TopicCatalog
 
 log = logging.getLogger("groupcoord.state.materializer")
 
-YIELD_EVERY_RECORDS = 500
-"""A flush building rows gives up the GIL after about this many records (~1 ms of work)."""
+YIELD_EVERY_S = 0.001
+"""A flush building rows gives up the GIL after about this much work (between two batches)."""
 
 LOG_VERSION_KEY = "groupcoord.log_version"
 """commitInfo key: the highest log version a state commit holds rows of."""
@@ -101,12 +104,13 @@ class MaterializerConfig(KeyedConfig):
 class CommittedBatch:
     """One durable record-log batch: its records (epoch markers allowed), version, writer epoch and commit time.
 
-    ``records`` may be the encoded records as logged or, cheaper, the core's typed records (the holder has both:
-    decoding is most of a flush's cost). A ``snapshot`` batch restates the current state, which the tables already
+    ``records`` may be the encoded records as logged or, cheaper, the core's typed records, blocks of offsets
+    (:class:`~groupcoord.coordinator.records.OffsetCommits`) kept whole (the holder has both: decoding is most of a
+    flush's cost). A ``snapshot`` batch restates the current state, which the tables already
     hold: it is counted as materialized without writing rows.
     """
 
-    records: tuple[EncodedRecord | Record, ...]
+    records: tuple[EncodedRecord | RecordChunk, ...]
     log_version: int
     epoch: int
     committed_at: dt.datetime
@@ -151,7 +155,7 @@ class Materializer:
         """State-table commits made by this materializer."""
 
     # --- incremental --------------------------------------------------------------------------------------------
-    def apply(self, batch_records: Sequence[EncodedRecord | Record], *, log_version: int, epoch: int,
+    def apply(self, batch_records: Sequence[EncodedRecord | RecordChunk], *, log_version: int, epoch: int,
               now: dt.datetime) -> int:
         """Append the rows of the one log batch committed at ``log_version``; returns the rows written."""
         return self.apply_batches(
@@ -165,19 +169,20 @@ class Materializer:
         with self._write_lock:
             staged = self._consumer_groups.staged()
             builder = RowBuilder(self._current_generations(), consumer=staged, topic_name=self._topic_name)
-            since_yield = 0
+            last_yield = time.perf_counter()
             for batch in ordered:
                 if batch.snapshot:
                     continue
                 now_ms = _millis(batch.committed_at)
-                for seq, record in enumerate(_core_records(batch.records)):
+                seq = 0
+                for record in _core_records(batch.records):
                     builder.add(record, log_version=batch.log_version, epoch=batch.epoch, seq=seq, now_ms=now_ms)
-                since_yield += len(batch.records)
-                if since_yield >= YIELD_EVERY_RECORDS:
+                    seq += chunk_size(record)
+                if time.perf_counter() - last_yield >= YIELD_EVERY_S:
                     # Hand the GIL over instead of holding it for a whole switch interval (5 ms): the event loop
                     # that acknowledges writes is waiting for it.
                     time.sleep(0)
-                    since_yield = 0
+                    last_yield = time.perf_counter()
             written = 0
             for name, rows in builder.tables().items():
                 fresh = rows.filter(pc.greater(rows.column("log_version"), self._watermark(name)[0]))
@@ -245,7 +250,7 @@ class Materializer:
         """Rewrite the state that ``records`` (a loaded log: snapshot plus tail) build, as rows at ``log_version``
         and ``epoch``, and delete the keys the tables show that this state lacks. Returns the rows written."""
         now_ms = _millis(now or dt.datetime.now(dt.UTC))
-        loaded = _core_records(records)
+        loaded = list(Records(_core_records(records)))
         state = HardStateStore()
         for record in loaded:
             state.replay(record)
@@ -367,8 +372,8 @@ def _read_watermark(root: StateRoot, name: TableName) -> tuple[int, int]:
     return int(pc.max(rows.column("log_version")).as_py()), int(pc.max(rows.column("epoch")).as_py())
 
 
-def _core_records(records: Iterable[EncodedRecord | Record]) -> list[Record]:
-    """The core's records of a batch, typed, without the log's epoch markers."""
+def _core_records(records: Iterable[EncodedRecord | RecordChunk]) -> list[RecordChunk]:
+    """The core's records of a batch, typed (blocks of offsets kept whole), without the log's epoch markers."""
     return [decode_record(r) if isinstance(r, EncodedRecord) else r
             for r in records if not (isinstance(r, EncodedRecord) and r.kind == EPOCH_KIND)]
 

@@ -11,20 +11,22 @@ field, so a snapshot's offsets (restated after their commit) get the generation 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 from uuid import UUID
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from groupcoord.coordinator.acl_records import AclRecord
-from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from groupcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, OffsetCommits, Record, RecordChunk
 from groupcoord.group.metadata import GroupMetadataValue, MemberMetadataValue
 from groupcoord.protocol.consumer_protocol import PROTOCOL_TYPE as CONSUMER
 from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment, subscribed_topics
 from groupcoord.state.acl_rows import acl_columns
 from groupcoord.state.consumer_rows import CONSUMER_RECORD_TYPES, StagedConsumerGroups, add_consumer_group_rows
-from groupcoord.state.schema import STATE_TABLES, TIMESTAMP, StateTable, TableName
+from groupcoord.state.schema import OFFSETS, STATE_TABLES, TIMESTAMP, StateTable, TableName
 
 log = logging.getLogger("groupcoord.state.rows")
 
@@ -83,10 +85,15 @@ class RowBuilder:
         self._consumer = consumer
         self._topic_name = topic_name
         self._rows: dict[TableName, list[tuple[Any, ...]]] = {name: [] for name in STATE_TABLES}
-        self._offsets: dict[OffsetKey, tuple[Any, ...]] = {}
+        # The offsets' rows as columns (blocks of offsets extend them in C); coalesced per key in tables().
+        self._offsets: list[list[Any]] = [[] for _ in OFFSETS.schema]
 
-    def add(self, record: Record, *, log_version: int, epoch: int, seq: int, now_ms: int) -> None:
-        """Add the rows of ``record``, the ``seq``-th record of the batch at ``log_version`` written in ``epoch``."""
+    def add(self, record: RecordChunk, *, log_version: int, epoch: int, seq: int, now_ms: int) -> None:
+        """Add the rows of ``record``, the ``seq``-th record of the batch at ``log_version`` written in ``epoch`` (a
+        block of offsets: the records from the ``seq``-th on)."""
+        if type(record) is OffsetCommits:
+            self._add_offsets(record, log_version=log_version, epoch=epoch, first_seq=seq)
+            return
         tags = {"log_version": log_version, "epoch": epoch, "seq": seq}
         if isinstance(record, OffsetCommitRecord):
             self._add_offset(record, tags)
@@ -102,13 +109,15 @@ class RowBuilder:
         if self._consumer is not None:
             for group_id, touch in self._consumer.touched.items():
                 add_consumer_group_rows(self._row, group_id, self._consumer.group(group_id), touch, self._topic_name)
-        self._rows["offsets"] = list(self._offsets.values())
-        return {name: _to_arrow(STATE_TABLES[name], rows) for name, rows in self._rows.items() if rows}
+        tables = {name: _to_arrow(STATE_TABLES[name], rows) for name, rows in self._rows.items() if rows}
+        if self._offsets[0]:
+            tables["offsets"] = _latest_per_key(OFFSETS, _columns_to_arrow(OFFSETS, self._offsets))
+        return tables
 
     # --- per record kind ------------------------------------------------------------------------------------------
     def _add_offset(self, record: OffsetCommitRecord, tags: dict[str, int]) -> None:
-        # The hot path (most records are offset commits): the row is built in column order, without _row, and
-        # replaces an earlier row of the same key in this builder (see the class docs).
+        # The row is built in column order, without _row; tables() keeps only the last row of each key (see the class
+        # docs).
         value = record.value
         key = (record.group_id, record.topic, record.partition)
         bookkeeping = (value is None, tags["log_version"], tags["epoch"], tags["seq"])
@@ -119,7 +128,22 @@ class RowBuilder:
                           else self.generations.get(record.group_id))
             data = (value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms,
                     value.expire_timestamp_ms, generation)
-        self._offsets[key] = (*key, *data, *bookkeeping)
+        list(map(list.append, self._offsets, (*key, *data, *bookkeeping)))
+
+    def _add_offsets(self, commits: OffsetCommits, *, log_version: int, epoch: int, first_seq: int) -> None:
+        """The rows of a block of offsets, as :meth:`_add_offset` makes them for each of its records, built column by
+        column without a Python call per offset."""
+        if self._offset_generations:  # a rebuild's per-offset generations (never a block in practice)
+            for seq, record in enumerate(commits.records(), first_seq):
+                self._add_offset(record, {"log_version": log_version, "epoch": epoch, "seq": seq})
+            return
+        count = len(commits)
+        list(map(list.extend, self._offsets, (
+            repeat(commits.group_id, count), commits.topics, commits.partitions, commits.offsets,
+            commits.leader_epochs, commits.metadata, repeat(commits.commit_timestamp_ms, count),
+            repeat(commits.expire_timestamp_ms, count), repeat(self.generations.get(commits.group_id), count),
+            repeat(False, count), repeat(log_version, count), repeat(epoch, count),
+            range(first_seq, first_seq + count))))
 
     def _add_group(self, record: GroupMetadataRecord, tags: dict[str, int], now_ms: int) -> None:
         group_id, value = record.group_id, record.value
@@ -179,10 +203,24 @@ def _assignment(group_id: str, value: GroupMetadataValue, member: MemberMetadata
 
 
 def _to_arrow(table: StateTable, rows: list[tuple[Any, ...]]) -> pa.Table:
+    return _columns_to_arrow(table, zip(*rows, strict=True))
+
+
+def _columns_to_arrow(table: StateTable, columns: Iterable[Sequence[Any]]) -> pa.Table:
     arrays = []
-    for field, cells in zip(table.schema, zip(*rows, strict=True), strict=True):
+    for field, cells in zip(table.schema, columns, strict=True):
         if field.type == TIMESTAMP:  # cells hold epoch milliseconds
             arrays.append(pa.array(cells, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP))
         else:
             arrays.append(pa.array(cells, field.type))
     return pa.Table.from_arrays(arrays, schema=table.schema)
+
+
+def _latest_per_key(table: StateTable, rows: pa.Table) -> pa.Table:
+    """Of the rows of each key of ``table``, the last one, the keys in the order of their first rows."""
+    index = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), rows.num_rows)), 1)
+    last = rows.select(list(table.keys)).append_column("row", index).group_by(
+        list(table.keys), use_threads=False).aggregate([("row", "min"), ("row", "max")])
+    if last.num_rows == rows.num_rows:  # no key twice: the rows as they are
+        return rows
+    return rows.take(pc.take(last.column("row_max"), pc.sort_indices(last.column("row_min"))))

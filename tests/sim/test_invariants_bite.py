@@ -15,7 +15,7 @@ from groupcoord.assignors.algorithms import Group, Key, assign
 from groupcoord.coordinator import consumer_membership, consumer_offsets, hard_state, offsets
 from groupcoord.coordinator.consumer_epochs import NO_PARTITION_CHECK
 from groupcoord.coordinator.context import CoordinatorContext
-from groupcoord.coordinator.records import OffsetCommitRecord
+from groupcoord.coordinator.records import OffsetCommitRecord, OffsetCommits
 from groupcoord.group.consumer_group import NO_OWNER_EPOCH, ConsumerGroup
 from groupcoord.group.group import ClassicGroup
 from groupcoord.group.metadata import GroupMetadataValue
@@ -95,7 +95,12 @@ def test_offsets_that_stop_advancing_on_replay_break_invariant_2(monkeypatch: py
             return
         real_replay(self, record)
 
+    def keep_first_of_block(self: hard_state.HardStateStore, commits: OffsetCommits) -> None:
+        for record in commits.records():
+            keep_first(self, record)
+
     monkeypatch.setattr(hard_state.HardStateStore, "_replay_offset", keep_first)
+    monkeypatch.setattr(hard_state.HardStateStore, "replay_offsets", keep_first_of_block)  # commits come as blocks
     outcome = run_schedule(_schedule(*TWO_MEMBERS, Tick(8000), Commit("m0")))
     assert outcome.invariant == "2", outcome.message
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from groupcoord.coordinator.records import OffsetValue, new_offset_commit_record
+from groupcoord.coordinator.records import OffsetValue, chunks_of, new_offset_commit_record
 from groupcoord.log.memory import InMemoryRecordLog
 from groupcoord.protocol import ConsumerGroupHeartbeatRequest, MemberIdentity
 from groupcoord.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType
@@ -117,7 +117,7 @@ def test_typed_records_materialize_like_the_encoded_ones(
     coordinator.ctx.leave("g", *(MemberIdentity(member_id=m) for m in members))
     coordinator.delete_group("g")
     coordinator.materialize()
-    typed = [CommittedBatch(records=result.records, log_version=version, epoch=1,
+    typed = [CommittedBatch(records=chunks_of(result.records), log_version=version, epoch=1,
                             committed_at=at(coordinator.ctx.now))
              for version, result in enumerate(r for r in coordinator.ctx.results if r.records)]
     other = StateRoot.open(tmp_path / "typed", create=True)

@@ -117,25 +117,29 @@ class OffsetCommitMapping:
         """An error per partition (a failed request gives every submitted partition its error)."""
         wire_topics = [topic_ref(ctx, topic) for topic in ctx.body["Topics"]]
         refs = {self._known.name(topic): topic for topic in wire_topics}
-        sent: list[TopicPartitionKey] = []
+        sent: list[OffsetCommitTopic] = []
         answered: list[tuple[TopicRef, Sequence[PartitionError]]] = []
         for request, outcome in zip(requests, outcomes, strict=True):
             assert isinstance(request, OffsetCommitRequest)
-            sent += [(refs[t.name], p.partition) for t in request.topics for p in t.partitions]
+            sent += request.topics
             if isinstance(outcome, ErrorCode):
                 answered += [(refs[t.name], [PartitionError(p.partition, outcome) for p in t.partitions])
                              for t in request.topics]
             else:
                 answered += [(refs[t.name], t.partitions) for t in outcome.topics]
         # Every named partition sent (the usual case): nothing to screen out, so no need to match them one by one.
-        all_sent = len(sent) == sum(len(topic["Partitions"]) for topic in ctx.body["Topics"])
+        if sum(len(t.partitions) for t in sent) == sum(len(topic["Partitions"]) for topic in ctx.body["Topics"]):
+            named: list[TopicPartitionKey] = []
+            sent_partitions: list[TopicPartitionKey] = []
+        else:
+            named = self.named_partitions(ctx)
+            sent_partitions = [(refs[t.name], p.partition) for t in sent for p in t.partitions]
         missing = {topic: self._known.missing_error(topic) for topic in wire_topics}
         return ctx.response(
             ThrottleTimeMs=0,
             Topics=[{**wire_topic(ctx, topic),
                      "Partitions": [{"PartitionIndex": index, "ErrorCode": error.code} for index, error in partitions]}
-                    for topic, partitions in with_unknown([] if all_sent else self.named_partitions(ctx),
-                                                          [] if all_sent else sent, answered, missing)],
+                    for topic, partitions in with_unknown(named, sent_partitions, answered, missing)],
         )
 
 
