@@ -79,7 +79,22 @@ class GroupcoordSource(DataSource):
         from groupcoord.source.options import parse_source_options
 
         super().__init__(dict(options))
-        self.source_options = parse_source_options(options, self.session_defaults)
+        self._source_options: SourceOptions | None = parse_source_options(options, self.session_defaults)
+
+    @property
+    def source_options(self) -> SourceOptions:
+        """The validated options (validated when the query is defined; parsed again in a worker that needs them)."""
+        if self._source_options is None:
+            from groupcoord.source.options import parse_source_options
+
+            self._source_options = parse_source_options(self.options, self.session_defaults, warn=False)
+        return self._source_options
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The options as given, not as parsed: Spark pickles the source into every worker of the query, the
+        executors' too (beside the reader), and the parsed options' member settings would import the member's
+        packages there."""
+        return {**self.__dict__, "_source_options": None}
 
     @classmethod
     def name(cls) -> str:

@@ -1,10 +1,13 @@
-"""The source's modules that every Python worker of a query imports stay import-light (issue 29's cold start).
+"""The source's and the sink's modules that every Python worker of a query imports stay import-light (issue 29's
+cold start).
 
 Spark imports :mod:`groupcoord.source.data_source` in each of a query's Python workers: to unpickle the source (its
-planner workers) and the reader (each executor worker, before its first task), and in the driver-side worker that
-plans the batches. The member, delta-rs, kafka-python and the metrics endpoint cost seconds of a loaded CPU there;
-only the driver-side worker needs the first three, and nothing of the source needs the last. Each check runs in a
-fresh interpreter and reads its ``sys.modules``.
+planner workers, and each executor worker with the reader, before its first task), and in the driver-side worker
+that plans the batches; likewise :mod:`groupcoord.sink.data_sink` with the sink's writer. The member (with the
+coordinator's modules below it), delta-rs, kafka-python, the runtime and the metrics endpoint cost seconds of a
+loaded CPU in each (14-16 s at load 20, with eight workers starting together); only the driver-side workers need
+the first three, and nothing of the source needs the last two. Each check runs in a fresh interpreter and reads its
+``sys.modules``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from groupcoord.source.data_source import GroupcoordStreamReader
+import pyarrow as pa
+
+from groupcoord.runtime import crash_points
+from groupcoord.sink import data_sink
+from groupcoord.sink.options import SinkOptions
+from groupcoord.source.data_source import GroupcoordSource
 from groupcoord.source.options import parse_source_options
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +32,13 @@ HEAVY = ("groupcoord.member", "groupcoord.coordinator", "groupcoord.log", "group
          "groupcoord.source.query_plan", "groupcoord.source.query_member", "groupcoord.source.log_view", "deltalake",
          "kafka", "confluent_kafka", "prometheus_client")
 """What neither the planner workers nor the executors need of the source."""
+
+SINK_HEAVY = ("groupcoord.member", "groupcoord.coordinator", "groupcoord.runtime", "groupcoord.log",
+              "groupcoord.topics", "groupcoord.metrics", "groupcoord.source", "groupcoord.sink.commit",
+              "groupcoord.sink.group", "kafka", "confluent_kafka")
+"""What an executor writing the ``groupcoord-delta`` sink does not need (the driver's commit does)."""
+
+OPTIONS = {"group.id": "g", "state.root": "/tmp/nowhere", "subscribe": "t", "kafka.bootstrap.servers": "h:9092"}
 
 ENDPOINT = ("groupcoord.metrics.http_server", "groupcoord.metrics.coordinator_metrics", "groupcoord.server",
             "groupcoord.runtime", "groupcoord.host", "prometheus_client", "http.server")
@@ -42,17 +57,32 @@ def loaded_after(code: str, watched: tuple[str, ...]) -> list[str]:
     return loaded
 
 
-def test_the_data_source_module_loads_nothing_heavy() -> None:
-    assert loaded_after("import groupcoord.source.data_source", HEAVY) == []
-
-
-def test_an_executor_unpickles_the_reader_without_the_member_or_delta() -> None:
-    reader = GroupcoordStreamReader(parse_source_options({"group.id": "g", "state.root": "/tmp/nowhere",
-                                                           "subscribe": "t", "kafka.bootstrap.servers": "h:9092"}))
-    pickled = pickle.dumps(reader)
-    code = f"import pickle\nreader = pickle.loads({pickled!r})\nassert reader.range_read.bootstrap_servers == 'h:9092'"
+def test_an_executor_unpickles_the_source_and_its_reader_without_the_member_or_delta() -> None:
+    source = GroupcoordSource(OPTIONS)
+    reader = source.streamReader(source.schema())
+    pickled = pickle.dumps((source, reader))
+    code = (f"import pickle\nsource, reader = pickle.loads({pickled!r})\n"
+            "assert reader.range_read.bootstrap_servers == 'h:9092' and source.name() == 'groupcoord'")
     assert loaded_after(code, HEAVY) == []
+
+
+def test_an_unpickled_source_parses_its_options_again() -> None:
+    source = pickle.loads(pickle.dumps(GroupcoordSource({**OPTIONS, "maxOffsetsPerTrigger": "7"})))
+    assert source.source_options == parse_source_options({**OPTIONS, "maxOffsetsPerTrigger": "7"})
+    assert source.source_options.max_offsets_per_trigger == 7
 
 
 def test_the_driver_side_loads_no_metrics_endpoint() -> None:
     assert loaded_after("import groupcoord.source.query_plan", ENDPOINT) == []
+
+
+def test_an_executor_unpickles_the_sink_writer_without_the_commit_side() -> None:
+    options = SinkOptions.parse({"path": "/tmp/nowhere/table", "group.id": "g", "checkpointLocation": "/tmp/nowhere",
+                                 "state.root": "/tmp/nowhere/state"}, {})
+    pickled = pickle.dumps(data_sink.DeltaStreamWriter(options, pa.schema([("value", pa.binary())])))
+    code = f"import pickle\nwriter = pickle.loads({pickled!r})\nassert writer.options.group_id == 'g'"
+    assert loaded_after(code, SINK_HEAVY) == []
+
+
+def test_the_sink_names_the_crash_point_variable_of_the_runtime() -> None:
+    assert data_sink.CRASH_AT_ENV == crash_points.ENV
