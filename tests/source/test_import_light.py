@@ -13,7 +13,9 @@ the first three, and nothing of the source needs the last two. Each check runs i
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +88,10 @@ def test_an_executor_unpickles_the_sink_writer_without_the_commit_side() -> None
 
 def test_the_sink_names_the_crash_point_variable_of_the_runtime() -> None:
     assert data_sink.CRASH_AT_ENV == crash_points.ENV
+
+
+def test_an_armed_sink_crash_point_still_kills_the_worker() -> None:
+    code = "from groupcoord.sink.data_sink import crash_point\ncrash_point('sink-write')\nprint('alive')"
+    armed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                           env={**os.environ, crash_points.ENV: "sink-write"})
+    assert armed.returncode == -signal.SIGKILL and "alive" not in armed.stdout
