@@ -18,9 +18,27 @@ topic logs below it.
 
 from __future__ import annotations
 
-from groupcoord.metrics.authentication import AuthenticationFailures
-from groupcoord.metrics.coordinator_metrics import CoordinatorMetrics
-from groupcoord.metrics.host_state import Phase, ServingTerm
-from groupcoord.metrics.http_server import MetricsServer
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from groupcoord.metrics.authentication import AuthenticationFailures
+    from groupcoord.metrics.coordinator_metrics import CoordinatorMetrics
+    from groupcoord.metrics.host_state import Phase, ServingTerm
+    from groupcoord.metrics.http_server import MetricsServer
 
 __all__ = ["AuthenticationFailures", "CoordinatorMetrics", "MetricsServer", "Phase", "ServingTerm"]
+
+_HOMES = {"AuthenticationFailures": "authentication", "CoordinatorMetrics": "coordinator_metrics",
+          "MetricsServer": "http_server", "Phase": "host_state", "ServingTerm": "host_state"}
+"""The submodule of each name of :data:`__all__`, imported at the name's first use (PEP 562): the package stays
+import-light, since :mod:`~groupcoord.metrics.consumer_lag`'s lag rule is also used by the ``groupcoord`` source's
+driver-side worker, which must not load the coordinator, the server and the HTTP endpoint for it."""
+
+
+def __getattr__(name: str) -> Any:
+    """A name of :data:`__all__`, from its submodule."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

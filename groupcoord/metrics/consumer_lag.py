@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from prometheus_client.core import GaugeMetricFamily
+if TYPE_CHECKING:
+    from prometheus_client.core import GaugeMetricFamily
 
 CURRENT_OFFSET = "kafka_consumergroup_current_offset"
 LAG = "kafka_consumergroup_lag"
@@ -82,6 +83,8 @@ def partition_lag(offset: int, log_end: int | None) -> int | None:
 def consumer_group_families(groups: Iterable[GroupOffsets],
                             statuses: Mapping[str, int] | None = None) -> list[GaugeMetricFamily]:
     """The kafka_exporter families of ``groups``; ``statuses`` (group id to 0, 1 or 2) adds the status family."""
+    from prometheus_client.core import GaugeMetricFamily  # here: partition_lag's users need no Prometheus client
+
     families = {name: GaugeMetricFamily(name, text, labels=_labels(name)) for name, text in _HELP.items()}
     for group in groups:
         lag_sums: dict[str, int] = defaultdict(int)

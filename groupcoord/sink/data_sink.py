@@ -21,6 +21,7 @@ group's committed offsets equal the table's versions. :func:`register_sink` regi
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,24 +29,34 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from groupcoord.member.config import MemberOptions
-from groupcoord.runtime.crash_points import crash_point
-from groupcoord.security.config import CLIENT_SECURITY_KEYS
-from groupcoord.sink.batches import SourceBatch, read_source_batch
-from groupcoord.sink.commit import commit_batch, ensure_table, table_files
 from groupcoord.sink.files import PartitionFile, remove_files, write_partition_files
-from groupcoord.sink.group import commit_to_group, reset_markers, source_batch
 from groupcoord.sink.options import SinkOptionError, SinkOptions, check_table_schema, sink_table_schema
-from groupcoord.sink.plan import TopicPartitionKey
-from groupcoord.state_root import StateRoot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
+    from groupcoord.member.config import MemberOptions
+    from groupcoord.sink.batches import SourceBatch
+    from groupcoord.sink.plan import TopicPartitionKey
+    from groupcoord.state_root import StateRoot
+
 log = logging.getLogger("groupcoord.sink.data_sink")
 
 FORMAT = "groupcoord-delta"
+CRASH_AT_ENV = "GROUPCOORD_CRASH_AT"
+""":data:`groupcoord.runtime.crash_points.ENV`, named here so that the runtime package is imported only when a fault
+test arms a crash point (see :func:`crash_point`)."""
+
+
+def crash_point(name: str) -> None:
+    """:func:`groupcoord.runtime.crash_points.crash_point`, when the environment arms a crash point (it does nothing
+    otherwise). Importing the runtime package costs every executor's Python worker a second of an idle core (the
+    coordinator's service comes with it), and a worker writing this sink needs nothing else of it."""
+    if os.environ.get(CRASH_AT_ENV, "").strip():
+        from groupcoord.runtime.crash_points import crash_point as armed
+
+        armed(name)
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,8 @@ class GroupcoordDeltaSink(DataSource):
         """The writer of a query; checks the options and the table's shape, creating the table when missing."""
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        from groupcoord.sink.commit import ensure_table
+
         options = SinkOptions.parse(dict(self.options), self.defaults)
         if overwrite:
             raise SinkOptionError("groupcoord-delta: the complete output mode is not supported (append only)")
@@ -99,6 +112,10 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Commit the batch to the table, then its offsets to the group (see the module docstring)."""
+        from groupcoord.sink.batches import read_source_batch
+        from groupcoord.sink.commit import commit_batch
+        from groupcoord.sink.group import reset_markers, source_batch
+
         options = self.options
         batch = read_source_batch(options.checkpoint_location, batchId, source_batch)
         if batch.group_id != options.group_id:
@@ -118,12 +135,15 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def commit_to_group(self, batch: SourceBatch, versions: Mapping[TopicPartitionKey, int]) -> None:
         """Commit the table's ``versions`` to the group, as the member that read ``batch`` (fault tests override
         it to die right after the Delta commit)."""
+        from groupcoord.sink.group import commit_to_group
+
         commit_to_group(self.state_root(), batch, versions, options=self.member_options())
 
     def member_options(self) -> MemberOptions:
         """How the driver's commit connects to the coordinator: the session's client security keys (read here, in
         the driver, so a password file or variable of the driver is read where it exists)."""
         from groupcoord.config import PREFIX, resolve_config
+        from groupcoord.member.config import MemberOptions
 
         return MemberOptions.from_config(resolve_config(
             spark_conf={f"{PREFIX}{name}": value for name, value in self.client_security.items()}))
@@ -131,6 +151,8 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def state_root(self) -> StateRoot:
         """The group's state root, opened once in the driver's commit worker (never pickled: an S3 root holds the
         credentials of the process that opened it)."""
+        from groupcoord.state_root import StateRoot
+
         root = self.__dict__.get("_root")
         if root is None:
             root = self.__dict__["_root"] = StateRoot.open(self.options.state_root, storage=self.options.storage)
@@ -145,6 +167,8 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
         Spark aborts a batch whose ``commit`` failed, also when the commit's worker died after its Delta commit
         (before the group commit): the files that commit added are the table's then, and stay."""
+        from groupcoord.sink.commit import table_files
+
         files = [f for m in messages if isinstance(m, SinkFiles) for f in m.files]
         table = self.options.table
         held = table_files(table)
@@ -158,6 +182,7 @@ def register_sink(spark: SparkSession, defaults: Mapping[str, Any] | None = None
     """Register ``groupcoord-delta`` in ``spark``, its option defaults taken from the session's
     ``spark.groupcoord.*`` conf (``defaults``, short key names, override them)."""
     from groupcoord.config import PREFIX
+    from groupcoord.security.config import CLIENT_SECURITY_KEYS
 
     conf = {k.removeprefix(PREFIX): v for k, v in spark.sparkContext.getConf().getAll() if k.startswith(PREFIX)}
     runtime = {k.removeprefix(PREFIX): v for k, v in spark.conf.getAll.items() if k.startswith(PREFIX)}

@@ -22,6 +22,10 @@ Spark runs a Python data source's driver-side methods (``initialOffset``, ``late
   subscribed topics, so partitions acquired mid-run are read up to them too. A query whose own partitions are done
   waits while partitions it recorded are owned elsewhere and committed below its target (their owner is still
   reading, or about to leave), then finishes and leaves the group.
+
+The driver side's work is :class:`~groupcoord.source.query_plan.QueryPlan`'s, imported at the first driver-side call:
+every Python worker of the query imports this module (to unpickle the source or the reader), and the executors' and
+Spark's planner workers need neither the member nor the log view, nor kafka-python.
 """
 
 from __future__ import annotations
@@ -31,32 +35,26 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-from kafka.structs import TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
-from pyspark.sql.types import StructType
 
-from groupcoord.source.log_view import LogView, open_log_view
-from groupcoord.source.offset import Position, SourceOffset, batch_ranges
-from groupcoord.source.options import SourceOptions, parse_source_options
-from groupcoord.source.planning import admit, split_ranges
-from groupcoord.source.progress import lag_report
-from groupcoord.source.query_member import QueryMember
-from groupcoord.source.records import DataLossError, RangeRead, kafka_source_schema, read_range
-from groupcoord.topics import PartitionOffsets
+from groupcoord.source.records import RangeRead, kafka_source_schema, read_range
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from kafka.structs import TopicPartition
+    from pyspark.sql.types import StructType
+
+    from groupcoord.source.options import SourceOptions
+    from groupcoord.source.query_plan import QueryPlan
 
 log = logging.getLogger("groupcoord.source.data_source")
 
 SOURCE_NAME = "groupcoord"
-POLL_TIMEOUT_MS = 1000
-AVAILABLE_NOW_WAIT_S = 0.5
-"""How often an AvailableNow query whose own partitions are done looks again at the partitions owned elsewhere."""
 SIGTERM_LEAVE_TIMEOUT_S = 5.0
 """How long a worker Spark terminates may spend leaving the group."""
 SPARK_SOURCE_WORKER = "pyspark.sql.streaming.python_streaming_source_runner"
@@ -78,8 +76,25 @@ class GroupcoordSource(DataSource):
     """The session's ``spark.groupcoord.*`` conf when ``register()`` ran: the registry keys' defaults."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
+        from groupcoord.source.options import parse_source_options
+
         super().__init__(dict(options))
-        self.source_options = parse_source_options(options, self.session_defaults)
+        self._source_options: SourceOptions | None = parse_source_options(options, self.session_defaults)
+
+    @property
+    def source_options(self) -> SourceOptions:
+        """The validated options (validated when the query is defined; parsed again in a worker that needs them)."""
+        if self._source_options is None:
+            from groupcoord.source.options import parse_source_options
+
+            self._source_options = parse_source_options(self.options, self.session_defaults, warn=False)
+        return self._source_options
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The options as given, not as parsed: Spark pickles the source into every worker of the query, the
+        executors' too (beside the reader), and the parsed options' member settings would import the member's
+        packages there."""
+        return {**self.__dict__, "_source_options": None}
 
     @classmethod
     def name(cls) -> str:
@@ -96,7 +111,12 @@ class GroupcoordSource(DataSource):
 
 
 class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """The driver side and the executor side of the source (see the module docstring)."""
+    """The driver side and the executor side of the source (see the module docstring).
+
+    Import-light: the driver side's work is :class:`~groupcoord.source.query_plan.QueryPlan`'s, imported at the
+    first driver-side call, so an executor's worker, which unpickles this reader to call :meth:`read`, loads
+    neither the member nor the log view.
+    """
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -105,22 +125,18 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                                     bootstrap_servers=options.bootstrap_servers,
                                     kafka_settings=dict(options.kafka_settings),
                                     poll_timeout_ms=options.poll_timeout_ms, storage=options.storage)
-        self._member: QueryMember | None = None
-        self._log_view: LogView | None = None
-        self._targets: dict[TopicPartition, PartitionOffsets] | None = None
-        self._latest: dict[TopicPartition, int] = {}
-        self._lag: dict[str, Any] | None = None
+        self._plan: QueryPlan | None = None
         self._previous_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """Only the options travel to the executors (the driver-side member and clients stay)."""
-        return {"options": self.options, "range_read": self.range_read, "_member": None, "_log_view": None,
-                "_targets": None, "_latest": {}, "_lag": None, "_previous_sigterm": None}
+        """Only what :meth:`read` needs travels to the executors: the options would import the member's packages
+        in every executor worker, and the driver-side member and clients stay where they are."""
+        return {"range_read": self.range_read, "_plan": None, "_previous_sigterm": None}
 
     # --- the driver side ---------------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
         """No partition yet: every partition enters the query as acquired, with its starting point in the offset."""
-        return SourceOffset(self.options.group_id).to_dict()
+        return self._query_plan().initial_offset()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``maxOffsetsPerTrigger``, else everything available."""
@@ -129,66 +145,39 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Record the log-end offsets of every partition of the subscribed topics: the run's target."""
-        view = self._view()
-        view.sync_catalog(self.options.subscribes)
-        counts = view.partition_counts(self.options.subscribes)
-        self._targets = view.bounds([TopicPartition(t, p) for t, n in counts.items() for p in range(n)])
-        log.info("group %s: AvailableNow target recorded for %d partition(s)", self.options.group_id,
-                 len(self._targets))
+        self._query_plan().prepare_available_now()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """Commit ``start``, rebalance, and plan the next end offset (see the module docstring)."""
-        previous = SourceOffset.from_dict(start)
-        member = self._query_member()
-        self._commit(previous)
-        self._view().sync_catalog(self.options.subscribes)
-        waited_since = time.monotonic()
-        while True:
-            acquired = member.poll(POLL_TIMEOUT_MS)
-            end = self._plan(previous, acquired, limit)
-            if batch_ranges(previous, end):
-                return self._reported(end).to_dict()
-            if self._targets is None or not self._others_behind(acquired):
-                self._reported(end)  # nothing to read: where the member stands
-                return start
-            if time.monotonic() - waited_since > 30:
-                log.info("group %s: AvailableNow: waiting for partitions owned by other members to reach the target",
-                         self.options.group_id)
-                waited_since = time.monotonic()
-            time.sleep(AVAILABLE_NOW_WAIT_S)
+        return self._query_plan().latest_offset(start, limit)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The log ends of the last plan and the group's lag at its batch's end, for the query's progress
         (:mod:`~groupcoord.source.progress`); ``None`` before the first plan."""
-        return self._lag
+        return self._plan.lag if self._plan is not None else None
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """The batch's offset ranges, from ``start`` and ``end`` alone, cut for ``minPartitions``."""
-        ranges = batch_ranges(SourceOffset.from_dict(start), SourceOffset.from_dict(end))
-        pieces = split_ranges(ranges, min_partitions=self.options.min_partitions,
-                              max_records=self.options.max_records_per_partition)
-        return [OffsetRange(tp.topic, tp.partition, low, high) for tp, low, high in pieces]
+        from groupcoord.source.query_plan import input_ranges
+
+        return [OffsetRange(tp.topic, tp.partition, low, high) for tp, low, high in input_ranges(self.options,
+                                                                                                   start, end)]
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark finished the batches up to ``end``: commit the positions still owned from the same acquisition."""
-        self._commit(SourceOffset.from_dict(end))
+        self._query_plan().commit(end)
 
     def stop(self) -> None:
         """The query ended: leave the group, so that its partitions move on at once."""
         if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._previous_sigterm)
             self._previous_sigterm = None
-        if self._member is not None:
-            member, self._member = self._member, None
-            member.close()
-            log.info("group %s: the query's member left the group", self.options.group_id)
-        if self._log_view is not None:
-            view, self._log_view = self._log_view, None
-            view.close()
+        if self._plan is not None:
+            self._plan.close()
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions the query's member owns now (none before the first ``latestOffset``)."""
-        return self._member.member.assignment() if self._member is not None else frozenset()
+        return self._plan.assignment() if self._plan is not None else frozenset()
 
     # --- the executor side -------------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -196,12 +185,13 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         assert isinstance(partition, OffsetRange)
         return read_range(self.range_read, partition.topic, partition.partition, partition.low, partition.high)
 
-    # --- planning ----------------------------------------------------------------------------------------------
-    def _query_member(self) -> QueryMember:
-        if self._member is None:
-            self._member = QueryMember(self.options)
-            self._leave_on_sigterm()
-        return self._member
+    # --- in Spark's driver-side worker -------------------------------------------------------------------------
+    def _query_plan(self) -> QueryPlan:
+        if self._plan is None:
+            from groupcoord.source.query_plan import QueryPlan
+
+            self._plan = QueryPlan(self.options, on_member=self._leave_on_sigterm)
+        return self._plan
 
     def _leave_on_sigterm(self) -> None:
         """In Spark's driver-side worker, leave the group when Spark terminates the worker.
@@ -239,99 +229,3 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             self.stop()
         except Exception:  # the worker is going anyway; the session timeout bounds what a failed leave leaves
             log.exception("group %s: the query's member could not leave the group", self.options.group_id)
-
-    def _view(self) -> LogView:
-        if self._log_view is None:
-            self._log_view = open_log_view(self.options.open_root(), self.options.bootstrap_servers,
-                                           self.options.kafka_settings,
-                                           timeout_s=self.options.poll_timeout_ms / 1000)
-        return self._log_view
-
-    def _commit(self, offset: SourceOffset) -> None:
-        member = self._member
-        if member is None or offset.member_id != member.member_id:
-            return
-        member.commit({tp: p.next for tp, p in offset.positions.items() if member.owns(tp, p.acquired)})
-
-    def _reported(self, offset: SourceOffset) -> SourceOffset:
-        """``offset``, after keeping the lag its positions leave against the last plan's log ends."""
-        self._lag = lag_report(self.options.group_id, self._latest,
-                               {tp: p.next for tp, p in offset.positions.items() if tp in self._latest})
-        return offset
-
-    def _plan(self, previous: SourceOffset, acquired: Mapping[TopicPartition, int], limit: ReadLimit) -> SourceOffset:
-        member = self._query_member()
-        bounds = self._view().bounds(acquired)
-        self._latest = {tp: b.end for tp, b in bounds.items()}
-        continuing = {tp: p for tp in acquired
-                      if (p := previous.continues(tp, member.member_id, acquired[tp])) is not None}
-        fresh = sorted(tp for tp in acquired if tp not in continuing)
-        starts = self._starting_points(fresh, previous, bounds)
-        positions = {tp: p.next for tp, p in continuing.items()} | starts
-        moved, lost = set(starts), set[TopicPartition]()
-        for tp, position in list(positions.items()):
-            skipped = self._skip_lost(tp, position, bounds[tp])
-            if skipped != position:
-                positions[tp], moved, lost = skipped, moved | {tp}, lost | {tp}
-        ranges = {tp: (pos, max(pos, self._high(tp, bounds[tp]))) for tp, pos in positions.items()}
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        ends = admit(ranges, max_rows)
-        return SourceOffset(self.options.group_id, member.member_id, member.generation_id, {
-            tp: Position(ends[tp], acquired[tp], positions[tp] if tp in moved else None, tp in lost)
-            for tp in sorted(acquired)})
-
-    def _high(self, tp: TopicPartition, bounds: PartitionOffsets) -> int:
-        if self._targets is None:
-            return bounds.end
-        target = self._targets.get(tp)
-        return min(bounds.end, target.end) if target is not None else 0
-
-    def _starting_points(self, fresh: Sequence[TopicPartition], previous: SourceOffset,
-                         bounds: Mapping[TopicPartition, PartitionOffsets]) -> dict[TopicPartition, int]:
-        """Where newly acquired partitions start: max(committed, the checkpoint's stale position), else
-        ``startingOffsets``. The stale position counts only when nobody committed beyond it (this query's own
-        restart, whose last batch may be newer than its last commit)."""
-        if not fresh:
-            return {}
-        committed = self._query_member().committed(fresh)
-        starts = {}
-        for tp in fresh:
-            stale = previous.positions.get(tp)
-            known = [o for o in (committed.get(tp), stale.next if stale is not None else None) if o is not None]
-            starts[tp] = max(known) if known else self._starting_offset(tp, bounds[tp])
-        return starts
-
-    def _starting_offset(self, tp: TopicPartition, bounds: PartitionOffsets) -> int:
-        starting = self.options.starting
-        if isinstance(starting, dict):
-            chosen = starting.get(tp.topic, {}).get(tp.partition)
-            if chosen is None:
-                return bounds.end  # Spark's Kafka source: partitions the JSON leaves out start at latest
-            return bounds.start if chosen == -2 else bounds.end if chosen == -1 else chosen
-        return bounds.start if starting == "earliest" else bounds.end
-
-    def _skip_lost(self, tp: TopicPartition, position: int, bounds: PartitionOffsets) -> int:
-        """``position``, or where reading must go on when retention removed it (``failOnDataLoss`` false)."""
-        if bounds.start <= position <= bounds.end:
-            return position
-        what = (f"offset {position} of {tp.topic}-{tp.partition} is out of the log's range [{bounds.start}, "
-                f"{bounds.end}]")
-        if self.options.fail_on_data_loss:
-            raise DataLossError(f"{what}. Some data may have been lost because it is no longer available (retention, "
-                                "or a deleted topic). If you want the query to go on, set failOnDataLoss to false.")
-        log.warning("%s; going on from %d (failOnDataLoss is false)", what, bounds.start)
-        return bounds.start
-
-    def _others_behind(self, acquired: Mapping[TopicPartition, int]) -> bool:
-        """AvailableNow: some recorded partition owned elsewhere is committed below this query's target."""
-        assert self._targets is not None
-        elsewhere = [tp for tp, target in self._targets.items() if tp not in acquired and target.end > target.start]
-        if not elsewhere:
-            return False
-        committed = self._query_member().committed(elsewhere)
-        targets = self._targets
-        return any(_or(committed.get(tp), targets[tp].start) < targets[tp].end for tp in elsewhere)
-
-
-def _or(value: int | None, default: int) -> int:
-    return default if value is None else value

@@ -129,10 +129,11 @@ class SourceOptions:
         return re.fullmatch(self.pattern, topic) is not None
 
 
-def parse_source_options(options: Mapping[str, str],
-                         session_defaults: Mapping[str, str] | None = None) -> SourceOptions:
+def parse_source_options(options: Mapping[str, str], session_defaults: Mapping[str, str] | None = None, *,
+                         warn: bool = True) -> SourceOptions:
     """Validate ``options`` (with the session's ``spark.groupcoord.*`` conf as defaults); raises
-    :class:`SourceOptionError` naming the first bad option or contradictory pair."""
+    :class:`SourceOptionError` naming the first bad option or contradictory pair. ``warn``: log the ignored options
+    (once per query: the source parses them again in its other workers without)."""
     canonical = _canonical_names()
     given: dict[str, str] = {}
     groupcoord: dict[str, str] = {}
@@ -144,7 +145,8 @@ def parse_source_options(options: Mapping[str, str],
             reason = {k.lower(): v for k, v in {**REJECTED_OPTIONS, **JAVA_ONLY_KAFKA_SETTINGS}.items()}[lowered]
             raise SourceOptionError(f"groupcoord source: option {raw_name!r} is not accepted: {reason}")
         if name is not None and name in WARNED_OPTIONS:
-            log.warning("groupcoord source: option %s is ignored: %s", name, WARNED_OPTIONS[name])
+            if warn:
+                log.warning("groupcoord source: option %s is ignored: %s", name, WARNED_OPTIONS[name])
         elif name is not None and name in _GROUPCOORD_KEYS:
             groupcoord[name] = value
         elif name is not None:
