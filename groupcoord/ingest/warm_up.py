@@ -32,8 +32,9 @@ __all__ = ["DAEMON_MODULE", "WARM_MODULES", "daemon_settings", "executor_count",
 log = logging.getLogger("groupcoord.ingest.warm_up")
 
 WARM_MODULES = ("pyarrow.parquet", "pyarrow.fs", "deltalake", "obstore", "groupcoord.source.data_source",
-                "groupcoord.sink.data_sink")
-"""What an executor's task of the groupcoord source or the groupcoord-delta sink imports."""
+                "groupcoord.sink.data_sink", "groupcoord.state_root", "groupcoord.topics", "confluent_kafka")
+"""What an executor's task of the groupcoord source or the groupcoord-delta sink imports (the source's module loads
+the embedded log's and the Kafka client's modules only where a read needs them, so they are named here)."""
 
 DAEMON_MODULE = "groupcoord.ingest.python_daemon"
 """Spark's Python daemon with :data:`WARM_MODULES` imported before it forks a worker."""
