@@ -116,9 +116,9 @@ def test_serve_whose_s3_goes_down_steps_down_in_its_lease_and_serves_again_when_
     serve = ServeProcess(uri, "--conf", "group.initial.rebalance.delay.ms=0", env=server.server.env,
                          log_path=tmp_path / "serve.log")
     try:
-        consumer = _joined_consumer(serve.wait_ready(60))
+        address = serve.wait_ready(60)
         offsets = {TopicPartition(TOPIC, p): OffsetAndMetadata(10 + p, "", -1) for p in range(PARTITIONS)}
-        _commit_as_a_member(consumer, offsets)
+        consumer = _commit_as_a_member(_joined_consumer(address), offsets, address)
         consumer.close(autocommit=False)
 
         server.stop(kill=True)
