@@ -56,19 +56,21 @@ def check_pair(instance: int | None, engine: str, spark_conf: Mapping[str, str])
         raise ConfigError(f"a driver pair ({DRIVER_INSTANCE_ENV}={instance}) runs the structured engine only: the "
                           "members engine's static members would take each other's places")
     master = spark_conf.get("spark.master", "")
-    dynamic = spark_conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true"
-    if master.startswith("spark://") and not dynamic and not spark_conf.get("spark.cores.max"):
+    if master.startswith("spark://") and not _dynamic_allocation(spark_conf) and not spark_conf.get("spark.cores.max"):
         raise ConfigError(f"a driver pair on a standalone master needs spark.cores.max ({DRIVER_INSTANCE_ENV}="
                           f"{instance}): without it the first application takes every core and the other's queries "
                           "hold partitions with no executor to read them")
+
+
+def _dynamic_allocation(spark_conf: Mapping[str, str]) -> bool:
+    return (spark_conf.get("spark.dynamicAllocation.enabled") or "false").lower() == "true"
 
 
 def wait_for_executor(spark: SparkSession) -> float:
     """Wait until the application has at least one executor (never on a local master, nor with dynamic allocation,
     which starts executors only for tasks); returns the seconds waited."""
     context = spark.sparkContext
-    dynamic = (context.getConf().get("spark.dynamicAllocation.enabled", "false") or "false").lower() == "true"
-    if (context.master or "local").startswith("local") or dynamic:
+    if (context.master or "local").startswith("local") or _dynamic_allocation(dict(context.getConf().getAll())):
         return 0.0
     started = said = time.monotonic()
     while executor_count(spark) == 0:
